@@ -1,0 +1,102 @@
+"""Overhead benchmark: baseline vs gpscope vs the bare-CUPTI floor vs
+torch.profiler, runs interleaved in one invocation (round-robin, so drift
+hits every configuration alike). Prints a table and writes JSON.
+
+  python3 bench/overhead.py --inject build/inject/libgpscope_inject.so \
+      --floor build/bench/libgpscope_cupti_floor.so --tiny build/bench/tiny_kernels \
+      --rounds 5 --out $OUT/overhead.json
+
+Targets (issue 3): launch-bound loop, gpscope's added time <= 1.15x the
+floor's added time; training loop, <= 1% step-time increase (medians).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TRAIN = os.path.join(HERE, "workloads", "torch_train.py")
+
+
+def run(cmd, env_extra, key):
+    env = dict(os.environ)
+    env.pop("CUDA_INJECTION64_PATH", None)
+    env.update(env_extra)
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        raise RuntimeError(f"{cmd} failed ({p.returncode}): {p.stderr[-2000:]}")
+    line = [l for l in p.stdout.splitlines() if l.startswith("{")][-1]
+    return json.loads(line)[key]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--inject", required=True)
+    ap.add_argument("--floor", required=True)
+    ap.add_argument("--tiny", required=True)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--kernels", type=int, default=200000)
+    ap.add_argument("--ops", type=int, default=100000)
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--out", default="")
+    ap.add_argument("--variants", nargs="*", default=[],
+                    help="extra injection libraries (diagnosis builds) for the CUDA tiny-kernel suite")
+    ap.add_argument("--suites", default="cuda,torch_tiny,torch_train")
+    ap.add_argument("--train-args", default="--batch 16384 --hidden 8192",
+                    help="model size of the realistic training loop")
+    a = ap.parse_args()
+    outdir = tempfile.mkdtemp(prefix="gpscope-bench-")
+    gp = {"CUDA_INJECTION64_PATH": os.path.abspath(a.inject), "GPSCOPE_OUTPUT": outdir}
+    fl = {"CUDA_INJECTION64_PATH": os.path.abspath(a.floor)}
+    py = sys.executable
+    cuda_configs = {"baseline": ({}, []), "floor": (fl, []), "gpscope": (gp, [])}
+    for v in a.variants:
+        name = os.path.basename(v).replace("libgpscope_inject_", "").replace(".so", "")
+        cuda_configs[name] = ({"CUDA_INJECTION64_PATH": os.path.abspath(v), "GPSCOPE_OUTPUT": outdir}, [])
+    suites = {
+        "cuda_tiny_kernels (us/launch)": (
+            [a.tiny, str(a.kernels)], "us_per_launch", cuda_configs),
+        "torch_tiny_ops (us/op)": (
+            [py, TRAIN, "--mode", "tiny", "--ops", str(a.ops)], "us_per_op",
+            {"baseline": ({}, []), "floor": (fl, []), "gpscope": (gp, []),
+             "torch.profiler": ({}, ["--profiler"])}),
+        "torch_train (ms/step)": (
+            [py, TRAIN, "--mode", "train", "--steps", str(a.steps)] + a.train_args.split(),
+            "step_ms_median",
+            {"baseline": ({}, []), "floor": (fl, []), "gpscope": (gp, []),
+             "torch.profiler": ({}, ["--profiler"])}),
+    }
+    wanted = {"cuda": "cuda_tiny_kernels (us/launch)", "torch_tiny": "torch_tiny_ops (us/op)",
+              "torch_train": "torch_train (ms/step)"}
+    suites = {wanted[k]: suites[wanted[k]] for k in a.suites.split(",")}
+    results = {}
+    for name, (cmd, key, configs) in suites.items():
+        samples = {c: [] for c in configs}
+        for _ in range(a.rounds):
+            for c, (env, extra) in configs.items():
+                samples[c].append(run(cmd + extra, env, key))
+        med = {c: statistics.median(v) for c, v in samples.items()}
+        base = med["baseline"]
+        added = {c: med[c] - base for c in med}
+        r = {"samples": samples, "median": med, "added": added,
+             "increase_pct": {c: 100.0 * added[c] / base for c in med}}
+        if added["floor"] > 0:
+            r["gpscope_over_floor_added"] = added["gpscope"] / added["floor"]
+        results[name] = r
+    print(f"{'workload':32} {'config':16} {'median':>10} {'added':>9} {'+%':>7}")
+    for name, r in results.items():
+        for c in r["median"]:
+            print(f"{name:32} {c:16} {r['median'][c]:10.4f} {r['added'][c]:9.4f} "
+                  f"{r['increase_pct'][c]:6.2f}%")
+        if "gpscope_over_floor_added" in r:
+            print(f"{name:32} gpscope added / floor added = {r['gpscope_over_floor_added']:.3f}")
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

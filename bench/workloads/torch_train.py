@@ -1,0 +1,100 @@
+"""A small, real PyTorch training loop used by the e2e tests, the overhead
+benchmark and to record the bundled trace (tests/data/).
+
+It is an ordinary user script: nothing in it knows about gpscope.
+
+  python3 torch_train.py --mode train --steps 200     # MLP training, bf16 autocast
+  python3 torch_train.py --mode tiny --ops 100000     # launch-bound tiny ops
+  python3 torch_train.py ... --profiler               # wrap in torch.profiler (CUDA only)
+
+Prints one JSON line: {"mode", "steps", "wall_s", "step_ms_median", ...}.
+The training step has what real jobs have: a host batch copied to the GPU
+(pinned, non_blocking) plus a pageable label copy, forward/backward/optimizer,
+a loss.item() host sync every --sync-every steps, and NVTX step ranges.
+"""
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import torch
+
+
+def train(args):
+    torch.manual_seed(0)
+    dev = torch.device("cuda")
+    model = torch.nn.Sequential(
+        torch.nn.Linear(1024, args.hidden), torch.nn.GELU(),
+        torch.nn.Linear(args.hidden, args.hidden), torch.nn.GELU(),
+        torch.nn.Linear(args.hidden, 1024)).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    host_x = torch.randn(args.batch, 1024).pin_memory()
+    host_y = torch.randn(args.batch, 1024)  # pageable on purpose
+    step_ms = []
+    losses = []
+    for step in range(args.steps):
+        t0 = time.perf_counter()
+        torch.cuda.nvtx.range_push(f"step {step}")
+        x = host_x.to(dev, non_blocking=True)
+        y = host_y.to(dev)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = torch.nn.functional.mse_loss(model(x).float(), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if (step + 1) % args.sync_every == 0:
+            losses.append(loss.item())
+        torch.cuda.nvtx.range_pop()
+        if args.sleep_ms:
+            time.sleep(args.sleep_ms / 1000.0)  # a slow data loader
+        torch.cuda.synchronize()
+        step_ms.append((time.perf_counter() - t0) * 1000.0)
+    warm = step_ms[min(10, len(step_ms) // 4):]
+    return {"step_ms_median": statistics.median(warm), "final_loss": losses[-1] if losses else None}
+
+
+def tiny(args):
+    dev = torch.device("cuda")
+    x = torch.zeros(16, device=dev)
+    for _ in range(1000):
+        x.add_(1.0)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(args.ops):
+        x.add_(1.0)
+    torch.cuda.synchronize()
+    dt = time.perf_counter() - t0
+    if float(x[0].item()) != 1000.0 + args.ops:
+        raise SystemExit("wrong result")
+    return {"us_per_op": dt * 1e6 / args.ops, "loop_s": dt}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--mode", choices=["train", "tiny"], default="train")
+    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--hidden", type=int, default=4096)
+    p.add_argument("--sync-every", type=int, default=10)
+    p.add_argument("--sleep-ms", type=float, default=0.0)
+    p.add_argument("--ops", type=int, default=100000)
+    p.add_argument("--profiler", action="store_true")
+    p.add_argument("--exit-code", type=int, default=0)
+    args = p.parse_args()
+    t0 = time.perf_counter()
+    fn = train if args.mode == "train" else tiny
+    if args.profiler:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            out = fn(args)
+        out["profiler_events"] = len(prof.events())
+    else:
+        out = fn(args)
+    out.update(mode=args.mode, wall_s=time.perf_counter() - t0)
+    print(json.dumps(out), flush=True)
+    sys.exit(args.exit_code)
+
+
+if __name__ == "__main__":
+    main()

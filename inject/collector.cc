@@ -1,0 +1,787 @@
+#include "inject/collector.h"
+
+#include <cupti.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "inject/buffer_pool.h"
+#include "inject/chunk_writer.h"
+#include "inject/api_cbids.h"
+#include "inject/config.h"
+#include "inject/cupti_loader.h"
+#include "inject/identity.h"
+#include "inject/raw_log.h"
+#include "proto/framing.h"
+
+#ifndef GPSCOPE_VERSION
+#define GPSCOPE_VERSION "0.0.0"
+#endif
+
+namespace gpscope::inject {
+namespace {
+
+using format::StringRef;
+
+// proto enum values (proto/gpscope/trace.proto).
+constexpr uint32_t kApiRuntime = 1, kApiDriver = 2;
+constexpr uint32_t kDropCuptiReported = 2, kDropIncomplete = 3, kDropPoolEmpty = 1,
+                   kDropBufferStolen = 6;
+constexpr uint32_t kLostYielded = 1;
+constexpr uint32_t kEndExit = 1, kEndSignal = 2;
+
+uint64_t ClockNs(clockid_t id) {
+  timespec ts;
+  clock_gettime(id, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uint64_t RandomUid() {
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v) || v == 0) {
+    v = ClockNs(CLOCK_REALTIME) ^ (static_cast<uint64_t>(getpid()) << 32) ^ 0x9e3779b97f4a7c15ull;
+  }
+  return v;
+}
+
+class Collector;
+// Constant-initialized: CUPTI callbacks may run before Start() finished or
+// after static destructors; they only ever see null or a leaked Collector.
+std::atomic<Collector*> g_collector{nullptr};
+std::atomic<bool> g_started{false};
+
+void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_num_records);
+void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t size,
+                              size_t valid_size);
+void CUPTIAPI SubscriberCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+void AtExit();
+void OnFatalSignal(int sig, siginfo_t* info, void* uctx);
+
+class Collector {
+ public:
+  Config config;
+  ProcessIdentity identity;
+  CuptiApi api;
+  BufferPool pool;
+  uint64_t process_uid = RandomUid();
+  pid_t owner_pid = getpid();
+  bool cupti_active = false;  // CUPTI loaded and collecting (not yield mode)
+  int fd = -1;
+  std::unique_ptr<ChunkWriter> writer;
+  std::string trace_path;
+
+  // Written by CUPTI callbacks, read by the writer.
+  std::atomic<uint64_t> cupti_dropped{0};
+
+  // Exit handshake between the exiting thread and the writer thread.
+  std::atomic<bool> stopping{false};
+  std::atomic<bool> final_requested{false};
+  std::atomic<bool> final_done{false};
+  std::atomic<uint32_t> end_reason{kEndExit};
+  std::atomic<int32_t> end_signal{0};
+  std::mutex wake_mu;
+  std::condition_variable wake_cv;
+  std::thread writer_thread;
+
+  struct sigaction old_term {};
+  struct sigaction old_int {};
+
+  bool Start();
+  void Stop(uint32_t reason, int sig, bool from_signal);
+
+ private:
+  void WriterLoop();
+  void Drain();
+  void ConvertBuffer(uint8_t* buffer, size_t valid_bytes);
+  void ConvertRecord(const CUpti_Activity* record);
+  void ReportLosses(bool final);
+  void AddClockSnapshot();
+  format::ClockRecord Snapshot() const;
+  bool OpenOutput(std::string* error);
+  bool WriteHeader();
+  bool EnableCupti(std::string* error);
+  uint32_t ApiNameId(uint32_t domain, uint32_t cbid);
+
+  // Writer-thread state.
+  uint64_t reported_cupti_dropped_ = 0;
+  uint64_t reported_pool_failures_ = 0;
+  uint64_t incomplete_records_ = 0;
+  uint64_t reported_incomplete_ = 0;
+  uint64_t last_event_ns_ = 0;
+  bool flush_timed_out_ = false;
+  std::unordered_map<uint64_t, uint32_t> api_names_;  // (domain << 32 | cbid) -> string id
+  struct OpenRange {
+    uint64_t start_ns;
+    uint32_t name_id;
+    uint32_t domain_id;
+    uint32_t thread_id;
+  };
+  std::unordered_map<uint32_t, OpenRange> open_ranges_;  // NVTX marker id -> start
+};
+
+format::ClockRecord Collector::Snapshot() const {
+  format::ClockRecord c{};
+  uint64_t cupti_ns = 0;
+  if (api.cuptiGetTimestamp != nullptr) api.cuptiGetTimestamp(&cupti_ns);
+  c.realtime_ns = ClockNs(CLOCK_REALTIME);
+  c.monotonic_ns = ClockNs(CLOCK_MONOTONIC);
+  c.cupti_ns = cupti_ns;
+  return c;
+}
+
+void Collector::AddClockSnapshot() { writer->AddClock(Snapshot()); }
+
+bool MakeDirs(const std::string& path) {
+  std::string partial;
+  for (size_t i = 0; i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '/') {
+      if (!partial.empty() && mkdir(partial.c_str(), 0775) != 0 && errno != EEXIST) return false;
+    }
+    if (i < path.size()) partial += path[i];
+  }
+  return true;
+}
+
+bool Collector::OpenOutput(std::string* error) {
+  const std::string& dir = config.output_dir;
+  if (!MakeDirs(dir)) {
+    *error = "cannot create output directory GPSCOPE_OUTPUT=" + dir + ": " + strerror(errno);
+    return false;
+  }
+  FileMode mode = config.file_mode;
+  if (mode == FileMode::kNode && format::IsNetworkFilesystem(dir.c_str())) {
+    GPSCOPE_LOG_WARNING("%s is on a network filesystem where appends from several processes are "
+                        "not atomic; writing one file per process",
+                        dir.c_str());
+    mode = FileMode::kProcess;
+  }
+  trace_path = dir + "/" + TraceFileName(identity.job_id, identity.hostname, identity.pid, mode);
+  char err[256] = {};
+  fd = format::OpenForAppend(trace_path.c_str(), err, sizeof(err));
+  if (fd < 0) {
+    *error = std::string("cannot open trace file: ") + err;
+    return false;
+  }
+  return true;
+}
+
+bool Collector::WriteHeader() {
+  std::vector<StringRef> argv;
+  for (const std::string& a : identity.cmdline) argv.push_back({a.data(), a.size()});
+  std::vector<format::KeyValueRecord> env, cfg;
+  for (const auto& [k, v] : identity.env) env.push_back({{k.data(), k.size()}, {v.data(), v.size()}});
+  std::vector<std::pair<std::string, std::string>> cfg_kv = config.AsKeyValues();
+  for (const auto& [k, v] : cfg_kv) cfg.push_back({{k.data(), k.size()}, {v.data(), v.size()}});
+  format::ClockRecord clock = Snapshot();
+
+  format::ProcessHeaderRecord h{};
+  h.format_version = format::kFormatVersion;
+  h.gpscope_version = format::MakeStringRef(GPSCOPE_VERSION);
+  h.hostname = {identity.hostname.data(), identity.hostname.size()};
+  h.pid = identity.pid;
+  h.ppid = identity.ppid;
+  h.cmdline = argv.data();
+  h.cmdline_count = argv.size();
+  h.exe_path = {identity.exe_path.data(), identity.exe_path.size()};
+  h.start_realtime_ns = clock.realtime_ns;
+  h.identity.job_id = {identity.job_id.data(), identity.job_id.size()};
+  h.identity.rank = identity.rank;
+  h.identity.local_rank = identity.local_rank;
+  h.identity.world_size = identity.world_size;
+  h.identity.node_rank = identity.node_rank;
+  h.identity.launcher = {identity.launcher.data(), identity.launcher.size()};
+  h.env = env.data();
+  h.env_count = env.size();
+  h.config = cfg.data();
+  h.config_count = cfg.size();
+  h.clocks = &clock;
+  h.clock_count = 1;
+  uint32_t cupti_version = 0;
+  if (api.cuptiGetVersion != nullptr) api.cuptiGetVersion(&cupti_version);
+  h.cupti_api_version = cupti_version;
+  using DriverGetVersionFn = int (*)(int*);
+  // The driver is loaded (it is calling us), but possibly RTLD_LOCAL.
+  if (void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD)) {
+    if (auto fn = reinterpret_cast<DriverGetVersionFn>(dlsym(cuda, "cuDriverGetVersion"))) {
+      int v = 0;
+      if (fn(&v) == 0) h.cuda_driver_version = static_cast<uint32_t>(v);
+    }
+    dlclose(cuda);
+  }
+  return writer->WriteHeader(h);
+}
+
+bool Collector::EnableCupti(std::string* error) {
+  auto check = [&](CUptiResult r, const char* what) {
+    if (r == CUPTI_SUCCESS) return true;
+    *error = std::string(what) + " failed: " + api.ErrorString(r);
+    return false;
+  };
+  // Hold the (single) subscriber so another client cannot take the activity
+  // callbacks from us (see collector.h). Failure means someone else holds
+  // it: we still trace, and say so.
+  CUpti_SubscriberHandle subscriber = nullptr;
+  CUptiResult sub = api.cuptiSubscribe(&subscriber, SubscriberCallback, nullptr);
+  if (sub != CUPTI_SUCCESS) {
+    GPSCOPE_LOG_WARNING("cuptiSubscribe failed (%s): another CUPTI client is active; tracing "
+                        "anyway, its tool may take our buffers",
+                        api.ErrorString(sub));
+  }
+#ifndef GPSCOPE_DIAG_PROCESS_TID  // bench/: overhead-diagnosis build variants
+  api.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+#endif
+  // The writer re-zeroes each buffer before reuse, off the application's
+  // threads, so CUPTI need not zero it on the launching thread.
+  uint8_t zeroed = 1;
+  size_t attr_bytes = sizeof(zeroed);
+  api.cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &attr_bytes,
+                                &zeroed);
+  if (!check(api.cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted),
+             "cuptiActivityRegisterCallbacks")) {
+    return false;
+  }
+  // CONCURRENT_KERNEL, not KERNEL: the latter serializes all kernels.
+  const CUpti_ActivityKind required[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL};
+  const CUpti_ActivityKind optional[] = {
+      CUPTI_ACTIVITY_KIND_MEMCPY,   CUPTI_ACTIVITY_KIND_MEMCPY2,  CUPTI_ACTIVITY_KIND_MEMSET,
+      CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD,
+      CUPTI_ACTIVITY_KIND_DEVICE,   CUPTI_ACTIVITY_KIND_CONTEXT,
+  };
+  for (CUpti_ActivityKind k : required) {
+    if (!check(api.cuptiActivityEnable(k), "enabling kernel activity")) return false;
+  }
+  for (CUpti_ActivityKind k : optional) {
+    CUptiResult r = api.cuptiActivityEnable(k);
+    if (r != CUPTI_SUCCESS) {
+      GPSCOPE_LOG_WARNING("activity kind %d unavailable: %s", static_cast<int>(k),
+                          api.ErrorString(r));
+    }
+  }
+#ifdef GPSCOPE_DIAG_NO_MARKER
+  config.nvtx = false;
+#endif
+  if (config.nvtx) {
+    CUptiResult r = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER);
+    // NVTX reads NVTX_INJECTION64_PATH at each library's first NVTX call;
+    // CUPTI's own NVTX handler then turns ranges into MARKER records.
+    if (r == CUPTI_SUCCESS) setenv("NVTX_INJECTION64_PATH", api.path.c_str(), 0);
+  }
+  if (config.api_records) {
+    for (CUpti_CallbackId id : kRuntimeCbids) api.cuptiActivityEnableRuntimeApi(id, 1);
+    for (CUpti_CallbackId id : kDriverCbids) api.cuptiActivityEnableDriverApi(id, 1);
+  }
+  return true;
+}
+
+bool Collector::Start() {
+  std::vector<std::string> problems;
+  config = ParseConfig(+[](const char* n) -> const char* { return getenv(n); }, &problems);
+  SetLogLevel(config.log_level);
+  for (const std::string& p : problems) GPSCOPE_LOG_WARNING("%s", p.c_str());
+  if (!config.enabled) {
+    GPSCOPE_LOG_INFO("disabled by GPSCOPE_ENABLE=0");
+    return false;
+  }
+  identity = ReadProcessIdentity(config);
+
+  std::string error;
+  if (config.cupti_mode == CuptiMode::kHold && !LoadCupti(config.cupti_path, &api, &error)) {
+    GPSCOPE_LOG_ERROR("%s; the application runs untraced", error.c_str());
+    return false;
+  }
+  if (api.cuptiGetVersion != nullptr) {
+    uint32_t v = 0;
+    api.cuptiGetVersion(&v);
+    // Record layouts (CUpti_ActivityKernel10, ...) are those of the headers
+    // we were built with; an older libcupti would be misread.
+    if (v < CUPTI_API_VERSION) {
+      GPSCOPE_LOG_ERROR("%s has CUPTI API version %u, older than the %u gpscope was built for; "
+                        "the application runs untraced (set GPSCOPE_CUPTI_PATH to a newer one)",
+                        api.path.c_str(), v, static_cast<unsigned>(CUPTI_API_VERSION));
+      return false;
+    }
+  }
+  if (!OpenOutput(&error)) {
+    GPSCOPE_LOG_ERROR("%s; the application runs untraced", error.c_str());
+    return false;
+  }
+  size_t buffer_bytes = static_cast<size_t>(config.buffer_kb) * 1024;
+  size_t count = static_cast<size_t>(config.max_buffer_mb) * 1024 / config.buffer_kb;
+  if (!pool.Init(buffer_bytes, count)) {
+    GPSCOPE_LOG_ERROR("cannot reserve %u MiB for activity buffers; the application runs untraced",
+                      config.max_buffer_mb);
+    return false;
+  }
+  ChunkWriter::Options opts;
+  opts.zstd_level = config.zstd_level;
+  writer = std::make_unique<ChunkWriter>(fd, process_uid, identity.pid, opts);
+  if (!writer->ok() || !WriteHeader()) {
+    GPSCOPE_LOG_ERROR("cannot write to %s; the application runs untraced", trace_path.c_str());
+    return false;
+  }
+  g_collector.store(this, std::memory_order_release);
+
+  if (config.cupti_mode == CuptiMode::kYield) {
+    static constexpr char kWhy[] = "GPSCOPE_CUPTI_MODE=yield: CUPTI left to the application";
+    format::LostIntervalRecord lost{};
+    lost.start_ns = ClockNs(CLOCK_REALTIME);
+    lost.reason = kLostYielded;
+    lost.detail = {kWhy, sizeof(kWhy) - 1};
+    writer->AddLostInterval(lost);
+    format::CapabilityRecord cap{format::MakeStringRef("cupti"), false, lost.detail};
+    writer->AddCapability(cap);
+  } else if (!EnableCupti(&error)) {
+    GPSCOPE_LOG_ERROR("%s; the application runs untraced", error.c_str());
+    format::CapabilityRecord cap{format::MakeStringRef("cupti"), false,
+                                 {error.data(), error.size()}};
+    writer->AddCapability(cap);
+    writer->Flush();
+    g_collector.store(nullptr, std::memory_order_release);
+    return false;
+  } else {
+    cupti_active = true;
+  }
+
+  writer_thread = std::thread([this] { WriterLoop(); });
+  atexit(AtExit);
+  struct sigaction sa {};
+  sa.sa_sigaction = OnFatalSignal;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, &old_term);
+  sigaction(SIGINT, &sa, &old_int);
+  GPSCOPE_LOG_INFO("tracing to %s", trace_path.c_str());
+  return true;
+}
+
+uint32_t Collector::ApiNameId(uint32_t domain, uint32_t cbid) {
+  uint64_t key = (static_cast<uint64_t>(domain) << 32) | cbid;
+  auto it = api_names_.find(key);
+  if (it != api_names_.end()) return it->second;
+  const char* name = nullptr;
+  CUpti_CallbackDomain d =
+      domain == kApiRuntime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
+  if (api.cuptiGetCallbackName(d, cbid, &name) != CUPTI_SUCCESS || name == nullptr) name = "";
+  uint32_t id = writer->InternString(name);
+  api_names_.emplace(key, id);
+  return id;
+}
+
+void Collector::ConvertRecord(const CUpti_Activity* record) {
+  ChunkWriter& w = *writer;
+  auto incomplete = [&](uint64_t start, uint64_t end) {
+    if (start != 0 && end != 0 && end >= start) return false;
+    ++incomplete_records_;  // device buffer overflow: timestamps missing
+    return true;
+  };
+  switch (record->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+      if (incomplete(k->start, k->end)) return;
+      format::LaunchConfigRecord shape{};
+      shape.grid_x = static_cast<uint32_t>(k->gridX);
+      shape.grid_y = static_cast<uint32_t>(k->gridY);
+      shape.grid_z = static_cast<uint32_t>(k->gridZ);
+      shape.block_x = static_cast<uint32_t>(k->blockX);
+      shape.block_y = static_cast<uint32_t>(k->blockY);
+      shape.block_z = static_cast<uint32_t>(k->blockZ);
+      shape.registers_per_thread = k->registersPerThread;
+      shape.static_shared_memory_bytes = static_cast<uint32_t>(k->staticSharedMemory);
+      shape.dynamic_shared_memory_bytes = static_cast<uint32_t>(k->dynamicSharedMemory);
+      shape.local_memory_per_thread_bytes = k->localMemoryPerThread;
+      shape.cluster_x = k->clusterX;
+      shape.cluster_y = k->clusterY;
+      shape.cluster_z = k->clusterZ;
+      format::KernelEvent e{};
+      e.start_ns = k->start;
+      e.end_ns = k->end;
+      e.graph_node_id = k->graphNodeId;
+      e.name_id = w.InternString(k->name ? k->name : "");
+      e.launch_config_id = w.InternLaunchConfig(shape);
+      e.device_id = k->deviceId;
+      e.context_id = k->contextId;
+      e.stream_id = k->streamId;
+      e.correlation_id = k->correlationId;
+      e.graph_id = k->graphId;
+      w.AddKernel(e);
+      last_event_ns_ = k->end;
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
+      if (incomplete(m->start, m->end)) return;
+      format::MemcpyEvent e{};
+      e.start_ns = m->start;
+      e.end_ns = m->end;
+      e.bytes = m->bytes;
+      e.copy_kind = m->copyKind;
+      e.src_kind = m->srcKind;
+      e.dst_kind = m->dstKind;
+      e.device_id = m->deviceId;
+      e.dst_device_id = m->deviceId;
+      e.context_id = m->contextId;
+      e.stream_id = m->streamId;
+      // Runtime-launched copies carry the runtime call's id separately.
+      e.correlation_id = m->runtimeCorrelationId ? m->runtimeCorrelationId : m->correlationId;
+      e.flags = m->flags;
+      e.graph_id = m->graphId;
+      w.AddMemcpy(e);
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: {
+      auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
+      if (incomplete(m->start, m->end)) return;
+      format::MemcpyEvent e{};
+      e.start_ns = m->start;
+      e.end_ns = m->end;
+      e.bytes = m->bytes;
+      e.copy_kind = m->copyKind;
+      e.src_kind = m->srcKind;
+      e.dst_kind = m->dstKind;
+      e.device_id = m->srcDeviceId;
+      e.dst_device_id = m->dstDeviceId;
+      e.context_id = m->contextId;
+      e.stream_id = m->streamId;
+      e.correlation_id = m->correlationId;
+      e.flags = m->flags;
+      e.graph_id = m->graphId;
+      w.AddMemcpy(e);
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
+      if (incomplete(m->start, m->end)) return;
+      format::MemsetEvent e{};
+      e.start_ns = m->start;
+      e.end_ns = m->end;
+      e.bytes = m->bytes;
+      e.value = m->value;
+      e.memory_kind = m->memoryKind;
+      e.device_id = m->deviceId;
+      e.context_id = m->contextId;
+      e.stream_id = m->streamId;
+      e.correlation_id = m->correlationId;
+      e.flags = m->flags;
+      e.graph_id = m->graphId;
+      w.AddMemset(e);
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+      auto* s = reinterpret_cast<const CUpti_ActivitySynchronization2*>(record);
+      if (incomplete(s->start, s->end)) return;
+      format::SyncEvent e{};
+      e.start_ns = s->start;
+      e.end_ns = s->end;
+      e.sync_kind = static_cast<uint32_t>(s->type);
+      e.context_id = s->contextId;
+      e.stream_id = s->streamId;
+      e.event_id = s->cudaEventId;
+      e.correlation_id = s->correlationId;
+      w.AddSync(e);
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+      auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(record);
+      if (incomplete(a->start, a->end)) return;
+      format::ApiCallEvent e{};
+      e.start_ns = a->start;
+      e.end_ns = a->end;
+      e.domain = record->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? kApiRuntime : kApiDriver;
+      e.cbid = a->cbid;
+      e.thread_id = a->threadId;
+      e.correlation_id = a->correlationId;
+      e.return_value = a->returnValue;
+      e.api_name_id = ApiNameId(e.domain, a->cbid);
+      w.AddApiCall(e);
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_MARKER: {
+      auto* m = reinterpret_cast<const CUpti_ActivityMarker2*>(record);
+      uint32_t tid = m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ||
+                             m->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS
+                         ? m->objectId.pt.threadId
+                         : 0;
+      if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) {
+        format::NvtxMarkEvent e{};
+        e.timestamp_ns = m->timestamp;
+        e.name_id = w.InternString(m->name ? m->name : "");
+        e.domain_id = w.InternString(m->domain ? m->domain : "");
+        e.thread_id = tid;
+        w.AddNvtxMark(e);
+      } else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
+        if (open_ranges_.size() < 65536) {
+          open_ranges_[m->id] = {m->timestamp, w.InternString(m->name ? m->name : ""),
+                                 w.InternString(m->domain ? m->domain : ""), tid};
+        }
+      } else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
+        auto it = open_ranges_.find(m->id);
+        if (it == open_ranges_.end()) return;
+        format::NvtxRangeEvent e{};
+        e.start_ns = it->second.start_ns;
+        e.end_ns = m->timestamp;
+        e.name_id = it->second.name_id;
+        e.domain_id = it->second.domain_id;
+        e.thread_id = it->second.thread_id;
+        open_ranges_.erase(it);
+        w.AddNvtxRange(e);
+      }
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: {
+      auto* o = reinterpret_cast<const CUpti_ActivityOverhead3*>(record);
+      if (incomplete(o->start, o->end)) return;
+      format::OverheadEvent e{};
+      e.start_ns = o->start;
+      e.end_ns = o->end;
+      uint32_t k = static_cast<uint32_t>(o->overheadKind);
+      e.overhead_kind = k == CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER ? 1 : (k >> 16) + 1;
+      if (k == 0) e.overhead_kind = 0;
+      if (o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ||
+          o->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
+        e.thread_id = o->objectId.pt.threadId;
+      } else {
+        e.device_id = o->objectId.dcs.deviceId;
+      }
+      w.AddOverhead(e);
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_DEVICE: {
+      auto* d = reinterpret_cast<const CUpti_ActivityDevice5*>(record);
+      char uuid[48];
+      const unsigned char* u = reinterpret_cast<const unsigned char*>(d->uuid.bytes);
+      snprintf(uuid, sizeof(uuid),
+               "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+               u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+               u[14], u[15]);
+      format::DeviceRecord r{};
+      r.device_id = d->id;
+      r.name = format::MakeStringRef(d->name);
+      r.uuid = format::MakeStringRef(uuid);
+      r.compute_capability_major = d->computeCapabilityMajor;
+      r.compute_capability_minor = d->computeCapabilityMinor;
+      r.sm_count = d->numMultiprocessors;
+      r.global_memory_bytes = d->globalMemorySize;
+      r.global_memory_bandwidth_kbps = d->globalMemoryBandwidth;
+      r.core_clock_khz = d->coreClockRate;
+      r.max_threads_per_sm = d->maxWarpsPerMultiprocessor * d->numThreadsPerWarp;
+      r.max_blocks_per_sm = d->maxBlocksPerMultiprocessor;
+      r.max_registers_per_sm = d->maxRegistersPerMultiprocessor;
+      r.max_shared_memory_per_sm_bytes = d->maxSharedMemoryPerMultiprocessor;
+      r.l2_cache_bytes = d->l2CacheSize;
+      w.AddDevice(r);
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_CONTEXT: {
+      auto* c = reinterpret_cast<const CUpti_ActivityContext3*>(record);
+      w.AddContext({c->contextId, c->deviceId, c->nullStreamId});
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+void Collector::ConvertBuffer(uint8_t* buffer, size_t valid_bytes) {
+  CUpti_Activity* record = nullptr;
+  while (api.cuptiActivityGetNextRecord(buffer, valid_bytes, &record) == CUPTI_SUCCESS) {
+    ConvertRecord(record);
+  }
+  // Buffers are handed out again with ZEROED_OUT_ACTIVITY_BUFFER set.
+#ifndef GPSCOPE_DIAG_NO_MEMSET
+  memset(buffer, 0, valid_bytes);
+#endif
+}
+
+void Collector::Drain() {
+  uint8_t* buffer;
+  size_t valid;
+  while (pool.PopCompleted(&buffer, &valid)) {
+#ifdef GPSCOPE_DIAG_DISCARD
+    (void)&Collector::ConvertBuffer;
+#else
+    ConvertBuffer(buffer, valid);
+#endif
+    pool.Release(buffer);
+  }
+}
+
+void Collector::ReportLosses(bool final) {
+  auto report = [&](uint32_t reason, uint64_t total, uint64_t* reported, const char* detail) {
+    if (total == *reported) return;
+    format::DropRecord d{};
+    d.reason = reason;
+    d.count = total - *reported;
+    d.last_ns = last_event_ns_;
+    d.detail = format::MakeStringRef(detail);
+    writer->AddDrop(d);
+    *reported = total;
+  };
+  report(kDropCuptiReported, cupti_dropped.load(std::memory_order_relaxed), &reported_cupti_dropped_,
+         "records CUPTI dropped (cuptiActivityGetNumDroppedRecords)");
+  report(kDropPoolEmpty, pool.acquire_failures(), &reported_pool_failures_,
+         "buffer requests refused: GPSCOPE_MAX_BUFFER_MB reached (CUPTI drops those records)");
+  report(kDropIncomplete, incomplete_records_, &reported_incomplete_,
+         "records without timestamps (CUPTI device buffer full)");
+  if (final && pool.outstanding() > 0) {
+    format::DropRecord d{};
+    d.reason = kDropBufferStolen;
+    d.count = static_cast<uint64_t>(pool.outstanding());
+    d.last_ns = last_event_ns_;
+    d.detail = format::MakeStringRef(
+        "activity buffers never returned to gpscope (count = buffers, not records): another "
+        "CUPTI client registered its own buffer callbacks");
+    writer->AddDrop(d);
+  }
+}
+
+void Collector::WriterLoop() {
+  // Fatal-signal handlers wait for this thread; it must never run them.
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, SIGTERM);
+  sigaddset(&block, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &block, nullptr);
+  pthread_setname_np(pthread_self(), "gpscope-writer");
+
+  const uint64_t interval_ns = static_cast<uint64_t>(config.flush_interval_ms) * 1000000ull;
+  uint64_t next_flush_ns = ClockNs(CLOCK_MONOTONIC) + interval_ns;
+  for (;;) {
+    Drain();
+    if (final_requested.load(std::memory_order_acquire)) break;
+    if (ClockNs(CLOCK_MONOTONIC) >= next_flush_ns) {
+      if (cupti_active) api.cuptiActivityFlushAll(0);  // completed buffers only; no device sync
+      Drain();
+      ReportLosses(false);
+      AddClockSnapshot();
+      writer->Flush();
+      next_flush_ns = ClockNs(CLOCK_MONOTONIC) + interval_ns;
+    }
+    std::unique_lock<std::mutex> lock(wake_mu);
+    wake_cv.wait_for(lock, std::chrono::milliseconds(20));
+  }
+
+  // Final: force out partially filled buffers, then the end chunk.
+  if (cupti_active) api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  Drain();
+  ReportLosses(true);
+  format::ProcessEndRecord end{};
+  end.clock = Snapshot();
+  end.end_ns = end.clock.cupti_ns;
+  end.reason = end_reason.load();
+  end.signal = end_signal.load();
+  end.events_dropped = cupti_dropped.load() + incomplete_records_;
+  end.flush_timed_out = flush_timed_out_;
+  writer->WriteEnd(end);
+  final_done.store(true, std::memory_order_release);
+}
+
+void Collector::Stop(uint32_t reason, int sig, bool from_signal) {
+  if (stopping.exchange(true)) return;
+  end_reason.store(reason);
+  end_signal.store(sig);
+  final_requested.store(true, std::memory_order_release);
+  if (!from_signal) wake_cv.notify_all();  // not async-signal-safe; the writer polls anyway
+  // Wait for the writer, never longer than the exit timeout.
+  const uint64_t deadline = ClockNs(CLOCK_MONOTONIC) + config.exit_timeout_ms * 1000000ull;
+  while (!final_done.load(std::memory_order_acquire)) {
+    if (ClockNs(CLOCK_MONOTONIC) >= deadline) {
+      if (!from_signal) {
+        GPSCOPE_LOG_WARNING("final flush did not finish within GPSCOPE_EXIT_TIMEOUT_MS=%u; the "
+                            "trace ends at the last periodic flush",
+                            config.exit_timeout_ms);
+      }
+      return;
+    }
+    timespec ts{0, 1000000};
+    nanosleep(&ts, nullptr);
+  }
+  if (!from_signal && writer_thread.joinable()) writer_thread.join();
+}
+
+void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_num_records) {
+  Collector* c = g_collector.load(std::memory_order_acquire);
+  uint8_t* b = c != nullptr ? c->pool.Acquire() : nullptr;
+  *buffer = b;
+  *size = b != nullptr ? c->pool.buffer_bytes() : 0;
+  *max_num_records = 0;
+}
+
+void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t,
+                              size_t valid_size) {
+  Collector* c = g_collector.load(std::memory_order_acquire);
+  if (c == nullptr) return;
+  // The dropped count resets on read: read it with every buffer.
+  size_t dropped = 0;
+  if (c->api.cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS &&
+      dropped > 0) {
+    c->cupti_dropped.fetch_add(dropped, std::memory_order_relaxed);
+  }
+  if (buffer != nullptr) c->pool.Complete(buffer, valid_size);
+}
+
+void AtExit() {
+  Collector* c = g_collector.load(std::memory_order_acquire);
+  if (c == nullptr || getpid() != c->owner_pid) return;  // fork children stay silent
+  c->Stop(kEndExit, 0, /*from_signal=*/false);
+}
+
+// SIGTERM/SIGINT. When the signal would end the process (default action),
+// finish the trace first, then die of the same signal so the exit status is
+// unchanged. When the application handles the signal itself it may well go
+// on, so we only chain to its handler; its exit reaches AtExit.
+void OnFatalSignal(int sig, siginfo_t* info, void* uctx) {
+  const int saved_errno = errno;
+  Collector* c = g_collector.load(std::memory_order_acquire);
+  struct sigaction* old = nullptr;
+  if (c != nullptr) old = sig == SIGTERM ? &c->old_term : &c->old_int;
+  bool owner = c != nullptr && getpid() == c->owner_pid;
+  if (old == nullptr || ((old->sa_flags & SA_SIGINFO) == 0 && old->sa_handler == SIG_DFL)) {
+    if (owner) c->Stop(kEndSignal, sig, /*from_signal=*/true);
+    signal(sig, SIG_DFL);
+    errno = saved_errno;
+    raise(sig);  // delivered when this handler returns
+    return;
+  }
+  errno = saved_errno;
+  if (old->sa_flags & SA_SIGINFO) {
+    old->sa_sigaction(sig, info, uctx);
+  } else if (old->sa_handler != SIG_IGN) {
+    old->sa_handler(sig);
+  }
+}
+
+}  // namespace
+
+int StartCollector() {
+  if (g_started.exchange(true)) return 1;  // CUDA may call us once per process only
+  Collector* c = new (std::nothrow) Collector();  // leaked: callbacks may outlive exit
+  if (c == nullptr) return 1;
+  if (!c->Start()) {
+    // Keep the object if CUPTI may still call back into it; otherwise it is
+    // merely unused. Either way the application runs on.
+    return 1;
+  }
+  return 1;
+}
+
+}  // namespace gpscope::inject

@@ -1,0 +1,45 @@
+// inject/collector.h: the collector inside the application process.
+//
+// Start() runs once, from InitializeInjection (the CUDA driver calls it on
+// the thread that runs cuInit): it validates the configuration, loads CUPTI,
+// opens the per-node trace file, writes this process's header chunk,
+// registers CUPTI's activity buffer callbacks, enables the activity kinds and
+// API records that the analyses use, and starts the writer thread.
+//
+// Threads:
+//   * application threads / CUPTI's worker: BufferRequested/BufferCompleted
+//     only pop/push indices in the BufferPool (lock-free, no syscalls);
+//   * the writer thread: every ~20 ms drains completed buffers, converts
+//     CUPTI records to events (ChunkWriter), and every flush interval calls
+//     cuptiActivityFlushAll(0) and ships a chunk, so a killed job loses at
+//     most one interval;
+//   * the exiting thread (atexit, or a fatal SIGTERM/SIGINT): asks the writer
+//     for a forced flush and the end chunk and waits at most
+//     GPSCOPE_EXIT_TIMEOUT_MS, so exit never hangs.
+//
+// Coexistence with another CUPTI client (torch.profiler, Nsight) on a
+// single-subscriber driver, GPSCOPE_CUPTI_MODE:
+//   hold  (default) we hold the CUPTI subscriber. The other tool's
+//         cuptiSubscribe fails (it reports CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_
+//         NOT_SUPPORTED and gets no GPU activity); the application runs on and
+//         our trace stays complete.
+//   yield gpscope leaves CUPTI to the application entirely: no GPU events are
+//         collected, the trace says so (a LostInterval over the whole run).
+// Buffers that never come back to us (delivered to another client that
+// re-registered the activity callbacks) are counted and recorded at exit.
+//
+// Fork: a child inherits a copy of this state but no writer thread; it never
+// writes to the parent's stream (checked by pid on every exit path). A child
+// that initializes CUDA after exec loads its own instance.
+#ifndef GPSCOPE_INJECT_COLLECTOR_H_
+#define GPSCOPE_INJECT_COLLECTOR_H_
+
+namespace gpscope::inject {
+
+// Returns 1 (CUDA's "injection succeeded"): gpscope never fails the
+// application, whatever went wrong.
+int StartCollector();
+
+}  // namespace gpscope::inject
+
+#endif  // GPSCOPE_INJECT_COLLECTOR_H_

@@ -1,0 +1,123 @@
+#include "inject/config.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace gpscope::inject {
+namespace {
+
+struct Parser {
+  GetEnvFn get_env;
+  std::vector<std::string>* problems;
+
+  void Problem(const char* name, const char* value, const std::string& expected,
+               const std::string& fallback) {
+    if (problems == nullptr) return;
+    problems->push_back(std::string(name) + "='" + value + "' is not " + expected + "; using " +
+                        fallback);
+  }
+
+  void Bool(const char* name, bool* out) {
+    const char* v = get_env(name);
+    if (v == nullptr || *v == '\0') return;
+    if (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on")) {
+      *out = true;
+    } else if (!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") ||
+               !strcasecmp(v, "off")) {
+      *out = false;
+    } else {
+      Problem(name, v, "one of 1|0|true|false", *out ? "1" : "0");
+    }
+  }
+
+  void Range(const char* name, uint32_t lo, uint32_t hi, uint32_t* out) {
+    const char* v = get_env(name);
+    if (v == nullptr || *v == '\0') return;
+    errno = 0;
+    char* end = nullptr;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (errno != 0 || end == v || *end != '\0' || v[0] == '-' || n < lo || n > hi) {
+      Problem(name, v, "a whole number in " + std::to_string(lo) + ".." + std::to_string(hi),
+              std::to_string(*out));
+      return;
+    }
+    *out = static_cast<uint32_t>(n);
+  }
+
+  void String(const char* name, std::string* out) {
+    const char* v = get_env(name);
+    if (v != nullptr && *v != '\0') *out = v;
+  }
+
+  // Picks one of `choices` (case-insensitive); returns the index or -1.
+  template <size_t N>
+  int Choice(const char* name, const char* const (&choices)[N], int current) {
+    const char* v = get_env(name);
+    if (v == nullptr || *v == '\0') return current;
+    for (size_t i = 0; i < N; ++i) {
+      if (!strcasecmp(v, choices[i])) return static_cast<int>(i);
+    }
+    std::string expected = "one of ";
+    for (size_t i = 0; i < N; ++i) expected += (i ? "|" : "") + std::string(choices[i]);
+    Problem(name, v, expected, choices[current]);
+    return current;
+  }
+};
+
+constexpr const char* kFileModes[] = {"node", "process"};
+constexpr const char* kCuptiModes[] = {"hold", "yield"};
+constexpr const char* kLogLevels[] = {"error", "warning", "info", "debug"};
+
+}  // namespace
+
+Config ParseConfig(GetEnvFn get_env, std::vector<std::string>* problems) {
+  Config c;
+  Parser p{get_env, problems};
+  p.Bool("GPSCOPE_ENABLE", &c.enabled);
+  p.String("GPSCOPE_OUTPUT", &c.output_dir);
+  c.file_mode = static_cast<FileMode>(p.Choice("GPSCOPE_FILE_MODE", kFileModes, 0));
+  p.String("GPSCOPE_JOB", &c.job);
+  p.Range("GPSCOPE_FLUSH_INTERVAL_MS", 100, 60000, &c.flush_interval_ms);
+  p.Range("GPSCOPE_BUFFER_KB", 64, 65536, &c.buffer_kb);
+  p.Range("GPSCOPE_MAX_BUFFER_MB", 4, 4096, &c.max_buffer_mb);
+  p.Bool("GPSCOPE_API", &c.api_records);
+  p.Bool("GPSCOPE_NVTX", &c.nvtx);
+  p.Range("GPSCOPE_EXIT_TIMEOUT_MS", 100, 60000, &c.exit_timeout_ms);
+  c.cupti_mode = static_cast<CuptiMode>(p.Choice("GPSCOPE_CUPTI_MODE", kCuptiModes, 0));
+  uint32_t level = static_cast<uint32_t>(c.zstd_level);
+  p.Range("GPSCOPE_ZSTD_LEVEL", 1, 19, &level);
+  c.zstd_level = static_cast<int>(level);
+  c.log_level = static_cast<LogLevel>(p.Choice("GPSCOPE_LOG_LEVEL", kLogLevels, 1));
+  p.String("GPSCOPE_CUPTI_PATH", &c.cupti_path);
+  // A pool must hold at least two buffers: one filling, one being written.
+  if (static_cast<uint64_t>(c.max_buffer_mb) * 1024 < 2ull * c.buffer_kb) {
+    if (problems) {
+      problems->push_back("GPSCOPE_MAX_BUFFER_MB=" + std::to_string(c.max_buffer_mb) +
+                          " holds fewer than two GPSCOPE_BUFFER_KB=" + std::to_string(c.buffer_kb) +
+                          " buffers; using " + std::to_string((2 * c.buffer_kb + 1023) / 1024));
+    }
+    c.max_buffer_mb = (2 * c.buffer_kb + 1023) / 1024;
+  }
+  return c;
+}
+
+std::vector<std::pair<std::string, std::string>> Config::AsKeyValues() const {
+  return {
+      {"GPSCOPE_ENABLE", enabled ? "1" : "0"},
+      {"GPSCOPE_OUTPUT", output_dir},
+      {"GPSCOPE_FILE_MODE", kFileModes[static_cast<int>(file_mode)]},
+      {"GPSCOPE_JOB", job},
+      {"GPSCOPE_FLUSH_INTERVAL_MS", std::to_string(flush_interval_ms)},
+      {"GPSCOPE_BUFFER_KB", std::to_string(buffer_kb)},
+      {"GPSCOPE_MAX_BUFFER_MB", std::to_string(max_buffer_mb)},
+      {"GPSCOPE_API", api_records ? "1" : "0"},
+      {"GPSCOPE_NVTX", nvtx ? "1" : "0"},
+      {"GPSCOPE_EXIT_TIMEOUT_MS", std::to_string(exit_timeout_ms)},
+      {"GPSCOPE_CUPTI_MODE", kCuptiModes[static_cast<int>(cupti_mode)]},
+      {"GPSCOPE_ZSTD_LEVEL", std::to_string(zstd_level)},
+      {"GPSCOPE_LOG_LEVEL", kLogLevels[static_cast<int>(log_level)]},
+  };
+}
+
+}  // namespace gpscope::inject

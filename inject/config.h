@@ -1,0 +1,64 @@
+// inject/config.h: GPSCOPE_* environment variables -> a validated Config.
+//
+// Cold path, runs once in InitializeInjection. A bad value never stops the
+// application: it gets one clear stderr line naming the variable and the
+// default is used instead. CUDA-free, so it is unit-tested without a GPU.
+//
+//   GPSCOPE_ENABLE            1|0                  default 1
+//   GPSCOPE_OUTPUT            directory            default ./gpscope-out
+//   GPSCOPE_FILE_MODE         node|process         default node (one file per node)
+//   GPSCOPE_JOB               job id for file names and the trace identity
+//   GPSCOPE_FLUSH_INTERVAL_MS 100..60000           default 2000
+//   GPSCOPE_BUFFER_KB         64..65536            default 4096 (one CUPTI buffer)
+//   GPSCOPE_MAX_BUFFER_MB     4..4096              default 64 (all CUPTI buffers)
+//   GPSCOPE_API               1|0                  default 1 (runtime/driver call records)
+//   GPSCOPE_NVTX              1|0                  default 1
+//   GPSCOPE_EXIT_TIMEOUT_MS   100..60000           default 4000
+//   GPSCOPE_CUPTI_MODE        hold|yield           default hold (see inject/collector.h)
+//   GPSCOPE_ZSTD_LEVEL        1..19                default 1
+//   GPSCOPE_LOG_LEVEL         error|warning|info|debug  default warning
+//   GPSCOPE_CUPTI_PATH        path to libcupti.so  default: search (see cupti_loader.h)
+#ifndef GPSCOPE_INJECT_CONFIG_H_
+#define GPSCOPE_INJECT_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "inject/raw_log.h"
+
+namespace gpscope::inject {
+
+enum class FileMode { kNode, kProcess };
+enum class CuptiMode { kHold, kYield };
+
+struct Config {
+  bool enabled = true;
+  std::string output_dir = "./gpscope-out";
+  FileMode file_mode = FileMode::kNode;
+  std::string job;
+  uint32_t flush_interval_ms = 2000;
+  uint32_t buffer_kb = 4096;
+  uint32_t max_buffer_mb = 64;
+  bool api_records = true;
+  bool nvtx = true;
+  uint32_t exit_timeout_ms = 4000;
+  CuptiMode cupti_mode = CuptiMode::kHold;
+  int zstd_level = 1;
+  LogLevel log_level = LogLevel::kWarning;
+  std::string cupti_path;
+
+  // Every effective setting as (GPSCOPE_NAME, value), for the trace header.
+  std::vector<std::pair<std::string, std::string>> AsKeyValues() const;
+};
+
+using GetEnvFn = const char* (*)(const char*);
+
+// Parses the environment. Each problem is appended to *problems as one line
+// ("GPSCOPE_BUFFER_KB='abc' is not a number in 64..65536; using 4096").
+Config ParseConfig(GetEnvFn get_env, std::vector<std::string>* problems);
+
+}  // namespace gpscope::inject
+
+#endif  // GPSCOPE_INJECT_CONFIG_H_

@@ -1,0 +1,51 @@
+// inject/identity.h: who this process is — host, pid, command line, and its
+// place in a distributed job as told by the launcher's environment
+// (torchrun, Slurm, Open MPI, MPICH/PMI, or GPSCOPE_JOB/GPSCOPE_RANK).
+//
+// Cold path, runs once per process (and again in a fork child). CUDA-free.
+// Only allow-listed environment variables are ever recorded: no secrets.
+#ifndef GPSCOPE_INJECT_IDENTITY_H_
+#define GPSCOPE_INJECT_IDENTITY_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "inject/config.h"
+
+namespace gpscope::inject {
+
+struct ProcessIdentity {
+  std::string hostname;
+  uint32_t pid = 0;
+  uint32_t ppid = 0;
+  std::vector<std::string> cmdline;
+  std::string exe_path;
+  std::string job_id;
+  int32_t rank = -1;
+  int32_t local_rank = -1;
+  int32_t world_size = 0;
+  int32_t node_rank = -1;
+  std::string launcher;  // "torchrun", "slurm", "openmpi", "pmi", "env", ""
+  std::vector<std::pair<std::string, std::string>> env;  // allow-listed only
+};
+
+// Fills launcher fields and the allow-listed env from get_env. Pure.
+void ParseLauncherEnv(GetEnvFn get_env, ProcessIdentity* id);
+
+// True if `name` may be recorded in a trace.
+bool IsAllowListedEnv(const char* name);
+
+// Reads /proc/self and the host name, then ParseLauncherEnv(getenv).
+ProcessIdentity ReadProcessIdentity(const Config& config);
+
+// "<job>_<host>.gpscope" (node mode) or "<job>_<host>_<pid>.gpscope"
+// (process mode). Characters outside [A-Za-z0-9._-] become '_'. job may be
+// empty: then "<host>.gpscope".
+std::string TraceFileName(const std::string& job, const std::string& host, uint32_t pid,
+                          FileMode mode);
+
+}  // namespace gpscope::inject
+
+#endif  // GPSCOPE_INJECT_IDENTITY_H_

@@ -1,0 +1,106 @@
+#include "inject/config.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+namespace gpscope::inject {
+namespace {
+
+std::map<std::string, std::string>* g_env = nullptr;
+const char* FakeEnv(const char* name) {
+  auto it = g_env->find(name);
+  return it == g_env->end() ? nullptr : it->second.c_str();
+}
+
+Config Parse(std::map<std::string, std::string> env, std::vector<std::string>* problems) {
+  g_env = &env;
+  Config c = ParseConfig(FakeEnv, problems);
+  g_env = nullptr;
+  return c;
+}
+
+TEST(ConfigTest, DefaultsWithEmptyEnvironment) {
+  std::vector<std::string> problems;
+  Config c = Parse({}, &problems);
+  EXPECT_TRUE(problems.empty());
+  EXPECT_TRUE(c.enabled);
+  EXPECT_EQ(c.output_dir, "./gpscope-out");
+  EXPECT_EQ(c.file_mode, FileMode::kNode);
+  EXPECT_EQ(c.flush_interval_ms, 2000u);
+  EXPECT_EQ(c.buffer_kb, 4096u);
+  EXPECT_EQ(c.max_buffer_mb, 64u);
+  EXPECT_EQ(c.cupti_mode, CuptiMode::kHold);
+}
+
+TEST(ConfigTest, ReadsEveryVariable) {
+  std::vector<std::string> problems;
+  Config c = Parse({{"GPSCOPE_ENABLE", "0"}, {"GPSCOPE_OUTPUT", "/tmp/x"},
+                    {"GPSCOPE_FILE_MODE", "PROCESS"}, {"GPSCOPE_JOB", "j1"},
+                    {"GPSCOPE_FLUSH_INTERVAL_MS", "500"}, {"GPSCOPE_BUFFER_KB", "1024"},
+                    {"GPSCOPE_MAX_BUFFER_MB", "16"}, {"GPSCOPE_API", "off"},
+                    {"GPSCOPE_NVTX", "false"}, {"GPSCOPE_EXIT_TIMEOUT_MS", "100"},
+                    {"GPSCOPE_CUPTI_MODE", "yield"}, {"GPSCOPE_ZSTD_LEVEL", "3"},
+                    {"GPSCOPE_LOG_LEVEL", "debug"}, {"GPSCOPE_CUPTI_PATH", "/x/libcupti.so"}},
+                   &problems);
+  EXPECT_TRUE(problems.empty()) << problems[0];
+  EXPECT_FALSE(c.enabled);
+  EXPECT_EQ(c.output_dir, "/tmp/x");
+  EXPECT_EQ(c.file_mode, FileMode::kProcess);
+  EXPECT_EQ(c.job, "j1");
+  EXPECT_EQ(c.flush_interval_ms, 500u);
+  EXPECT_EQ(c.buffer_kb, 1024u);
+  EXPECT_EQ(c.max_buffer_mb, 16u);
+  EXPECT_FALSE(c.api_records);
+  EXPECT_FALSE(c.nvtx);
+  EXPECT_EQ(c.exit_timeout_ms, 100u);
+  EXPECT_EQ(c.cupti_mode, CuptiMode::kYield);
+  EXPECT_EQ(c.zstd_level, 3);
+  EXPECT_EQ(c.log_level, LogLevel::kDebug);
+  EXPECT_EQ(c.cupti_path, "/x/libcupti.so");
+}
+
+TEST(ConfigTest, BadValuesGetOneLineEachNamingTheVariableAndKeepDefaults) {
+  std::vector<std::string> problems;
+  Config c = Parse({{"GPSCOPE_BUFFER_KB", "abc"}, {"GPSCOPE_FLUSH_INTERVAL_MS", "5"},
+                    {"GPSCOPE_MAX_BUFFER_MB", "-3"}, {"GPSCOPE_FILE_MODE", "cluster"},
+                    {"GPSCOPE_API", "maybe"}, {"GPSCOPE_ZSTD_LEVEL", "12x"}},
+                   &problems);
+  ASSERT_EQ(problems.size(), 6u);
+  EXPECT_NE(problems[0].find("GPSCOPE_FILE_MODE='cluster'"), std::string::npos) << problems[0];
+  EXPECT_NE(problems[0].find("node|process"), std::string::npos);
+  EXPECT_NE(problems[1].find("GPSCOPE_FLUSH_INTERVAL_MS='5'"), std::string::npos) << problems[1];
+  EXPECT_NE(problems[1].find("using 2000"), std::string::npos);
+  EXPECT_NE(problems[2].find("GPSCOPE_BUFFER_KB='abc'"), std::string::npos);
+  EXPECT_NE(problems[3].find("GPSCOPE_MAX_BUFFER_MB='-3'"), std::string::npos);
+  EXPECT_NE(problems[4].find("GPSCOPE_API='maybe'"), std::string::npos);
+  EXPECT_NE(problems[5].find("GPSCOPE_ZSTD_LEVEL='12x'"), std::string::npos);
+  EXPECT_EQ(c.buffer_kb, 4096u);
+  EXPECT_EQ(c.flush_interval_ms, 2000u);
+  EXPECT_EQ(c.max_buffer_mb, 64u);
+  EXPECT_EQ(c.file_mode, FileMode::kNode);
+  EXPECT_TRUE(c.api_records);
+  EXPECT_EQ(c.zstd_level, 1);
+}
+
+TEST(ConfigTest, PoolSmallerThanTwoBuffersIsRaised) {
+  std::vector<std::string> problems;
+  Config c = Parse({{"GPSCOPE_BUFFER_KB", "8192"}, {"GPSCOPE_MAX_BUFFER_MB", "4"}}, &problems);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("fewer than two"), std::string::npos);
+  EXPECT_EQ(c.max_buffer_mb, 16u);
+}
+
+TEST(ConfigTest, KeyValuesListEffectiveSettings) {
+  Config c = Parse({{"GPSCOPE_JOB", "abc"}}, nullptr);
+  auto kv = c.AsKeyValues();
+  bool found = false;
+  for (auto& [k, v] : kv) {
+    if (k == "GPSCOPE_JOB") found = (v == "abc");
+  }
+  EXPECT_TRUE(found);
+}
+
+}  // namespace
+}  // namespace gpscope::inject

@@ -1,0 +1,116 @@
+#include "inject/identity.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <map>
+#include <string>
+
+namespace gpscope::inject {
+namespace {
+
+std::map<std::string, std::string>* g_env = nullptr;
+const char* FakeEnv(const char* name) {
+  auto it = g_env->find(name);
+  return it == g_env->end() ? nullptr : it->second.c_str();
+}
+
+ProcessIdentity FromEnv(std::map<std::string, std::string> env) {
+  g_env = &env;
+  ProcessIdentity id;
+  ParseLauncherEnv(FakeEnv, &id);
+  g_env = nullptr;
+  return id;
+}
+
+TEST(IdentityTest, TorchrunVariables) {
+  ProcessIdentity id = FromEnv({{"RANK", "5"}, {"LOCAL_RANK", "1"}, {"WORLD_SIZE", "8"},
+                                {"GROUP_RANK", "2"}, {"TORCHELASTIC_RUN_ID", "run7"}});
+  EXPECT_EQ(id.launcher, "torchrun");
+  EXPECT_EQ(id.rank, 5);
+  EXPECT_EQ(id.local_rank, 1);
+  EXPECT_EQ(id.world_size, 8);
+  EXPECT_EQ(id.node_rank, 2);
+  EXPECT_EQ(id.job_id, "run7");
+}
+
+TEST(IdentityTest, SlurmVariables) {
+  ProcessIdentity id = FromEnv({{"SLURM_PROCID", "3"}, {"SLURM_LOCALID", "3"},
+                                {"SLURM_NTASKS", "16"}, {"SLURM_NODEID", "0"},
+                                {"SLURM_JOB_ID", "991"}});
+  EXPECT_EQ(id.launcher, "slurm");
+  EXPECT_EQ(id.rank, 3);
+  EXPECT_EQ(id.world_size, 16);
+  EXPECT_EQ(id.node_rank, 0);
+  EXPECT_EQ(id.job_id, "991");
+}
+
+TEST(IdentityTest, TorchrunInsideSlurmKeepsTorchrunRankAndSlurmJob) {
+  ProcessIdentity id = FromEnv({{"RANK", "9"}, {"WORLD_SIZE", "16"}, {"SLURM_PROCID", "1"},
+                                {"SLURM_NODEID", "4"}, {"SLURM_JOB_ID", "77"}});
+  EXPECT_EQ(id.launcher, "torchrun");
+  EXPECT_EQ(id.rank, 9);
+  EXPECT_EQ(id.node_rank, 4);
+  EXPECT_EQ(id.job_id, "77");
+}
+
+TEST(IdentityTest, OpenMpiAndPmi) {
+  ProcessIdentity ompi = FromEnv({{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "4"},
+                                  {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}});
+  EXPECT_EQ(ompi.launcher, "openmpi");
+  EXPECT_EQ(ompi.rank, 2);
+  EXPECT_EQ(ompi.world_size, 4);
+  ProcessIdentity pmi = FromEnv({{"PMI_RANK", "6"}, {"PMI_SIZE", "7"}});
+  EXPECT_EQ(pmi.launcher, "pmi");
+  EXPECT_EQ(pmi.rank, 6);
+  EXPECT_EQ(pmi.world_size, 7);
+}
+
+TEST(IdentityTest, ExplicitGpscopeSettingsWin) {
+  ProcessIdentity id = FromEnv({{"RANK", "1"}, {"GPSCOPE_JOB", "mine"}, {"GPSCOPE_RANK", "4"}});
+  EXPECT_EQ(id.job_id, "mine");
+  EXPECT_EQ(id.rank, 4);
+}
+
+TEST(IdentityTest, GarbageRankIsUnknown) {
+  ProcessIdentity id = FromEnv({{"RANK", "one"}});
+  EXPECT_EQ(id.rank, -1);
+  EXPECT_EQ(id.launcher, "");
+}
+
+TEST(IdentityTest, AllowListKeepsTopologyDropsSecrets) {
+  EXPECT_TRUE(IsAllowListedEnv("RANK"));
+  EXPECT_TRUE(IsAllowListedEnv("NCCL_DEBUG"));
+  EXPECT_TRUE(IsAllowListedEnv("GPSCOPE_OUTPUT"));
+  EXPECT_TRUE(IsAllowListedEnv("CUDA_VISIBLE_DEVICES"));
+  EXPECT_FALSE(IsAllowListedEnv("AWS_SECRET_ACCESS_KEY"));
+  EXPECT_FALSE(IsAllowListedEnv("HF_TOKEN"));
+  EXPECT_FALSE(IsAllowListedEnv("NCCL_IB_TOKEN"));
+  EXPECT_FALSE(IsAllowListedEnv("HOME"));
+  EXPECT_FALSE(IsAllowListedEnv("PATH"));
+}
+
+TEST(IdentityTest, ReadsThisProcess) {
+  setenv("GPSCOPE_TEST_VISIBLE", "1", 1);
+  setenv("MY_API_TOKEN", "secret", 1);
+  ProcessIdentity id = ReadProcessIdentity(Config{});
+  EXPECT_EQ(id.pid, static_cast<uint32_t>(getpid()));
+  EXPECT_FALSE(id.hostname.empty());
+  ASSERT_FALSE(id.cmdline.empty());
+  EXPECT_NE(id.cmdline[0].find("identity_test"), std::string::npos);
+  bool visible = false;
+  for (auto& [k, v] : id.env) {
+    EXPECT_NE(k, "MY_API_TOKEN");
+    if (k == "GPSCOPE_TEST_VISIBLE") visible = true;
+  }
+  EXPECT_TRUE(visible);
+}
+
+TEST(IdentityTest, FileNamesAreSafe) {
+  EXPECT_EQ(TraceFileName("", "node-1", 42, FileMode::kNode), "node-1.gpscope");
+  EXPECT_EQ(TraceFileName("job/7 x", "h", 42, FileMode::kNode), "job_7_x_h.gpscope");
+  EXPECT_EQ(TraceFileName("j", "h", 42, FileMode::kProcess), "j_h_42.gpscope");
+}
+
+}  // namespace
+}  // namespace gpscope::inject

@@ -1,0 +1,109 @@
+// tools/analyze/cli.cc: see cli.h.
+#include "tools/analyze/cli.h"
+
+#include <algorithm>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "google/protobuf/stubs/logging.h"
+#include "tools/analyze/dump.h"
+#include "tools/analyze/info.h"
+
+#ifndef GPSCOPE_VERSION
+#define GPSCOPE_VERSION "unknown"
+#endif
+
+namespace gpscope::analyze {
+namespace {
+
+// Add a command: one row here and one file beside this one.
+constexpr Command kCommands[] = {
+    {"info", "what a trace holds: processes, devices, time span, counts, losses", RunInfo},
+    {"dump", "every event as JSON lines, names resolved (for scripts and tests)", RunDump},
+};
+
+void PrintUsage(std::ostream& out) {
+  out << "usage: " << kProgram << " COMMAND [OPTIONS] FILE...\n\n"
+      << "Analyses gpscope trace files.\n\ncommands:\n";
+  for (const Command& c : kCommands) out << absl::StrFormat("  %-10s%s\n", c.name, c.summary);
+  out << "\nRun '" << kProgram << " COMMAND --help' for a command's options.\n"
+      << "Exit status: 0 ok, 1 a file could not be analysed, 2 usage error.\n";
+}
+
+}  // namespace
+
+absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& args,
+                                     std::initializer_list<std::string_view> value_flags,
+                                     std::initializer_list<std::string_view> bool_flags) {
+  auto contains = [](std::initializer_list<std::string_view> list, std::string_view name) {
+    return std::find(list.begin(), list.end(), name) != list.end();
+  };
+  ParsedArgs parsed;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") {
+      parsed.positional.insert(parsed.positional.end(), args.begin() + i + 1, args.end());
+      break;
+    }
+    if (arg == "-h") {
+      parsed.flags["help"] = "";
+      continue;
+    }
+    if (arg.size() < 2 || arg[0] != '-') {
+      parsed.positional.push_back(arg);
+      continue;
+    }
+    if (arg[1] != '-') return absl::InvalidArgumentError(absl::StrCat("unknown option ", arg));
+    const size_t eq = arg.find('=');
+    const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    if (contains(value_flags, name)) {
+      if (eq != std::string::npos) {
+        parsed.flags[name] = arg.substr(eq + 1);
+      } else if (i + 1 < args.size()) {
+        parsed.flags[name] = args[++i];
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat("option --", name, " needs a value"));
+      }
+    } else if (contains(bool_flags, name) && eq == std::string::npos) {
+      parsed.flags[name] = "";
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("unknown option ", arg));
+    }
+  }
+  return parsed;
+}
+
+int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  if (args.empty()) {
+    PrintUsage(err);
+    return kExitUsage;
+  }
+  const std::string& name = args[0];
+  if (name == "--help" || name == "-h" || name == "help") {
+    PrintUsage(out);
+    return kExitOk;
+  }
+  if (name == "--version") {
+    out << kProgram << " " << GPSCOPE_VERSION << "\n";
+    return kExitOk;
+  }
+  for (const Command& c : kCommands) {
+    if (name == c.name) return c.run({args.begin() + 1, args.end()}, out, err);
+  }
+  err << kProgram << ": unknown command '" << name << "'; run '" << kProgram
+      << " --help' for the list\n";
+  return kExitUsage;
+}
+
+int RunMain(int argc, char** argv) {
+  // libprotobuf logs parse problems (e.g. invalid UTF-8) to stderr on its
+  // own; the reader reports them as warnings, one line each, instead.
+  google::protobuf::SetLogHandler(nullptr);
+  std::ios::sync_with_stdio(false);
+  const int code = Run(std::vector<std::string>(argv + 1, argv + argc), std::cout, std::cerr);
+  std::cout.flush();
+  return code;
+}
+
+}  // namespace gpscope::analyze

@@ -1,0 +1,138 @@
+// tools/render/json_writer.cc: see json_writer.h.
+#include "tools/render/json_writer.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace gpscope::render {
+
+void JsonWriter::BeforeValue() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (has_items_.empty()) return;
+  if (has_items_.back()) out_->push_back(',');
+  has_items_.back() = true;
+  out_->push_back('\n');
+  out_->append(2 * has_items_.size(), ' ');
+}
+
+void JsonWriter::Close(char bracket) {
+  const bool had_items = has_items_.back();
+  has_items_.pop_back();
+  if (had_items) {
+    out_->push_back('\n');
+    out_->append(2 * has_items_.size(), ' ');
+  }
+  out_->push_back(bracket);
+  if (has_items_.empty()) out_->push_back('\n');
+}
+
+JsonWriter& JsonWriter::BeginObject() {
+  BeforeValue();
+  out_->push_back('{');
+  has_items_.push_back(false);
+  return *this;
+}
+
+JsonWriter& JsonWriter::EndObject() {
+  Close('}');
+  return *this;
+}
+
+JsonWriter& JsonWriter::BeginArray() {
+  BeforeValue();
+  out_->push_back('[');
+  has_items_.push_back(false);
+  return *this;
+}
+
+JsonWriter& JsonWriter::EndArray() {
+  Close(']');
+  return *this;
+}
+
+JsonWriter& JsonWriter::Key(std::string_view key) {
+  BeforeValue();
+  absl::StrAppend(out_, Quote(key), ": ");
+  after_key_ = true;
+  return *this;
+}
+
+JsonWriter& JsonWriter::String(std::string_view value) {
+  BeforeValue();
+  out_->append(Quote(value));
+  return *this;
+}
+
+JsonWriter& JsonWriter::Int(int64_t value) {
+  BeforeValue();
+  absl::StrAppend(out_, value);
+  return *this;
+}
+
+JsonWriter& JsonWriter::Uint(uint64_t value) {
+  BeforeValue();
+  absl::StrAppend(out_, value);
+  return *this;
+}
+
+JsonWriter& JsonWriter::Double(double value) {
+  BeforeValue();
+  if (std::isfinite(value)) {
+    absl::StrAppendFormat(out_, "%.17g", value);
+  } else {
+    out_->append("null");
+  }
+  return *this;
+}
+
+JsonWriter& JsonWriter::Bool(bool value) {
+  BeforeValue();
+  out_->append(value ? "true" : "false");
+  return *this;
+}
+
+JsonWriter& JsonWriter::Null() {
+  BeforeValue();
+  out_->append("null");
+  return *this;
+}
+
+std::string JsonWriter::Quote(std::string_view text) {
+  std::string out = "\"";
+  for (const char ch : text) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        // Bytes >= 0x80 pass through: proto3 strings are valid UTF-8.
+        if (c < 0x20 || c == 0x7f) {
+          absl::StrAppendFormat(&out, "\\u%04x", c);
+        } else {
+          out.push_back(ch);
+        }
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+
+}  // namespace gpscope::render
