@@ -45,6 +45,7 @@ def main():
     ap.add_argument("--variants", nargs="*", default=[],
                     help="extra injection libraries (diagnosis builds) for the CUDA tiny-kernel suite")
     ap.add_argument("--suites", default="cuda,torch_tiny,torch_train")
+    ap.add_argument("--no-profiler", action="store_true", help="leave torch.profiler out")
     ap.add_argument("--train-args", default="--batch 16384 --hidden 8192",
                     help="model size of the realistic training loop")
     a = ap.parse_args()
@@ -72,12 +73,17 @@ def main():
     wanted = {"cuda": "cuda_tiny_kernels (us/launch)", "torch_tiny": "torch_tiny_ops (us/op)",
               "torch_train": "torch_train (ms/step)"}
     suites = {wanted[k]: suites[wanted[k]] for k in a.suites.split(",")}
+    if a.no_profiler:
+        for _, _, configs in suites.values():
+            configs.pop("torch.profiler", None)
     results = {}
     for name, (cmd, key, configs) in suites.items():
         samples = {c: [] for c in configs}
-        for _ in range(a.rounds):
+        for r in range(a.rounds):
             for c, (env, extra) in configs.items():
                 samples[c].append(run(cmd + extra, env, key))
+                # Each sample as it comes, so a run cut short still reports.
+                print(f"sample {name} round {r} {c} {samples[c][-1]:.4f}", flush=True)
         med = {c: statistics.median(v) for c, v in samples.items()}
         base = med["baseline"]
         added = {c: med[c] - base for c in med}

@@ -239,11 +239,26 @@ bool Collector::EnableCupti(std::string* error) {
   // callbacks from us (see collector.h). Failure means someone else holds
   // it: we still trace, and say so.
   CUpti_SubscriberHandle subscriber = nullptr;
-  CUptiResult sub = api.cuptiSubscribe(&subscriber, SubscriberCallback, nullptr);
+  char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
+  CUptiResult sub = CUPTI_ERROR_UNKNOWN;
+  if (api.cuptiSubscribe_v2 != nullptr) {
+    // Named, so a tool that fails to subscribe after us is told "gpscope".
+    CUpti_SubscriberParams params{};
+    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    params.subscriberName = "gpscope";
+    params.oldSubscriberName = holder;
+    params.oldSubscriberSize = sizeof(holder) - 1;
+    sub = api.cuptiSubscribe_v2(&subscriber, SubscriberCallback, nullptr, &params);
+  }
+  if (sub != CUPTI_SUCCESS && sub != CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    sub = api.cuptiSubscribe(&subscriber, SubscriberCallback, nullptr);
+  }
   if (sub != CUPTI_SUCCESS) {
-    GPSCOPE_LOG_WARNING("cuptiSubscribe failed (%s): another CUPTI client is active; tracing "
-                        "anyway, its tool may take our buffers",
-                        api.ErrorString(sub));
+    std::string why = std::string("CUPTI subscriber held by ") +
+                      (holder[0] != '\0' ? holder : "another client") + " (" +
+                      api.ErrorString(sub) + "); tracing anyway, that tool may take our buffers";
+    GPSCOPE_LOG_WARNING("%s", why.c_str());
+    writer->AddCapability({format::MakeStringRef("cupti_subscriber"), false, {why.data(), why.size()}});
   }
 #ifndef GPSCOPE_DIAG_PROCESS_TID  // bench/: overhead-diagnosis build variants
   api.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);

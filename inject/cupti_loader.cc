@@ -36,6 +36,8 @@ bool Resolve(void* handle, CuptiApi* api, std::string* missing) {
   GPSCOPE_CUPTI_FN(cuptiGetCallbackName)
   GPSCOPE_CUPTI_FN(cuptiFinalize)
 #undef GPSCOPE_CUPTI_FN
+  api->cuptiSubscribe_v2 =
+      reinterpret_cast<decltype(api->cuptiSubscribe_v2)>(dlsym(handle, "cuptiSubscribe_v2"));
   return missing->empty();
 }
 

@@ -43,6 +43,9 @@ struct CuptiApi {
   GPSCOPE_CUPTI_FN(cuptiGetCallbackName)
   GPSCOPE_CUPTI_FN(cuptiFinalize)
 #undef GPSCOPE_CUPTI_FN
+  // Optional (CUPTI 12.6+): named subscriber; tells who holds CUPTI when
+  // subscribing fails. Null on older libraries.
+  decltype(&::cuptiSubscribe_v2) cuptiSubscribe_v2 = nullptr;
   std::string path;  // the file the functions came from
   void* handle = nullptr;
 
