@@ -1,0 +1,672 @@
+// tests/tools/summary_test.cc: `gpscope-analyze summary`, through Run() with
+// string streams (report content, text width, JSON structure) and through
+// the real binary (exit codes, stderr), on synthetic traces and on the
+// traces recorded on an H200 in tests/data.
+#include "tools/analyze/summary.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "tests/testing/trace_builder.h"
+#include "tools/analyze/cli.h"
+
+namespace gpscope::analyze {
+namespace {
+
+using testing::TraceBuilder;
+
+constexpr uint64_t kUs = 1'000;
+constexpr uint64_t kMs = 1'000'000;
+constexpr uint64_t kT0 = 2'000'000'000;
+
+// ------------------------------------------------------- a small JSON DOM --
+
+struct Json {
+  enum Type { kNull, kBool, kNumber, kString, kArray, kObject };
+  Type type = kNull;
+  bool boolean = false;
+  double number = 0;
+  std::string string;
+  std::vector<Json> array;
+  std::vector<std::pair<std::string, Json>> object;  // in document order
+
+  const Json* Get(const std::string& key) const {
+    for (const auto& [k, v] : object) {
+      if (k == key) return &v;
+    }
+    return nullptr;
+  }
+  const Json& operator[](const std::string& key) const {
+    static const Json kMissing;
+    const Json* v = Get(key);
+    return v != nullptr ? *v : kMissing;
+  }
+  std::vector<std::string> Keys() const {
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : object) keys.push_back(k);
+    return keys;
+  }
+};
+
+// Strict enough for our output: RFC 8259 values, no trailing garbage.
+class JsonParser {
+ public:
+  explicit JsonParser(const std::string& text) : s_(text) {}
+
+  bool Parse(Json* out) {
+    ok_ = true;
+    *out = Value();
+    Space();
+    return ok_ && i_ == s_.size();
+  }
+  size_t position() const { return i_; }
+
+ private:
+  void Space() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) {
+      ++i_;
+    }
+  }
+  bool Eat(char c) {
+    Space();
+    if (i_ < s_.size() && s_[i_] == c) {
+      ++i_;
+      return true;
+    }
+    return false;
+  }
+  bool Literal(const char* word) {
+    const std::string w(word);
+    if (s_.compare(i_, w.size(), w) != 0) return false;
+    i_ += w.size();
+    return true;
+  }
+  std::string String() {
+    std::string out;
+    if (!Eat('"')) {
+      ok_ = false;
+      return out;
+    }
+    while (i_ < s_.size() && s_[i_] != '"') {
+      char c = s_[i_++];
+      if (static_cast<unsigned char>(c) < 0x20) ok_ = false;
+      if (c == '\\') {
+        if (i_ >= s_.size()) break;
+        const char e = s_[i_++];
+        switch (e) {
+          case 'n': c = '\n'; break;
+          case 't': c = '\t'; break;
+          case 'r': c = '\r'; break;
+          case 'b': c = '\b'; break;
+          case 'f': c = '\f'; break;
+          case 'u':
+            if (i_ + 4 > s_.size()) ok_ = false;
+            i_ += 4;
+            c = '?';
+            break;
+          case '"': case '\\': case '/': c = e; break;
+          default: ok_ = false;
+        }
+      }
+      out.push_back(c);
+    }
+    if (i_ >= s_.size()) ok_ = false;
+    ++i_;
+    return out;
+  }
+  Json Value() {
+    Json v;
+    Space();
+    if (i_ >= s_.size()) {
+      ok_ = false;
+      return v;
+    }
+    const char c = s_[i_];
+    if (c == '{') {
+      ++i_;
+      v.type = Json::kObject;
+      if (Eat('}')) return v;
+      do {
+        Space();
+        std::string key = String();
+        if (!Eat(':')) ok_ = false;
+        v.object.emplace_back(std::move(key), Value());
+      } while (ok_ && Eat(','));
+      if (!Eat('}')) ok_ = false;
+    } else if (c == '[') {
+      ++i_;
+      v.type = Json::kArray;
+      if (Eat(']')) return v;
+      do {
+        v.array.push_back(Value());
+      } while (ok_ && Eat(','));
+      if (!Eat(']')) ok_ = false;
+    } else if (c == '"') {
+      v.type = Json::kString;
+      v.string = String();
+    } else if (Literal("true")) {
+      v.type = Json::kBool;
+      v.boolean = true;
+    } else if (Literal("false")) {
+      v.type = Json::kBool;
+    } else if (Literal("null")) {
+      v.type = Json::kNull;
+    } else {
+      size_t used = 0;
+      try {
+        v.number = std::stod(s_.substr(i_, 40), &used);
+      } catch (...) {
+        used = 0;
+      }
+      if (used == 0) ok_ = false;
+      i_ += used;
+      v.type = Json::kNumber;
+    }
+    return v;
+  }
+
+  const std::string& s_;
+  size_t i_ = 0;
+  bool ok_ = true;
+};
+
+Json ParseJson(const std::string& text) {
+  Json j;
+  JsonParser parser(text);
+  EXPECT_TRUE(parser.Parse(&j)) << "JSON does not parse near offset " << parser.position() << ": "
+                                << text.substr(parser.position() > 40 ? parser.position() - 40 : 0,
+                                               80);
+  return j;
+}
+
+// ----------------------------------------------------------------- helpers --
+
+std::string TempPath(const std::string& name) {
+  return ::testing::TempDir() + "summary_test." + std::to_string(getpid()) + "." + name +
+         ".gpscope";
+}
+
+std::string DataPath(const std::string& name) {
+  return std::string(GPSCOPE_TEST_DATA_DIR) + "/" + name;
+}
+
+struct Output {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Output RunCli(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  const int code = Run(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Runs the real binary; stdout and stderr go through files.
+Output RunBinary(const std::vector<std::string>& args) {
+  const std::string out_path = TempPath("stdout.txt");
+  const std::string err_path = TempPath("stderr.txt");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (freopen(out_path.c_str(), "w", stdout) == nullptr) _exit(126);
+    if (freopen(err_path.c_str(), "w", stderr) == nullptr) _exit(126);
+    std::vector<char*> argv;
+    std::string binary = GPSCOPE_ANALYZE_BINARY;
+    argv.push_back(binary.data());
+    std::vector<std::string> copy = args;
+    for (std::string& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(binary.c_str(), argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  Output o{WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadFile(out_path), ReadFile(err_path)};
+  unlink(out_path.c_str());
+  unlink(err_path.c_str());
+  return o;
+}
+
+void ExpectFitsWidth(const std::string& text, size_t width = 100) {
+  int n = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++n;
+    EXPECT_LE(line.size(), width) << "line " << n << ": " << line;
+  }
+}
+
+// A starved loop with a pageable copy and a sync per step, plus a second,
+// killed process with drops: every section of the report has content.
+void BuildTrace(TraceBuilder& trace) {
+  TraceBuilder::Process& p = trace.AddProcess(0xC0FFEE, 321);
+  p.header().clear_cmdline();
+  p.header().add_cmdline("python");
+  p.header().add_cmdline("train.py");
+  p.WriteHeader();
+  proto::LaunchConfig* c = p.batch().add_launch_configs();
+  c->set_id(1);
+  c->set_grid_x(64);
+  c->set_grid_y(1);
+  c->set_grid_z(1);
+  const uint32_t launch = p.Intern("cudaLaunchKernel_v7000");
+  const uint32_t memcpy = p.Intern("cudaMemcpyAsync_v3020");
+  const uint32_t sync = p.Intern("cudaStreamSynchronize_v3020");
+  uint32_t corr = 1;
+  uint64_t h = kT0;
+  for (int step = 0; step < 40; ++step) {
+    const uint64_t start = h;
+    format::MemcpyEvent m{};
+    m.start_ns = h + 10 * kUs;
+    m.end_ns = m.start_ns + 200 * kUs;
+    m.bytes = 4 << 20;
+    m.copy_kind = proto::MEMCPY_HTOD;
+    m.src_kind = proto::MEMORY_PAGEABLE;
+    m.dst_kind = proto::MEMORY_DEVICE;
+    m.context_id = 1;
+    m.stream_id = 7;
+    m.correlation_id = corr;
+    p.Add(format::ApiCallEvent{h, m.end_ns + 2 * kUs, 1, 41, 321, corr++, 0, memcpy});
+    p.Add(m);
+    uint64_t gpu = m.end_ns;
+    h = m.end_ns + 5 * kUs;
+    for (int k = 0; k < 30; ++k) {
+      format::KernelEvent e{};
+      e.start_ns = std::max(gpu + 2 * kUs, h + 8 * kUs);
+      e.end_ns = e.start_ns + (k % 3 == 0 ? 90 * kUs : 6 * kUs);
+      e.name_id = p.Intern(k % 3 == 0 ? "_ZN5torch7kernels4gemmILi128EEEvPfS2_i"
+                                      : "_Z15elementwise_addPfS_S_i");
+      e.launch_config_id = 1;
+      e.context_id = 1;
+      e.stream_id = 7;
+      e.correlation_id = corr;
+      p.Add(format::ApiCallEvent{h, h + 7 * kUs, 1, 211, 321, corr++, 0, launch});
+      p.Add(e);
+      gpu = e.end_ns;
+      h += 7 * kUs;
+    }
+    p.Add(format::ApiCallEvent{h, gpu + 3 * kUs, 1, 131, 321, corr++, 0, sync});
+    p.Add(format::NvtxRangeEvent{start, gpu + 10 * kUs, p.Intern("ProfilerStep#" + std::to_string(step)),
+                                 0, 321, 0});
+    h = gpu + 12 * kMs;  // data loading
+    if (step % 10 == 9) p.Flush();
+  }
+  p.WriteEnd();
+
+  TraceBuilder::Process& q = trace.AddProcess(0xDEAD, 654);
+  q.header().mutable_devices(0)->set_uuid("GPU-other");
+  q.WriteHeader();
+  for (int i = 0; i < 100; ++i) q.AddKernel(kT0 + static_cast<uint64_t>(i) * 100 * kUs, 50 * kUs, "solo");
+  proto::DropNotice* d = q.batch().add_drops();
+  d->set_reason(proto::DROP_CUPTI_BUFFER_POOL_EMPTY);
+  d->set_count(12);
+  q.Flush();  // killed: no end
+}
+
+class SummaryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = TempPath("trace");
+    TraceBuilder trace;
+    BuildTrace(trace);
+    ASSERT_TRUE(trace.WriteFile(path_));
+  }
+  void TearDown() override { unlink(path_.c_str()); }
+  std::string path_;
+};
+
+// ------------------------------------------------------------------ tests --
+
+TEST_F(SummaryTest, TextReportHasEverySectionAndFitsOneHundredColumns) {
+  const Output o = RunCli({"summary", path_});
+  ASSERT_EQ(o.code, kExitOk) << o.err;
+  EXPECT_EQ(o.err, "");
+  ExpectFitsWidth(o.out);
+  for (const char* part :
+       {"gpscope summary: 1 file, 2 processes, 2 GPUs", "FINDINGS", "data-starvation",
+        "pageable-copies", "incomplete-data", "== GPU 0 (NVIDIA H100 80GB HBM3) of pid 321",
+        "SM util", "ESTIMATE from launch shapes", "memory BW", "n/a (no hardware counters)",
+        "kernel time", "idle gaps", "host wait", "kernel wait", "top kernels by GPU time",
+        "gemm<128>", "copies and memsets", "pageable", "host side", "launch calls",
+        "queue delay", "short kernels", "steps", "ProfilerStep#0", "DATA COMPLETENESS",
+        "pid 654 on testhost: INCOMPLETE", "buffer pool empty 12", "NO END RECORD",
+        "NOTE: the data is incomplete", "ncu --kernel-name regex:gemm"}) {
+    EXPECT_NE(o.out.find(part), std::string::npos) << part << "\n" << o.out;
+  }
+  // Findings come first, most costly first.
+  EXPECT_LT(o.out.find("FINDINGS"), o.out.find("== GPU"));
+  EXPECT_LT(o.out.find(" 1. CRITICAL data-starvation"), o.out.find(" 2. "));
+  EXPECT_NE(o.out.find("no step markers"), std::string::npos);  // the second process
+}
+
+TEST_F(SummaryTest, JsonHasTheDocumentedStructure) {
+  const Output o = RunCli({"summary", "--format", "json", path_});
+  ASSERT_EQ(o.code, kExitOk) << o.err;
+  const Json j = ParseJson(o.out);
+  EXPECT_EQ(j.Keys(), (std::vector<std::string>{"schema", "options", "events", "files", "findings",
+                                                "rules", "gpus", "processes", "warnings",
+                                                "warnings_omitted"}));
+  EXPECT_EQ(j["schema"].string, "gpscope.summary/1");
+  EXPECT_EQ(j["options"]["idle_gap_threshold_ns"].number, 5e6);
+  ASSERT_EQ(j["gpus"].array.size(), 2u);
+  const Json& g = j["gpus"].array[0];
+  EXPECT_EQ(g.Keys(), (std::vector<std::string>{
+                          "index", "label", "process_uid", "pid", "hostname", "device_id",
+                          "device", "span", "window", "four_numbers", "sampled", "busy", "idle",
+                          "kernels",
+                          "copies", "host", "steps", "late_ops"}));
+  EXPECT_EQ(g["four_numbers"].Keys(),
+            (std::vector<std::string>{"sm_util", "dram_bw_util", "kernel_duration_ns",
+                                      "idle_gap_share", "idle_gap_share_span"}));
+  EXPECT_EQ(g["four_numbers"]["sm_util"]["source"].string, "estimated");
+  EXPECT_EQ(g["four_numbers"]["dram_bw_util"]["percent"].type, Json::kNull);
+  EXPECT_GT(g["four_numbers"]["idle_gap_share"].number, 0.3);
+  EXPECT_EQ(g["kernels"]["count"].number, 1200);
+  EXPECT_EQ(g["kernels"]["top"].array.size(), 2u);
+  const Json& top = g["kernels"]["top"].array[0];
+  EXPECT_EQ(top["name"].string, "_ZN5torch7kernels4gemmILi128EEEvPfS2_i");
+  EXPECT_EQ(top["demangled"].string, "void torch::kernels::gemm<128>(float*, float*, int)");
+  for (const char* key : {"count", "total_ns", "share", "mean_ns", "median_ns", "min_ns", "max_ns",
+                          "p95_ns", "p99_ns", "stddev_ns"}) {
+    EXPECT_EQ(top[key].type, Json::kNumber) << key;
+  }
+  EXPECT_EQ(g["copies"]["rows"].array[0]["memory"].string, "pageable");
+  EXPECT_EQ(g["steps"]["count"].number, 40);
+  EXPECT_EQ(g["steps"]["example_name"].string, "ProfilerStep#0");
+  EXPECT_EQ(j["gpus"].array[1]["steps"].type, Json::kNull);
+  ASSERT_FALSE(j["findings"].array.empty());
+  const Json& f = j["findings"].array[0];
+  EXPECT_EQ(f.Keys(), (std::vector<std::string>{"rule", "title", "severity", "cost_ns", "gpu",
+                                                "process", "scope", "summary", "evidence",
+                                                "ranges", "fixes"}));
+  EXPECT_EQ(f["rule"].string, "data-starvation");
+  EXPECT_EQ(f["severity"].string, "critical");
+  EXPECT_EQ(f["gpu"].number, 0);
+  EXPECT_EQ(f["evidence"].array[0].Keys(), (std::vector<std::string>{"key", "value", "unit"}));
+  EXPECT_EQ(f["ranges"].array[0].Keys(),
+            (std::vector<std::string>{"start_ns", "end_ns", "offset_ns", "note"}));
+  std::set<std::string> rules;
+  for (const Json& finding : j["findings"].array) rules.insert(finding["rule"].string);
+  EXPECT_TRUE(rules.count("incomplete-data"));
+  ASSERT_EQ(j["processes"].array.size(), 2u);
+  const Json& killed = j["processes"].array[1]["completeness"];
+  EXPECT_FALSE(killed["complete"].boolean);
+  EXPECT_EQ(killed["dropped"]["cupti_buffer_pool_empty"].number, 12);
+  EXPECT_FALSE(killed["clean_exit"].boolean);
+  EXPECT_EQ(killed["end_reason"].type, Json::kNull);
+  EXPECT_GE(j["rules"].array.size(), 8u);
+}
+
+TEST_F(SummaryTest, OptionsChangeThresholdAndTopCount) {
+  const Output o = RunCli({"summary", "--format=json", "--idle-gap-ms", "20", "--top", "1", path_});
+  ASSERT_EQ(o.code, kExitOk) << o.err;
+  const Json j = ParseJson(o.out);
+  EXPECT_EQ(j["options"]["idle_gap_threshold_ns"].number, 20e6);
+  EXPECT_EQ(j["gpus"].array[0]["kernels"]["top"].array.size(), 1u);
+  // 12 ms data-loading gaps are below a 20 ms threshold: no starvation.
+  EXPECT_LT(j["gpus"].array[0]["four_numbers"]["idle_gap_share"].number, 0.01);
+  for (const Json& f : j["findings"].array) EXPECT_NE(f["rule"].string, "data-starvation");
+}
+
+TEST_F(SummaryTest, RulesFlagListsTheCatalogue) {
+  const Output o = RunCli({"summary", "--rules"});
+  EXPECT_EQ(o.code, kExitOk);
+  ExpectFitsWidth(o.out);
+  EXPECT_NE(o.out.find("data-starvation"), std::string::npos);
+  EXPECT_NE(o.out.find("nsys gpu_gaps"), std::string::npos);
+}
+
+TEST(SummaryUsageTest, BadUsageExitsTwoWithOneLine) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"summary"},
+                                             {"summary", "--format", "xml", "f"},
+                                             {"summary", "--idle-gap-ms", "-3", "f"},
+                                             {"summary", "--idle-gap-ms", "abc", "f"},
+                                             {"summary", "--top", "many", "f"},
+                                             {"summary", "--bogus", "f"}}) {
+    const Output o = RunCli(args);
+    EXPECT_EQ(o.code, kExitUsage) << args.back();
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+    EXPECT_EQ(o.out, "");
+  }
+  const Output help = RunCli({"summary", "--help"});
+  EXPECT_EQ(help.code, kExitOk);
+  EXPECT_NE(help.out.find("--idle-gap-ms"), std::string::npos);
+  ExpectFitsWidth(help.out, 90);
+  EXPECT_NE(RunCli({"--help"}).out.find("summary"), std::string::npos);
+}
+
+TEST_F(SummaryTest, BinaryExitCodes) {
+  Output o = RunBinary({"summary", path_});
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("FINDINGS"), std::string::npos);
+  o = RunBinary({"summary", "/nonexistent/x.gpscope"});
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+  EXPECT_NE(o.err.find("/nonexistent/x.gpscope"), std::string::npos) << o.err;
+  EXPECT_EQ(o.out, "");
+  // One good file and one missing one: the report, and exit 1.
+  o = RunBinary({"summary", path_, "/nonexistent/x.gpscope"});
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.out.find("FINDINGS"), std::string::npos);
+  EXPECT_NE(o.out.find("file NOT READ"), std::string::npos);
+  o = RunBinary({"summary"});
+  EXPECT_EQ(o.code, 2);
+}
+
+TEST(SummaryEmptyTest, TraceWithoutGpuActivity) {
+  TraceBuilder trace;
+  TraceBuilder::Process& p = trace.AddProcess(1, 2);
+  p.WriteHeader();
+  p.Add(format::ApiCallEvent{kT0, kT0 + 5, 1, 20, 2, 1, 0, p.Intern("cudaMalloc_v3020")});
+  p.WriteEnd();
+  const std::string path = TempPath("empty");
+  ASSERT_TRUE(trace.WriteFile(path));
+  Output o = RunCli({"summary", path});
+  EXPECT_EQ(o.code, kExitOk);
+  EXPECT_NE(o.out.find("No GPU activity"), std::string::npos) << o.out;
+  o = RunCli({"summary", "--format", "json", path});
+  EXPECT_EQ(ParseJson(o.out)["gpus"].array.size(), 0u);
+  unlink(path.c_str());
+}
+
+// ------------------------------------------------------ recorded traces --
+
+struct Recorded {
+  Json json;
+  std::string text;
+};
+
+Recorded RunRecorded(const std::string& name) {
+  const std::string path = DataPath(name);
+  Recorded r;
+  const Output text = RunCli({"summary", path});
+  EXPECT_EQ(text.code, kExitOk) << text.err;
+  EXPECT_EQ(text.err, "");
+  ExpectFitsWidth(text.out);
+  r.text = text.out;
+  const Output json = RunCli({"summary", "--format", "json", path});
+  EXPECT_EQ(json.code, kExitOk) << json.err;
+  r.json = ParseJson(json.out);
+  EXPECT_EQ(r.json["gpus"].array.size(), 1u) << name;
+  return r;
+}
+
+bool HasFinding(const Json& j, const std::string& rule, const std::string& min_severity) {
+  for (const Json& f : j["findings"].array) {
+    if (f["rule"].string != rule) continue;
+    const std::string s = f["severity"].string;
+    if (min_severity == "warning" && s == "info") continue;
+    return true;
+  }
+  return false;
+}
+
+void ExpectPlausibleTorchGpu(const Json& g) {
+  EXPECT_EQ(g["device"]["name"].string, "NVIDIA H200");
+  EXPECT_EQ(g["device"]["sm_count"].number, 132);
+  EXPECT_GT(g["kernels"]["count"].number, 5000);
+  EXPECT_GT(g["kernels"]["names"].number, 10);
+  const Json& four = g["four_numbers"];
+  EXPECT_GT(four["kernel_duration_ns"]["p50"].number, 1'000);       // > 1 us
+  EXPECT_LT(four["kernel_duration_ns"]["p50"].number, 100'000);     // < 100 us
+  EXPECT_GE(four["kernel_duration_ns"]["p95"].number, four["kernel_duration_ns"]["p50"].number);
+  EXPECT_EQ(four["sm_util"]["source"].string, "estimated");
+  EXPECT_GT(four["sm_util"]["percent"].number, 1);
+  EXPECT_LT(four["sm_util"]["percent"].number, 100);
+  EXPECT_EQ(four["dram_bw_util"]["source"].string, "unavailable");
+  EXPECT_GT(g["busy"]["busy_share"].number, 0.02);
+  EXPECT_LT(g["busy"]["busy_share"].number, 1.0);
+  EXPECT_GT(g["steps"]["count"].number, 50);
+  EXPECT_EQ(g["steps"]["example_name"].string, "step 0");
+  EXPECT_EQ(g["host"]["launches_unmatched"].number, 0);
+  EXPECT_GT(g["copies"]["rows"].array.size(), 1u);
+  EXPECT_EQ(g["late_ops"].number, 0);
+}
+
+TEST(RecordedTraceTest, BaselineTrainingRun) {
+  const Recorded r = RunRecorded("torch_train.gpscope");
+  const Json& g = r.json["gpus"].array[0];
+  ExpectPlausibleTorchGpu(g);
+  EXPECT_EQ(g["steps"]["count"].number, 100);
+  // The first step (lazy loading, cuBLAS set-up) is not in the steady window.
+  EXPECT_LT(g["four_numbers"]["idle_gap_share"].number, 0.1);
+  EXPECT_GT(g["four_numbers"]["idle_gap_share_span"].number, 0.5);
+  EXPECT_FALSE(HasFinding(r.json, "data-starvation", "info"));
+  EXPECT_TRUE(HasFinding(r.json, "pageable-copies", "info"));  // host_y is pageable on purpose
+  EXPECT_TRUE(r.json["processes"].array[0]["completeness"]["complete"].boolean);
+}
+
+TEST(RecordedTraceTest, StarvedRunsTopFindingIsStarvation) {
+  const Recorded r = RunRecorded("torch_train_starved.gpscope");
+  const Json& g = r.json["gpus"].array[0];
+  ExpectPlausibleTorchGpu(g);
+  EXPECT_GT(g["four_numbers"]["idle_gap_share"].number, 0.3);
+  ASSERT_FALSE(r.json["findings"].array.empty());
+  const Json& top = r.json["findings"].array[0];
+  EXPECT_EQ(top["rule"].string, "data-starvation") << r.text;
+  EXPECT_NE(top["severity"].string, "info");
+  // --sleep-ms 8: every step waits ~8 ms for "data".
+  EXPECT_GT(g["steps"]["per_step"]["idle_ns"].number, 8 * kMs);
+  EXPECT_GT(g["steps"]["period_ns"]["p50"].number, 10 * kMs);
+}
+
+TEST(RecordedTraceTest, SyncEveryStepYieldsHostSync) {
+  const Recorded r = RunRecorded("torch_train_sync.gpscope");
+  const Json& g = r.json["gpus"].array[0];
+  ExpectPlausibleTorchGpu(g);
+  EXPECT_TRUE(HasFinding(r.json, "host-sync", "warning")) << r.text;
+  EXPECT_FALSE(HasFinding(r.json, "data-starvation", "info"));
+  // loss.item() every step: one D2H copy per step.
+  EXPECT_NEAR(g["copies"]["window"]["d2h_count"].number / (g["steps"]["count"].number - 2), 1.0,
+              0.05);
+}
+
+// ----------------------------------------------------------------- goldens --
+
+// Where two texts first differ, as "line N: expected ... / got ...".
+std::string FirstDifference(const std::string& expected, const std::string& got) {
+  const std::vector<std::string> a = absl::StrSplit(expected, '\n');
+  const std::vector<std::string> b = absl::StrSplit(got, '\n');
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    const std::string x = i < a.size() ? a[i] : "<end>";
+    const std::string y = i < b.size() ? b[i] : "<end>";
+    if (x != y) return "line " + std::to_string(i + 1) + ":\n  expected: " + x + "\n  got:      " + y;
+  }
+  return "";
+}
+
+// Report in, expected text/JSON out, compared exactly: tests/golden/summary/
+// <case>.{txt,json}. After an intended change to the report, refresh them
+// with tests/golden/summary/refresh.sh and review the diff.
+TEST(GoldenTest, RecordedTracesMatchTheirGoldens) {
+  const bool update = getenv("GPSCOPE_UPDATE_GOLDENS") != nullptr;
+  for (const std::string name : {"torch_train", "torch_train_starved", "torch_train_sync"}) {
+    for (const std::string format : {"text", "json"}) {
+      const Output o = RunCli({"summary", "--format", format, DataPath(name + ".gpscope")});
+      ASSERT_EQ(o.code, kExitOk) << o.err;
+      // Paths differ between checkouts.
+      const std::string got = absl::StrReplaceAll(o.out, {{GPSCOPE_TEST_DATA_DIR, "tests/data"}});
+      const std::string golden =
+          std::string(GPSCOPE_GOLDEN_DIR) + "/" + name + (format == "json" ? ".json" : ".txt");
+      if (update) {
+        std::ofstream(golden, std::ios::binary) << got;
+        continue;
+      }
+      const std::string expected = ReadFile(golden);
+      EXPECT_TRUE(expected == got)
+          << golden << " differs at " << FirstDifference(expected, got)
+          << "\nIf the change is intended, run tests/golden/summary/refresh.sh and review the diff.";
+    }
+  }
+}
+
+// Throughput on a multi-million-event trace (run with
+// --gtest_also_run_disabled_tests; prints events/s).
+TEST(SummaryBenchTest, DISABLED_ThroughputOnAMultiMillionEventTrace) {
+  const char* env = getenv("SUMMARY_BENCH_EVENTS");
+  const uint64_t target = env != nullptr ? std::stoull(env) : 4'000'000;
+  const std::string path = TempPath("bench");
+  {
+    TraceBuilder trace;
+    TraceBuilder::Process& p = trace.AddProcess(0xB, 1);
+    p.WriteHeader();
+    std::mt19937_64 rng(1);
+    std::lognormal_distribution<double> duration(9.5, 1.2);
+    const uint32_t launch = p.Intern("cudaLaunchKernel_v7000");
+    uint64_t t = kT0, events = 0;
+    uint32_t corr = 1;
+    std::vector<uint32_t> names;
+    for (int i = 0; i < 64; ++i) names.push_back(p.Intern("kernel_" + std::to_string(i)));
+    while (events < target) {
+      for (int i = 0; i < 4096; ++i) {
+        format::KernelEvent k{};
+        t += 3 * kUs + rng() % (10 * kUs);
+        k.start_ns = t;
+        k.end_ns = t + 1000 + static_cast<uint64_t>(duration(rng));
+        k.name_id = names[rng() % names.size()];
+        k.context_id = 1;
+        k.stream_id = 7 + static_cast<uint32_t>(rng() % 4);
+        k.correlation_id = corr;
+        p.Add(format::ApiCallEvent{t - 9 * kUs, t - 3 * kUs, 1, 211, 1, corr++, 0, launch});
+        p.Add(k);
+        events += 2;
+      }
+      p.Flush();
+    }
+    p.WriteEnd();
+    ASSERT_TRUE(trace.WriteFile(path));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const Output o = RunCli({"summary", path});
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(o.code, kExitOk);
+  const Output j = RunCli({"summary", "--format", "json", path});
+  const double events = ParseJson(j.out)["events"].number;
+  printf("summary: %.0f events in %.2f s = %.2f M events/s\n", events, seconds,
+         events / seconds / 1e6);
+  if (getenv("SUMMARY_BENCH_KEEP") == nullptr) unlink(path.c_str());
+}
+
+}  // namespace
+}  // namespace gpscope::analyze

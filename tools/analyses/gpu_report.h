@@ -1,0 +1,202 @@
+// tools/analyses/gpu_report.h: the per-GPU numbers of `gpscope-analyze
+// summary`, computed from a TraceModel by pure functions: the steady-state
+// window, the "four numbers" (SM utilization, memory-bandwidth utilization,
+// kernel duration P50/P95, idle-gap share), busy time, idle breakdown, top
+// kernels, copies, host-side launch and sync statistics, steps, and data
+// completeness per process.
+//
+//   model::TraceModel model = model::BuildModel(paths, options);
+//   SummaryReport report = ComputeSummary(model, {.top_kernels = 10});
+//   std::vector<Finding> findings = EvaluateRules(model, report);  // rules.h
+//
+// Steady state. Start-up (CUDA/cuBLAS initialisation, lazy module loading,
+// the first step's autotuning) and tear-down leave the GPU idle for seconds
+// and would swamp every ratio, so ratios are taken over a steady window:
+//   - with >= 3 NVTX steps: from the start of the second step to the start
+//     of the last (the first step is warm-up; the last has no next start);
+//   - otherwise the GPU span (first to last GPU activity), minus a first or
+//     last long gap (>= 500 ms) that lies in the first or last 10% of it.
+// Counts and distributions (kernels, copies) cover the whole run.
+//
+// Thread model: pure functions over const data.
+#ifndef GPSCOPE_TOOLS_ANALYSES_GPU_REPORT_H_
+#define GPSCOPE_TOOLS_ANALYSES_GPU_REPORT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tools/model/log_histogram.h"
+#include "tools/model/trace_model.h"
+
+namespace gpscope::analyses {
+
+struct ReportOptions {
+  size_t top_kernels = 10;
+};
+
+// Summary statistics of a LogHistogram (ns or bytes).
+struct Distribution {
+  uint64_t count = 0;
+  uint64_t total = 0;
+  double mean = 0, stddev = 0, min = 0, p50 = 0, p95 = 0, p99 = 0, max = 0;
+};
+Distribution Describe(const model::LogHistogram& h);
+
+// A utilization figure that may be measured, estimated or unavailable.
+struct Utilization {
+  enum class Source { kUnavailable, kMeasured, kEstimated };
+  Source source = Source::kUnavailable;
+  double percent = 0;
+  std::string basis;  // "gpm.sm_util, 512 samples", "estimate from launch shapes", "n/a (...)"
+};
+
+struct Window {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  std::string basis;  // how it was chosen, for people
+  uint64_t length_ns() const { return end_ns > start_ns ? end_ns - start_ns : 0; }
+};
+
+struct KernelRow {
+  std::string name;       // mangled, as recorded
+  std::string demangled;
+  std::string compact;    // for 100-column text
+  Distribution duration;  // ns
+  double share = 0;       // of all kernel time on this GPU
+  uint64_t tiny = 0;      // < 10 us
+  uint64_t shorter_than_launch = 0;
+  uint64_t launches_matched = 0;
+  double est_sm_efficiency = -1;  // min(blocks/SMs,1) weighted by time; -1 unknown
+  uint64_t min_blocks = 0, max_blocks = 0;
+  model::Interval longest;
+};
+
+struct CopyRow {
+  std::string direction;  // "H2D", "D2H", "D2D", "P2P", "H2H", "H2A"..., or "memset"
+  std::string memory;     // host side: "pageable", "pinned", "managed", "device", ...
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  uint64_t duration_ns = 0;
+  double gb_per_s = 0;       // bytes / GPU time
+  double share_of_gpu_time = 0;  // of kernel + copy + memset time
+  uint64_t sync_count = 0;   // issued without the async flag
+  uint64_t sync_bytes = 0;
+  uint64_t sync_duration_ns = 0;
+  model::Interval longest;
+};
+
+// Idle time split by cause (ns).
+struct IdleSplit {
+  double host_ns = 0, sync_ns = 0, kernel_ns = 0, other_ns = 0;
+  double total_ns() const { return host_ns + sync_ns + kernel_ns + other_ns; }
+};
+
+struct GpuReport {
+  size_t gpu_index = 0;  // into TraceModel::gpus
+  const model::GpuModel* gpu = nullptr;
+  std::string label;     // "GPU 0 (NVIDIA H200) of pid 846 on vm"
+  uint64_t span_ns = 0;  // first to last GPU activity
+  Window window;         // steady state
+
+  // Sampled hardware state (window); -1 when not sampled.
+  double throttled_share = -1;     // clock-reason samples with a power/thermal slowdown
+  double clock_reason_samples = 0;
+  double other_process_sm = -1;    // mean SM utilization of other processes (percent)
+  double other_process_samples = 0;
+  struct Other {
+    uint32_t pid = 0;
+    std::string label;
+    double mean_sm_util = 0;  // percent, whole run
+    double max_sm_util = 0;
+    uint64_t samples = 0;
+  };
+  std::vector<Other> other_processes;  // busiest first
+
+  // The four numbers.
+  Utilization sm_util;
+  Utilization dram_util;
+  Distribution kernel_duration;  // all kernels, ns
+  double idle_gap_share = 0;        // idle in gaps >= threshold / window
+  double idle_gap_share_span = 0;   // the same over the whole span
+
+  // Busy and idle (window).
+  double busy_ns = 0;         // union of kernels, copies, memsets
+  double kernel_busy_ns = 0;  // union of kernels
+  double kernel_ns = 0, copy_ns = 0, memset_ns = 0;  // summed durations
+  double busy_share = 0;      // busy / window
+  IdleSplit gap_idle;         // device idle in gaps >= threshold, by cause
+  IdleSplit short_gap_idle;   // device idle in shorter gaps, by cause
+  double long_gap_ns = 0;     // in gaps >= the long-gap threshold
+  double long_gap_count = 0;
+  double gap_count = 0;       // gaps >= threshold
+  IdleSplit stream_idle;      // HTA: per stream, summed over streams
+
+  // Kernels (whole run).
+  uint64_t kernel_count = 0;
+  uint64_t kernel_names = 0;
+  uint64_t tiny_kernels = 0;
+  uint64_t shorter_than_launch = 0;
+  uint64_t launches_matched = 0;
+  double est_sm_efficiency = -1;  // over kernels with a known shape
+  std::vector<KernelRow> top_kernels;
+
+  // Copies and memsets (whole run), largest time first.
+  std::vector<CopyRow> copies;
+  std::vector<CopyRow> memsets;
+  double copy_share_of_gpu_time = 0;  // whole run
+  double pageable_copy_ns = 0;        // window
+  double pageable_copy_count = 0;
+  double d2h_copy_count = 0;          // window
+
+  // Host side.
+  Distribution queue_delay;  // launch call end -> kernel start, ns
+  uint64_t queue_delay_outliers = 0;
+  uint64_t launches_unmatched = 0;
+  double sync_calls = 0;      // window (sync API calls, else sync records)
+  double sync_blocked_ns = 0;
+
+  // Steps.
+  bool has_steps = false;
+  uint64_t step_count = 0;   // all, warm-up included
+  std::string step_example;
+  Distribution step_period;  // after the first step, ns
+  Distribution step_range;
+  double step_compute_ns = 0, step_copy_ns = 0, step_idle_ns = 0;  // mean per step
+  model::StepRecord warmup_step;
+  std::vector<model::StepRecord> slowest_steps;
+  double steps_in_window = 0;  // for "per step" rates (0 without steps)
+};
+
+struct ProcessReport {
+  size_t process_index = 0;
+  const model::ProcessModel* process = nullptr;
+  std::string label;  // "pid 846 on vm"
+  Distribution launch_call;  // CPU duration of launch calls
+  uint64_t launch_call_outliers = 0;
+  uint64_t dropped = 0;  // records, all reasons
+  bool complete = true;  // nothing dropped or lost, clean end
+};
+
+struct SummaryReport {
+  ReportOptions options;
+  uint64_t idle_gap_threshold_ns = 0;
+  uint64_t long_gap_ns = 0;
+  std::vector<GpuReport> gpus;
+  std::vector<ProcessReport> processes;
+  uint64_t late_ops = 0;
+  uint64_t events = 0;
+};
+
+SummaryReport ComputeSummary(const model::TraceModel& model, const ReportOptions& options);
+
+// The steady window of one GPU (see the header comment).
+Window SteadyWindow(const model::GpuModel& gpu);
+
+// "H2D" etc. for proto::MemcpyKind; "pageable" etc. for proto::MemoryKind.
+const char* CopyDirectionName(int copy_kind);
+const char* MemoryKindName(int memory_kind);
+
+}  // namespace gpscope::analyses
+
+#endif  // GPSCOPE_TOOLS_ANALYSES_GPU_REPORT_H_

@@ -1,0 +1,39 @@
+// tools/analyses/names.h: kernel names for people and for follow-up tools.
+//
+// Kernel names are recorded mangled. Demangle() gives the C++ name
+// (abi::__cxa_demangle); CompactKernelName() a short form for 100-column
+// reports (no return type, no parameter list, no namespace qualifiers);
+// KernelBaseName() the bare function name that Nsight Compute's
+// `--kernel-name` matches; NcuCommand() the exact command line to profile a
+// few launches of a kernel.
+//
+//   Demangle("_Z6squarePfi")            -> "square(float*, int)"
+//   CompactKernelName("_ZN2at6native...") -> "vectorized_elementwise_kernel<4, ...>"
+//   KernelBaseName("_Z6squarePfi")       -> "square"
+//
+// Thread model: pure functions.
+#ifndef GPSCOPE_TOOLS_ANALYSES_NAMES_H_
+#define GPSCOPE_TOOLS_ANALYSES_NAMES_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpscope::analyses {
+
+// The demangled name, or `name` itself when it is not a mangled C++ name.
+std::string Demangle(std::string_view name);
+// Demangled, without return type, parameter list or namespace qualifiers.
+std::string CompactKernelName(std::string_view name);
+// The function's own name: no namespaces, template arguments or parameters.
+std::string KernelBaseName(std::string_view name);
+// `name` cut to `width` characters, ending in "..." when cut.
+std::string Truncate(std::string_view name, size_t width);
+// Quotes `arg` for a POSIX shell when it needs it.
+std::string ShellQuote(std::string_view arg);
+// "ncu --kernel-name regex:'<base name>' --launch-count 3 --set full -o gpscope_<base> CMD..."
+std::string NcuCommand(std::string_view kernel_name, const std::vector<std::string>& cmdline);
+
+}  // namespace gpscope::analyses
+
+#endif  // GPSCOPE_TOOLS_ANALYSES_NAMES_H_

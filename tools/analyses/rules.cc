@@ -1,0 +1,744 @@
+// tools/analyses/rules.cc: see rules.h. One function per rule; the table
+// at the bottom is the catalogue.
+#include "tools/analyses/rules.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <tuple>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "gpscope/trace.pb.h"
+#include "tools/analyses/names.h"
+
+namespace gpscope::analyses {
+namespace {
+
+constexpr size_t kMaxRanges = 5;
+
+// "8.2 ms", "1.44 s", "94.2 us".
+std::string Time(double ns) {
+  if (ns < 1e3) return absl::StrFormat("%.0f ns", ns);
+  if (ns < 1e6) return absl::StrFormat("%.3g us", ns / 1e3);
+  if (ns < 1e9) return absl::StrFormat("%.3g ms", ns / 1e6);
+  return absl::StrFormat("%.3g s", ns / 1e9);
+}
+std::string Percent(double ratio) { return absl::StrFormat("%.1f%%", 100 * ratio); }
+// 1234567 -> "1,234,567".
+std::string Count(uint64_t n) {
+  std::string digits = absl::StrCat(n);
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(i, ",");
+  return digits;
+}
+
+uint64_t Ns(double v) { return v <= 0 ? 0 : static_cast<uint64_t>(v + 0.5); }
+
+struct Context {
+  const model::TraceModel& model;
+  const SummaryReport& report;
+  std::vector<Finding>* out;
+};
+
+bool InWindow(const Window& w, uint64_t start_ns, uint64_t end_ns) {
+  return end_ns > w.start_ns && start_ns < w.end_ns;
+}
+
+const std::vector<std::string>& Cmdline(const Context& c, const GpuReport& g) {
+  static const std::vector<std::string>* const kEmpty = new std::vector<std::string>();
+  for (const model::ProcessModel& p : c.model.processes) {
+    if (p.process_uid == g.gpu->process_uid) return p.cmdline;
+  }
+  return *kEmpty;
+}
+
+// ------------------------------------------------------------------ rules --
+
+void DataStarvation(const Context& c, const GpuReport& g, Finding f) {
+  const double idle = g.gap_idle.total_ns();
+  if (g.idle_gap_share <= kStarvationIdleShare || idle <= 0) return;
+  const double host_share = g.gap_idle.host_ns / idle;
+  if (host_share < kStarvationHostWaitShare) return;
+  f.severity =
+      g.idle_gap_share > kStarvationCriticalShare ? Severity::kCritical : Severity::kWarning;
+  f.cost_ns = Ns(g.gap_idle.host_ns);
+  f.summary = absl::StrFormat(
+      "The GPU sat idle %s of the steady window in gaps >= %s; for %s of that time it was "
+      "waiting for the host to launch work (the launch call came after the GPU ran dry).",
+      Percent(g.idle_gap_share), Time(static_cast<double>(c.report.idle_gap_threshold_ns)),
+      Percent(host_share));
+  f.evidence = {{"idle_gap_share", g.idle_gap_share, "ratio"},
+                {"host_wait_share_of_gap_idle", host_share, "ratio"},
+                {"gap_idle_ns", idle, "ns"},
+                {"gaps_at_least_threshold", g.gap_count, "count"}};
+  if (g.steps_in_window > 0) {
+    f.evidence.push_back({"idle_per_step_ns", g.step_idle_ns, "ns"});
+    f.evidence.push_back({"step_period_p50_ns", g.step_period.p50, "ns"});
+  }
+  for (const model::GapRecord& gap : g.gpu->largest_gaps) {
+    if (f.ranges.size() >= kMaxRanges) break;
+    if (gap.host_ns == 0 || !InWindow(g.window, gap.start_ns, gap.end_ns)) continue;
+    f.ranges.push_back({gap.start_ns, gap.end_ns,
+                        absl::StrCat("idle ", Time(static_cast<double>(gap.length_ns())),
+                                     ", host wait ", Time(static_cast<double>(gap.host_ns)))});
+  }
+  f.fixes = {
+      "Feed the GPU ahead of time: DataLoader(num_workers=4+, pin_memory=True, "
+      "persistent_workers=True, prefetch_factor=2+), or a prefetching input pipeline.",
+      "Move CPU-side preprocessing/augmentation to the GPU (or NVIDIA DALI), or precompute it.",
+      "Copy inputs with non_blocking=True from pinned memory so the next batch's copy overlaps "
+      "the current step.",
+      "Find what the launching thread does during the gaps (py-spy dump / perf top on it); it "
+      "must launch step N+1 before the GPU finishes step N.",
+  };
+  c.out->push_back(std::move(f));
+}
+
+void LaunchBound(const Context& c, const GpuReport& g, Finding f) {
+  (void)c;
+  const double wlen = static_cast<double>(std::max<uint64_t>(1, g.window.length_ns()));
+  const double launch_gap_ns = g.short_gap_idle.host_ns + g.short_gap_idle.kernel_ns;
+  const double launch_gap_share = launch_gap_ns / wlen;
+  const double short_share =
+      g.launches_matched > 0
+          ? static_cast<double>(g.shorter_than_launch) / static_cast<double>(g.launches_matched)
+          : 0;
+  const bool seed_rule =
+      g.kernel_count > kTinyKernelLaunches && g.kernel_duration.mean < kTinyKernelMeanNs;
+  const bool hta_rule = short_share >= kShortKernelShare && launch_gap_share >= kLaunchGapShare;
+  if (!seed_rule && !hta_rule) return;
+  f.severity =
+      launch_gap_share >= kLaunchGapCriticalShare ? Severity::kCritical : Severity::kWarning;
+  f.cost_ns = Ns(launch_gap_ns);
+  f.summary = absl::StrFormat(
+      "%s kernels with mean %s (%s under 10 us; %s ran shorter than their CPU launch call); "
+      "the GPU idled %s of the steady window in short gaps between launches.",
+      Count(g.kernel_count), Time(g.kernel_duration.mean), Count(g.tiny_kernels),
+      Percent(short_share),
+      Percent(launch_gap_share));
+  f.evidence = {{"kernels", static_cast<double>(g.kernel_count), "count"},
+                {"kernel_mean_ns", g.kernel_duration.mean, "ns"},
+                {"tiny_kernels", static_cast<double>(g.tiny_kernels), "count"},
+                {"short_kernel_share", short_share, "ratio"},
+                {"launch_gap_share", launch_gap_share, "ratio"},
+                {"launch_gap_ns", launch_gap_ns, "ns"}};
+  // The most frequent tiny kernels are the ones to fuse or capture.
+  std::vector<const KernelRow*> tiny;
+  for (const KernelRow& k : g.top_kernels) {
+    if (k.tiny > 0) tiny.push_back(&k);
+  }
+  std::sort(tiny.begin(), tiny.end(), [](const KernelRow* a, const KernelRow* b) {
+    return a->tiny != b->tiny ? a->tiny > b->tiny : a->name < b->name;
+  });
+  f.fixes = {
+      "Capture the step in a CUDA graph: torch.compile(model, mode=\"reduce-overhead\"), "
+      "torch.cuda.graphs / CUDAGraph, or cudaStreamBeginCapture + cudaGraphLaunch.",
+      "Fuse small element-wise kernels: torch.compile, fused optimizers "
+      "(torch.optim.AdamW(..., fused=True)), custom/Triton kernels.",
+      "Give each launch more work: larger batches or merged tensors.",
+  };
+  for (size_t i = 0; i < tiny.size() && i < 3; ++i) {
+    f.fixes.push_back(absl::StrCat("Frequent tiny kernel: ", Truncate(tiny[i]->compact, 70), " (",
+                                   Count(tiny[i]->tiny), " launches under 10 us)"));
+  }
+  c.out->push_back(std::move(f));
+}
+
+void HostSync(const Context& c, const GpuReport& g, Finding f) {
+  const double wlen = static_cast<double>(std::max<uint64_t>(1, g.window.length_ns()));
+  const double sync_wait_ns = g.gap_idle.sync_ns + g.short_gap_idle.sync_ns;
+  const double share = sync_wait_ns / wlen;
+  if (share < kSyncWaitShare) return;
+  double per_step = 0, per_s = 0;
+  bool frequent = false;
+  if (g.steps_in_window > 0) {
+    per_step = g.sync_calls / g.steps_in_window;
+    frequent = per_step >= kSyncsPerStep;
+  } else {
+    per_s = g.sync_calls / (wlen / 1e9);
+    frequent = per_s >= kSyncsPerSecond;
+  }
+  if (!frequent) return;
+  f.severity = share >= kSyncWaitCriticalShare ? Severity::kCritical : Severity::kWarning;
+  f.cost_ns = Ns(sync_wait_ns);
+  const std::string rate = g.steps_in_window > 0 ? absl::StrFormat("%.1f per step", per_step)
+                                                  : absl::StrFormat("%.0f per second", per_s);
+  const double d2h_per_step = g.steps_in_window > 0 ? g.d2h_copy_count / g.steps_in_window : 0;
+  f.summary = absl::StrFormat(
+      "The host blocked in synchronizing calls %s and the GPU ran dry behind them: %s of the "
+      "steady window (%s) was idle waiting for the host to come back from a sync.",
+      rate, Percent(share), Time(sync_wait_ns));
+  if (g.steps_in_window > 0 && d2h_per_step >= 1) {
+    absl::StrAppend(&f.summary,
+                    absl::StrFormat(" %.1f device-to-host copies per step: an .item()/.cpu() "
+                                    "pattern.",
+                                    d2h_per_step));
+  }
+  f.evidence = {{"sync_wait_share", share, "ratio"},
+                {"sync_wait_ns", sync_wait_ns, "ns"},
+                {"sync_calls", g.sync_calls, "count"},
+                {"sync_blocked_ns", g.sync_blocked_ns, "ns"}};
+  if (g.steps_in_window > 0) {
+    f.evidence.push_back({"sync_calls_per_step", per_step, "per_step"});
+    f.evidence.push_back({"d2h_copies_per_step", d2h_per_step, "per_step"});
+  } else {
+    f.evidence.push_back({"sync_calls_per_s", per_s, "per_s"});
+  }
+  for (const model::ProcessModel& p : c.model.processes) {
+    if (p.process_uid != g.gpu->process_uid) continue;
+    uint32_t top_thread = 0;
+    model::ThreadSyncStats top;
+    for (const auto& [thread, s] : p.sync_by_thread) {
+      if (s.blocked_ns > top.blocked_ns) {
+        top = s;
+        top_thread = thread;
+      }
+    }
+    if (top.calls > 0) {
+      f.evidence.push_back({"top_thread_id", static_cast<double>(top_thread), "count"});
+      f.evidence.push_back({"top_thread_blocked_ns", static_cast<double>(top.blocked_ns), "ns"});
+    }
+  }
+  for (const model::GapRecord& gap : g.gpu->sync_gaps) {
+    if (f.ranges.size() >= kMaxRanges) break;
+    if (!InWindow(g.window, gap.start_ns, gap.end_ns)) continue;
+    f.ranges.push_back({gap.start_ns, gap.end_ns,
+                        absl::StrCat("idle ", Time(static_cast<double>(gap.length_ns())),
+                                     " after a sync")});
+  }
+  f.fixes = {
+      "Remove per-step host reads of GPU values: loss.item(), tensor.cpu()/.tolist()/.numpy(), "
+      "print(tensor), if-conditions on GPU tensors, torch.cuda.synchronize() in the loop.",
+      "Accumulate metrics on the GPU (running_loss += loss.detach()) and read them every N steps.",
+      "When a value is needed on the host, copy it with non_blocking=True into pinned memory and "
+      "wait on a CUDA event a step later.",
+      "Find the hidden syncs: torch.cuda.set_sync_debug_mode(\"warn\").",
+  };
+  c.out->push_back(std::move(f));
+}
+
+void PageableCopies(const Context& c, const GpuReport& g, Finding f) {
+  (void)c;
+  uint64_t count = 0, bytes = 0, time_ns = 0;
+  for (const CopyRow& r : g.copies) {
+    if (r.memory != "pageable") continue;
+    count += r.count;
+    bytes += r.bytes;
+    time_ns += r.duration_ns;
+  }
+  if (count == 0) return;
+  const double wlen = static_cast<double>(std::max<uint64_t>(1, g.window.length_ns()));
+  const bool matters = g.pageable_copy_count >= kPageableWarnCount ||
+                       g.pageable_copy_ns / wlen >= kPageableWarnShare;
+  f.severity = matters ? Severity::kWarning : Severity::kInfo;
+  f.cost_ns = Ns(kPageableSavedFraction * static_cast<double>(time_ns));
+  f.summary = absl::StrFormat(
+      "%s copies (%s) moved data to or from pageable host memory, taking %s of GPU time; "
+      "pageable copies are staged through a driver buffer and are not truly asynchronous.",
+      Count(count), absl::StrFormat("%.3g MB", static_cast<double>(bytes) / 1e6),
+      Time(static_cast<double>(time_ns)));
+  f.evidence = {{"pageable_copies", static_cast<double>(count), "count"},
+                {"pageable_bytes", static_cast<double>(bytes), "bytes"},
+                {"pageable_copy_ns", static_cast<double>(time_ns), "ns"},
+                {"pageable_copies_in_window", g.pageable_copy_count, "count"}};
+  for (const CopyRow& r : g.copies) {
+    if (r.memory != "pageable") continue;
+    f.evidence.push_back(
+        {absl::StrCat(r.direction == "H2D" ? "h2d" : r.direction == "D2H" ? "d2h" : "other",
+                      "_pageable_gb_per_s"),
+         r.gb_per_s, "GB/s"});
+  }
+  for (const model::Interval& i : g.gpu->pageable_copies) {
+    if (f.ranges.size() >= kMaxRanges) break;
+    f.ranges.push_back({i.start_ns, i.end_ns, "pageable copy"});
+  }
+  f.fixes = {
+      "Pin host buffers: tensor.pin_memory(), DataLoader(pin_memory=True); in CUDA, "
+      "cudaHostAlloc/cudaMallocHost or cudaHostRegister on existing buffers.",
+      "Then copy asynchronously: .to(device, non_blocking=True) / cudaMemcpyAsync on a stream.",
+  };
+  c.out->push_back(std::move(f));
+}
+
+void CopyHeavy(const Context& c, const GpuReport& g, Finding f) {
+  (void)c;
+  const double gpu_time = g.kernel_ns + g.copy_ns + g.memset_ns;
+  if (gpu_time <= 0) return;
+  const double share = g.copy_ns / gpu_time;
+  if (share <= kCopyShare) return;
+  f.severity = Severity::kWarning;
+  f.cost_ns = Ns(std::max(0.0, g.busy_ns - g.kernel_busy_ns));
+  f.summary = absl::StrFormat(
+      "Copies took %s of GPU time in the steady window (kernels %s); %s of it ran with no "
+      "kernel alongside.",
+      Percent(share), Percent(g.kernel_ns / gpu_time),
+      Time(std::max(0.0, g.busy_ns - g.kernel_busy_ns)));
+  f.evidence = {{"copy_share_of_gpu_time", share, "ratio"},
+                {"copy_ns", g.copy_ns, "ns"},
+                {"kernel_ns", g.kernel_ns, "ns"},
+                {"copy_only_ns", std::max(0.0, g.busy_ns - g.kernel_busy_ns), "ns"}};
+  for (const CopyRow& r : g.copies) {
+    if (f.evidence.size() >= 8) break;
+    f.evidence.push_back({absl::StrCat(r.direction, "_", r.memory, "_gb_per_s"), r.gb_per_s,
+                          "GB/s"});
+  }
+  for (const CopyRow& r : g.copies) {
+    if (f.ranges.size() >= kMaxRanges) break;
+    f.ranges.push_back({r.longest.start_ns, r.longest.end_ns,
+                        absl::StrCat("longest ", r.direction, " ", r.memory, " copy")});
+  }
+  f.fixes = {
+      "Keep data on the GPU between steps; avoid moving whole tensors back and forth.",
+      "Batch many small copies into a few large ones; use pinned memory for host buffers.",
+      "Overlap copies with compute: non_blocking=True / cudaMemcpyAsync on a separate stream.",
+  };
+  c.out->push_back(std::move(f));
+}
+
+void LongGaps(const Context& c, const GpuReport& g, Finding f) {
+  if (g.long_gap_count < 0.5) return;
+  f.severity = Severity::kWarning;
+  f.cost_ns = Ns(g.long_gap_ns);
+  f.summary = absl::StrFormat(
+      "%.0f GPU idle gaps of %s or more in the steady window, %s in all (start-up and "
+      "tear-down excluded).",
+      g.long_gap_count, Time(static_cast<double>(c.report.long_gap_ns)), Time(g.long_gap_ns));
+  f.evidence = {{"long_gaps", g.long_gap_count, "count"}, {"long_gap_ns", g.long_gap_ns, "ns"}};
+  for (const model::GapRecord& gap : g.gpu->largest_gaps) {
+    if (f.ranges.size() >= kMaxRanges) break;
+    if (gap.length_ns() < c.report.long_gap_ns || !InWindow(g.window, gap.start_ns, gap.end_ns)) {
+      continue;
+    }
+    f.ranges.push_back({gap.start_ns, gap.end_ns,
+                        absl::StrCat("idle ", Time(static_cast<double>(gap.length_ns())))});
+  }
+  f.fixes = {
+      "Find what the host does in these intervals: checkpointing, evaluation, logging, "
+      "data-loader restarts (end of epoch), garbage collection, NCCL initialisation; "
+      "`gpscope-analyze dump FILE` lists the API calls and NVTX ranges around them.",
+      "Move checkpointing and evaluation off the critical path (background thread, async "
+      "checkpoint), and keep DataLoader workers alive across epochs (persistent_workers=True).",
+  };
+  c.out->push_back(std::move(f));
+}
+
+void DominantKernel(const Context& c, const GpuReport& g, Finding f) {
+  if (g.top_kernels.empty()) return;
+  const KernelRow& k = g.top_kernels.front();
+  if (k.share <= kDominantKernelShare) return;
+  f.severity = Severity::kInfo;
+  f.cost_ns = Ns(kDominantKernelGain * static_cast<double>(k.duration.total));
+  f.summary = absl::StrFormat(
+      "One kernel takes %s of all kernel time (%s launches, %s in all, mean %s): profile it.",
+      Percent(k.share), Count(k.duration.count), Time(static_cast<double>(k.duration.total)),
+      Time(k.duration.mean));
+  f.evidence = {{"kernel_share", k.share, "ratio"},
+                {"launches", static_cast<double>(k.duration.count), "count"},
+                {"total_ns", static_cast<double>(k.duration.total), "ns"},
+                {"mean_ns", k.duration.mean, "ns"},
+                {"p95_ns", k.duration.p95, "ns"}};
+  f.ranges.push_back({k.longest.start_ns, k.longest.end_ns, "its longest launch"});
+  f.fixes = {
+      absl::StrCat("Profile a few launches with Nsight Compute: ", NcuCommand(k.name, Cmdline(c, g))),
+      "Check it runs on tensor cores (bf16/fp16/tf32 inputs, aligned shapes) and compare its "
+      "achieved memory bandwidth and FLOP/s with the GPU's peaks in the ncu report.",
+  };
+  f.summary += absl::StrCat(" Kernel: ", Truncate(k.compact, 120));
+  c.out->push_back(std::move(f));
+}
+
+void LowSmEfficiency(const Context& c, const GpuReport& g, Finding f) {
+  if (g.est_sm_efficiency < 0 || g.est_sm_efficiency >= kLowSmEfficiency) return;
+  const double wlen = static_cast<double>(std::max<uint64_t>(1, g.window.length_ns()));
+  const double kernel_busy_share = g.kernel_busy_ns / wlen;
+  if (kernel_busy_share < kLowSmMinKernelBusyShare) return;
+  f.severity = Severity::kWarning;
+  f.cost_ns = Ns(g.kernel_ns * (1 - g.est_sm_efficiency));
+  const uint32_t sms = g.gpu->has_device_info ? g.gpu->device.sm_count() : 0;
+  f.summary = absl::StrFormat(
+      "Kernels launch too few thread blocks to fill the GPU: estimated SM efficiency %s "
+      "(blocks / %d SMs, weighted by time) while kernels run %s of the window.",
+      Percent(g.est_sm_efficiency), sms, Percent(kernel_busy_share));
+  f.evidence = {{"est_sm_efficiency", g.est_sm_efficiency, "ratio"},
+                {"kernel_busy_share", kernel_busy_share, "ratio"},
+                {"sm_count", static_cast<double>(sms), "count"}};
+  const KernelRow* worst = nullptr;
+  double worst_loss = 0;
+  for (const KernelRow& k : g.top_kernels) {
+    if (k.est_sm_efficiency < 0) continue;
+    const double loss = static_cast<double>(k.duration.total) * (1 - k.est_sm_efficiency);
+    if (loss > worst_loss) {
+      worst_loss = loss;
+      worst = &k;
+    }
+  }
+  f.fixes = {
+      "Give each kernel more parallel work: larger batches, fused or batched operations "
+      "(e.g. torch.bmm instead of a loop), split-K for skinny GEMMs.",
+      "Run independent work concurrently on separate CUDA streams.",
+  };
+  if (worst != nullptr) {
+    f.evidence.push_back({"worst_kernel_max_blocks", static_cast<double>(worst->max_blocks),
+                          "count"});
+    f.fixes.push_back(absl::StrCat("Worst offender: ", Truncate(worst->compact, 60), " (",
+                                   worst->max_blocks, " blocks at most); check its launch "
+                                   "configuration and occupancy: ",
+                                   NcuCommand(worst->name, Cmdline(c, g))));
+    f.ranges.push_back({worst->longest.start_ns, worst->longest.end_ns,
+                        "longest launch of the worst kernel"});
+  }
+  c.out->push_back(std::move(f));
+}
+
+void ClockThrottling(const Context& c, const GpuReport& g, Finding f) {
+  (void)c;
+  if (g.throttled_share < kThrottledShare) return;
+  f.severity =
+      g.throttled_share >= kThrottledCriticalShare ? Severity::kCritical : Severity::kWarning;
+  f.cost_ns = Ns(g.busy_ns * g.throttled_share * kThrottleSlowdown);
+  const uint64_t reasons = g.gpu->throttle_reasons_seen & model::kThrottleReasonMask;
+  std::vector<std::string> names;
+  if (reasons & 0x4) names.push_back("software power cap");
+  if (reasons & 0x8) names.push_back("hardware slowdown");
+  if (reasons & 0x20) names.push_back("software thermal slowdown");
+  if (reasons & 0x40) names.push_back("hardware thermal slowdown");
+  if (reasons & 0x80) names.push_back("power brake");
+  f.summary = absl::StrFormat(
+      "The GPU lowered its clocks for power or heat in %s of the samples in the steady window "
+      "(%s).",
+      Percent(g.throttled_share), absl::StrJoin(names, ", "));
+  f.evidence = {{"throttled_share", g.throttled_share, "ratio"},
+                {"clock_reason_samples", g.clock_reason_samples, "count"},
+                {"reasons_bitmask", static_cast<double>(reasons), "count"}};
+  f.fixes = {
+      "Check cooling and power delivery of the node (nvidia-smi -q -d PERFORMANCE,TEMPERATURE,"
+      "POWER); throttling on one GPU of a node makes it a straggler for all ranks.",
+      "If the power cap is set below the default, ask the administrators; do not change clocks or "
+      "power limits yourself on shared machines.",
+  };
+  c.out->push_back(std::move(f));
+}
+
+void MemoryBandwidthBound(const Context& c, const GpuReport& g, Finding f) {
+  (void)c;
+  if (g.dram_util.source != Utilization::Source::kMeasured ||
+      g.dram_util.percent < kDramBoundPercent) {
+    return;
+  }
+  const double wlen = static_cast<double>(std::max<uint64_t>(1, g.window.length_ns()));
+  const double kernel_busy_share = g.kernel_busy_ns / wlen;
+  if (kernel_busy_share < kDramBoundMinKernelBusyShare) return;
+  f.severity = Severity::kWarning;
+  f.cost_ns = Ns(kDramBoundGain * g.kernel_busy_ns);
+  f.summary = absl::StrFormat(
+      "DRAM bandwidth is %.0f%% utilized on average while kernels run %s of the window: the "
+      "kernels are limited by memory traffic, not compute.",
+      g.dram_util.percent, Percent(kernel_busy_share));
+  f.evidence = {{"dram_bw_util_percent", g.dram_util.percent, "count"},
+                {"kernel_busy_share", kernel_busy_share, "ratio"}};
+  if (g.sm_util.source == Utilization::Source::kMeasured) {
+    f.evidence.push_back({"sm_util_percent", g.sm_util.percent, "count"});
+  }
+  f.fixes = {
+      "Move less data: fuse element-wise chains into their producers (torch.compile), use "
+      "bf16/fp8 activations, avoid materialising large intermediates.",
+      "Reuse data on chip: larger tiles, FlashAttention-style kernels instead of unfused "
+      "attention.",
+  };
+  if (!g.top_kernels.empty()) {
+    f.fixes.push_back(absl::StrCat("See the memory workload of the top kernel: ",
+                                   NcuCommand(g.top_kernels.front().name, Cmdline(c, g))));
+  }
+  c.out->push_back(std::move(f));
+}
+
+void OtherProcesses(const Context& c, const GpuReport& g, Finding f) {
+  if (g.other_process_sm < kOtherProcessSmPercent ||
+      g.other_process_samples < kOtherProcessMinSamples) {
+    return;
+  }
+  // Traced processes on the same host are covered by GpuShared() below.
+  std::vector<const GpuReport::Other*> others;
+  for (const GpuReport::Other& o : g.other_processes) {
+    bool traced = false;
+    for (const model::ProcessModel& p : c.model.processes) {
+      traced |= p.pid == o.pid && p.hostname == g.gpu->hostname;
+    }
+    if (!traced) others.push_back(&o);
+  }
+  if (others.empty()) return;
+  f.severity = Severity::kWarning;
+  f.cost_ns = Ns(g.busy_ns * g.other_process_sm / 100);
+  std::vector<std::string> names;
+  for (size_t i = 0; i < others.size() && i < 3; ++i) {
+    names.push_back(absl::StrFormat("pid %d%s%s (%.0f%% SM on average)", others[i]->pid,
+                                    others[i]->label.empty() ? "" : " ", others[i]->label,
+                                    others[i]->mean_sm_util));
+  }
+  f.summary = absl::StrFormat(
+      "Other processes used this GPU's SMs %.0f%% on average during the steady window: %s.",
+      g.other_process_sm, absl::StrJoin(names, ", "));
+  f.evidence = {{"other_process_sm_util_percent", g.other_process_sm, "count"},
+                {"other_processes", static_cast<double>(others.size()), "count"},
+                {"top_other_pid", static_cast<double>(others.front()->pid), "count"}};
+  f.fixes = {
+      "Give each job its own GPU (CUDA_VISIBLE_DEVICES, the scheduler's GPU allocation); check "
+      "nvidia-smi for stray processes (notebooks, evaluation jobs).",
+      "If sharing is intended, use MPS or MIG so the processes do not time-slice.",
+  };
+  c.out->push_back(std::move(f));
+}
+
+// ------------------------------------------------------- non-GPU rules --
+
+void GpuShared(const Context& c) {
+  std::map<std::pair<std::string, std::string>, std::vector<const GpuReport*>> by_device;
+  for (const GpuReport& g : c.report.gpus) {
+    if (!g.gpu->has_device_info || g.gpu->device.uuid().empty()) continue;
+    by_device[{g.gpu->hostname, g.gpu->device.uuid()}].push_back(&g);
+  }
+  for (const auto& [key, gpus] : by_device) {
+    if (gpus.size() < 2) continue;
+    for (size_t i = 0; i < gpus.size(); ++i) {
+      for (size_t j = i + 1; j < gpus.size(); ++j) {
+        const GpuReport& a = *gpus[i];
+        const GpuReport& b = *gpus[j];
+        if (a.gpu->process_uid == b.gpu->process_uid) continue;
+        const uint64_t lo = std::max(a.gpu->first_ns, b.gpu->first_ns);
+        const uint64_t hi = std::min(a.gpu->last_ns, b.gpu->last_ns);
+        if (hi <= lo) continue;
+        Finding f;
+        f.rule = "gpu-shared";
+        f.title = "GPU shared by several processes";
+        f.severity = Severity::kWarning;
+        f.gpu = static_cast<int>(b.gpu_index);
+        f.scope = absl::StrCat(key.second, " on ", key.first.empty() ? "?" : key.first);
+        f.cost_ns = std::min(a.gpu->busy_ns, b.gpu->busy_ns);
+        f.summary = absl::StrFormat(
+            "pid %d and pid %d both ran work on this GPU for %s at the same time; they compete "
+            "for SMs and memory bandwidth.",
+            a.gpu->pid, b.gpu->pid, Time(static_cast<double>(hi - lo)));
+        f.evidence = {{"pid_a", static_cast<double>(a.gpu->pid), "count"},
+                      {"pid_b", static_cast<double>(b.gpu->pid), "count"},
+                      {"overlap_ns", static_cast<double>(hi - lo), "ns"},
+                      {"busy_a_ns", static_cast<double>(a.gpu->busy_ns), "ns"},
+                      {"busy_b_ns", static_cast<double>(b.gpu->busy_ns), "ns"}};
+        f.ranges.push_back({lo, hi, "both processes active"});
+        f.fixes = {
+            "Give each process its own GPU (CUDA_VISIBLE_DEVICES / the launcher's local rank).",
+            "If sharing is intended, use MPS or MIG so the processes do not time-slice.",
+        };
+        c.out->push_back(std::move(f));
+      }
+    }
+  }
+}
+
+std::string DropName(int reason) {
+  if (!proto::DropReason_IsValid(reason)) return absl::StrCat("reason_", reason);
+  std::string n = proto::DropReason_Name(static_cast<proto::DropReason>(reason));
+  return n.rfind("DROP_", 0) == 0 ? n.substr(5) : n;
+}
+
+void IncompleteData(const Context& c) {
+  for (const ProcessReport& pr : c.report.processes) {
+    const model::ProcessModel& p = *pr.process;
+    if (pr.complete) continue;
+    Finding f;
+    f.rule = "incomplete-data";
+    f.title = "Incomplete data";
+    f.process = static_cast<int>(pr.process_index);
+    f.scope = pr.label;
+    const double events = static_cast<double>(std::max<uint64_t>(1, p.events + pr.dropped));
+    const double frames = static_cast<double>(std::max<uint64_t>(1, p.chunks + p.lost_chunks));
+    const bool heavy = static_cast<double>(pr.dropped) / events > kIncompleteCriticalShare ||
+                       static_cast<double>(p.lost_chunks) / frames > kIncompleteCriticalShare;
+    f.severity = heavy ? Severity::kCritical : Severity::kWarning;
+    f.cost_ns = p.lost_interval_ns;
+    std::vector<std::string> what;
+    if (pr.dropped > 0) what.push_back(absl::StrCat(Count(pr.dropped), " records dropped"));
+    if (p.lost_interval_count > 0) {
+      what.push_back(absl::StrCat(p.lost_interval_count, " intervals not traced (",
+                                  Time(static_cast<double>(p.lost_interval_ns)), ")"));
+    }
+    if (p.lost_chunks > 0) what.push_back(absl::StrCat(p.lost_chunks, " frames lost"));
+    if (p.undecodable_batches > 0) {
+      what.push_back(absl::StrCat(p.undecodable_batches, " batches undecodable"));
+    }
+    if (!p.clean_end) what.push_back("no end record (killed, crashed or still running)");
+    f.summary = absl::StrCat("The trace of this process is incomplete: ",
+                             absl::StrJoin(what, "; "),
+                             ". Counts and times in this report undercount.");
+    f.evidence = {{"dropped_records", static_cast<double>(pr.dropped), "count"},
+                  {"lost_intervals", static_cast<double>(p.lost_interval_count), "count"},
+                  {"lost_interval_ns", static_cast<double>(p.lost_interval_ns), "ns"},
+                  {"lost_frames", static_cast<double>(p.lost_chunks), "count"},
+                  {"clean_end", p.clean_end ? 1.0 : 0.0, "bool"}};
+    for (const auto& [reason, n] : p.dropped) {
+      f.evidence.push_back({absl::StrCat("dropped_", absl::AsciiStrToLower(DropName(reason))),
+                            static_cast<double>(n), "count"});
+    }
+    for (const proto::LostInterval& l : p.lost_intervals) {
+      if (f.ranges.size() >= kMaxRanges) break;
+      f.ranges.push_back({l.start_ns(), l.end_ns() == 0 ? p.last_ns : l.end_ns(), l.detail()});
+    }
+    for (const auto& [reason, n] : p.dropped) {
+      switch (reason) {
+        case proto::DROP_CUPTI_BUFFER_POOL_EMPTY:
+          f.fixes.push_back("CUPTI buffers ran out: raise GPSCOPE_MAX_BUFFER_MB (default 64).");
+          break;
+        case proto::DROP_CUPTI_REPORTED:
+        case proto::DROP_CUPTI_INCOMPLETE_RECORD:
+          f.fixes.push_back(
+              "CUPTI dropped records: raise GPSCOPE_BUFFER_KB and lower "
+              "GPSCOPE_FLUSH_INTERVAL_MS so buffers are handed back sooner.");
+          break;
+        case proto::DROP_RING_FULL:
+          f.fixes.push_back(
+              "Per-thread rings were full: the writer fell behind; GPSCOPE_API=0 removes API "
+              "records if launch statistics are not needed.");
+          break;
+        case proto::DROP_WRITE_FAILED:
+          f.fixes.push_back("Frames could not be written: check free space in GPSCOPE_OUTPUT.");
+          break;
+        default:
+          break;
+      }
+    }
+    if (p.lost_interval_count > 0) {
+      f.fixes.push_back(
+          "Do not run another CUPTI profiler (nsys, ncu, torch.profiler) at the same time; see "
+          "the lost intervals' details.");
+    }
+    if (!p.clean_end) {
+      f.fixes.push_back(
+          "Let the process exit normally (or send SIGTERM, not SIGKILL); if the final flush "
+          "timed out, raise GPSCOPE_EXIT_TIMEOUT_MS.");
+    }
+    if (p.lost_chunks > 0 || p.undecodable_batches > 0) {
+      f.fixes.push_back("Frames were lost or damaged: check the disk and the reader's warnings.");
+    }
+    c.out->push_back(std::move(f));
+  }
+}
+
+// --------------------------------------------------------------- catalogue --
+
+using GpuRuleFn = void (*)(const Context&, const GpuReport&, Finding);
+
+struct GpuRule {
+  RuleInfo info;
+  GpuRuleFn fn;
+};
+
+const GpuRule kGpuRules[] = {
+    {{"data-starvation", "GPU starved of work by the host",
+      "idle-gap share (gaps >= --idle-gap-ms) > 30% of the steady window and >= 50% of that idle "
+      "is host wait; critical > 60%",
+      "seed (idle-gap share > 30%), HTA (host wait)"},
+     DataStarvation},
+    {{"launch-bound", "Launch-bound: many tiny kernels",
+      "> 10,000 launches with mean < 10 us, or >= 30% of kernels shorter than their launch call "
+      "and >= 30% of the window idle in short launch gaps; critical >= 60%",
+      "seed (tiny kernels), HTA (short kernels)"},
+     LaunchBound},
+    {{"host-sync", "Host synchronization stalls (.item()-style)",
+      "GPU idle behind host syncs >= 5% of the steady window with a sync call about every step "
+      "(>= 0.9 per step, or >= 10/s); critical >= 25%",
+      "nsys (sync APIs), TB (5% threshold), ours"},
+     HostSync},
+    {{"pageable-copies", "Copies from pageable host memory",
+      "any copy to/from pageable memory; warning when >= 100 in the window or >= 1% of it",
+      "nsys (async memcpy with pageable memory)"},
+     PageableCopies},
+    {{"copy-heavy", "Copies take a large share of GPU time",
+      "memcpy time > 20% of kernel + copy + memset time in the steady window",
+      "seed (copies > 20% -> fix copies first)"},
+     CopyHeavy},
+    {{"long-gaps", "Long GPU idle gaps",
+      "GPU idle gaps >= 500 ms inside the steady window (start-up/tear-down excluded)",
+      "nsys gpu_gaps"},
+     LongGaps},
+    {{"dominant-kernel", "One kernel dominates",
+      "one kernel name > 40% of all kernel time (info: profile it with ncu)",
+      "seed (single kernel > 40% -> profile that kernel)"},
+     DominantKernel},
+    {{"low-sm-efficiency", "Launches too small to fill the GPU",
+      "estimated SM efficiency (min(blocks/SMs,1), time-weighted) < 50% while kernels run >= 20% "
+      "of the window",
+      "TB (est. SM efficiency), ours"},
+     LowSmEfficiency},
+    {{"memory-bandwidth-bound", "Kernels bound by memory bandwidth",
+      "sampled DRAM bandwidth utilization (gpm.dram_bw_util) >= 60% on average while kernels run "
+      ">= 30% of the window",
+      "ours (Nsight Compute guidance)"},
+     MemoryBandwidthBound},
+    {{"clock-throttling", "GPU clocks throttled (power/thermal)",
+      "NVML clock event reasons show a power or thermal slowdown in >= 10% of the samples in the "
+      "window; critical >= 50%",
+      "ours (NVML clock event reasons)"},
+     ClockThrottling},
+    {{"gpu-shared-nvml", "GPU shared with other processes",
+      "NVML per-process utilization shows untraced processes using >= 5% of the SMs on average "
+      "in the window",
+      "ours (NVML process utilization)"},
+     OtherProcesses},
+};
+
+}  // namespace
+
+const char* SeverityName(Severity severity) {
+  switch (severity) {
+    case Severity::kInfo:
+      return "info";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kCritical:
+      return "critical";
+  }
+  return "info";
+}
+
+const std::vector<RuleInfo>& RuleCatalogue() {
+  static const std::vector<RuleInfo>* const kCatalogue = [] {
+    auto* rules = new std::vector<RuleInfo>();
+    for (const GpuRule& r : kGpuRules) rules->push_back(r.info);
+    rules->push_back({"gpu-shared", "GPU shared by several processes",
+                      "two traced processes on the same host and GPU UUID with overlapping "
+                      "activity",
+                      "ours"});
+    rules->push_back({"incomplete-data", "Incomplete data",
+                      "any dropped record, lost interval, lost frame, undecodable batch or "
+                      "missing end record; critical when > 1% of events or frames were lost",
+                      "ours (every report shows its losses)"});
+    return rules;
+  }();
+  return *kCatalogue;
+}
+
+std::vector<Finding> EvaluateRules(const model::TraceModel& model, const SummaryReport& report) {
+  std::vector<Finding> findings;
+  const Context c{model, report, &findings};
+  for (const GpuReport& g : report.gpus) {
+    if (g.window.length_ns() == 0) continue;
+    for (const GpuRule& rule : kGpuRules) {
+      Finding f;
+      f.rule = rule.info.id;
+      f.title = rule.info.title;
+      f.gpu = static_cast<int>(g.gpu_index);
+      f.scope = g.label;
+      rule.fn(c, g, std::move(f));
+    }
+  }
+  GpuShared(c);
+  IncompleteData(c);
+  std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
+    return std::make_tuple(b.cost_ns, static_cast<int>(b.severity), a.rule) <
+           std::make_tuple(a.cost_ns, static_cast<int>(a.severity), b.rule);
+  });
+  return findings;
+}
+
+}  // namespace gpscope::analyses

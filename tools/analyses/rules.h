@@ -1,0 +1,164 @@
+// tools/analyses/rules.h: the findings catalogue: every rule gpscope-analyze
+// applies, its thresholds (with where they come from), and the evaluation
+// that turns a SummaryReport into ranked findings.
+//
+// A finding names its rule, a severity, the evidence (numbers and up to 5
+// time ranges where it holds), an estimated cost (GPU time it likely costs,
+// used for ranking: the time that would be recovered if fixed, or a stated
+// heuristic) and concrete fixes. Rules judge the steady window (see
+// gpu_report.h), so start-up does not trip them. A healthy compute-bound run
+// yields no finding of warning level or above.
+//
+//   std::vector<Finding> findings = EvaluateRules(model, report);  // most costly first
+//   for (const RuleInfo& r : RuleCatalogue()) ...                  // for --help and docs
+//
+// Sources: "seed" = the project's brief (ANALYSIS-NOTES.md, rules table);
+// nsys = Nsight Systems expert rules; HTA = Holistic Trace Analysis;
+// TB = the PyTorch TensorBoard plugin; "ours" = chosen here, with the reason.
+//
+// Thread model: pure functions.
+#ifndef GPSCOPE_TOOLS_ANALYSES_RULES_H_
+#define GPSCOPE_TOOLS_ANALYSES_RULES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tools/analyses/gpu_report.h"
+#include "tools/model/trace_model.h"
+
+namespace gpscope::analyses {
+
+// ------------------------------------------------------------ thresholds --
+
+// data-starvation. seed: an idle-gap share (gaps >= 5 ms) above 30% means
+// starvation or a sync problem; it is starvation when the host was late: at
+// least half of that idle time is host wait (ours: majority). Critical above
+// 60% (ours: the GPU idles more than it works).
+inline constexpr double kStarvationIdleShare = 0.30;
+inline constexpr double kStarvationHostWaitShare = 0.50;
+inline constexpr double kStarvationCriticalShare = 0.60;
+
+// launch-bound. seed: > 10,000 launches with a mean below 10 us. Or, HTA's
+// view: at least 30% of kernels are "short" (GPU time < CPU launch call,
+// ours: 30%) and the GPU idles >= 30% of the window in gaps below the
+// idle-gap threshold waiting for launches (ours). Critical above 60%.
+inline constexpr uint64_t kTinyKernelLaunches = 10'000;
+inline constexpr double kTinyKernelMeanNs = 10'000;
+inline constexpr double kShortKernelShare = 0.30;
+inline constexpr double kLaunchGapShare = 0.30;
+inline constexpr double kLaunchGapCriticalShare = 0.60;
+
+// host-sync. .item()-style stalls: the GPU ran dry while the host was
+// blocked in a synchronizing call, for >= 5% of the window (ours, after TB's
+// 5% data-loading threshold), with a sync about every step (>= 0.9 per step:
+// counts at the window's edges are prorated; or 10 per second without
+// steps). Critical above 25% (ours).
+inline constexpr double kSyncWaitShare = 0.05;
+inline constexpr double kSyncWaitCriticalShare = 0.25;
+inline constexpr double kSyncsPerStep = 0.9;
+inline constexpr double kSyncsPerSecond = 10.0;
+
+// pageable-copies. nsys flags any async memcpy from pageable memory. We warn
+// when they matter: >= 100 in the window or >= 1% of it (ours); fewer are
+// info. Cost: pinned copies run about twice as fast (ours: half their time).
+inline constexpr double kPageableWarnCount = 100;
+inline constexpr double kPageableWarnShare = 0.01;
+inline constexpr double kPageableSavedFraction = 0.5;
+
+// copy-heavy. seed: memcpy above 20% of GPU time (kernels + copies +
+// memsets) -> fix copies first. Cost: time only copies ran.
+inline constexpr double kCopyShare = 0.20;
+
+// long-gaps. nsys gpu_gaps: idle gaps >= 500 ms (ModelOptions::long_gap_ns),
+// excluding start-up and tear-down (ours: outside the steady window).
+
+// dominant-kernel. seed: one kernel above 40% of kernel time -> profile it
+// with ncu. Info: not a problem by itself. Cost heuristic (ours): tuning
+// recovers ~10% of its time.
+inline constexpr double kDominantKernelShare = 0.40;
+inline constexpr double kDominantKernelGain = 0.10;
+
+// low-sm-efficiency (low-occupancy launches). TB's estimated SM efficiency
+// (sum of min(blocks/SMs, 1) x duration over kernel time) below 50% (ours),
+// when kernels keep the GPU busy >= 20% of the window (ours: otherwise idle
+// time matters more). Cost: kernel time x (1 - efficiency).
+inline constexpr double kLowSmEfficiency = 0.50;
+inline constexpr double kLowSmMinKernelBusyShare = 0.20;
+
+// gpu-shared. Two traced processes used the same GPU (same host and UUID)
+// at overlapping times, or NVML saw other processes use >= 5% of the SMs on
+// average in the window (ours). Cost: the smaller busy time of the pair, or
+// busy time x their share.
+inline constexpr double kOtherProcessSmPercent = 5.0;
+inline constexpr double kOtherProcessMinSamples = 3;
+
+// clock-throttling. NVML clock event reasons show a power or thermal
+// slowdown (model::kThrottleReasonMask) in >= 10% of the samples in the
+// window (ours); critical >= 50%. Cost heuristic (ours): throttled clocks
+// run ~15% slower, over the busy time of the throttled samples.
+inline constexpr double kThrottledShare = 0.10;
+inline constexpr double kThrottledCriticalShare = 0.50;
+inline constexpr double kThrottleSlowdown = 0.15;
+
+// memory-bandwidth-bound. Sampled DRAM bandwidth utilization (gpm) >= 60%
+// on average in the window while kernels run >= 30% of it (ours, after
+// Nsight Compute's guidance that DRAM above ~60% of peak limits a kernel).
+// Cost heuristic (ours): 10% of kernel time, like dominant-kernel.
+inline constexpr double kDramBoundPercent = 60.0;
+inline constexpr double kDramBoundMinKernelBusyShare = 0.30;
+inline constexpr double kDramBoundGain = 0.10;
+
+// incomplete-data. Any drop, lost interval, lost frame, undecodable batch
+// or missing end: the numbers above undercount. Critical when more than 1%
+// of events or frames were lost (ours). Cost: time known to be unobserved.
+inline constexpr double kIncompleteCriticalShare = 0.01;
+
+// ---------------------------------------------------------------- types --
+
+enum class Severity { kInfo = 0, kWarning = 1, kCritical = 2 };
+const char* SeverityName(Severity severity);  // "info", "warning", "critical"
+
+struct EvidenceNumber {
+  std::string key;   // stable, snake_case, e.g. "idle_gap_share"
+  double value = 0;
+  std::string unit;  // "ratio", "ns", "count", "bytes", "GB/s", "per_step", "per_s", "bool"
+};
+
+struct TimeRange {
+  uint64_t start_ns = 0;  // CUPTI ns
+  uint64_t end_ns = 0;
+  std::string note;       // "host wait 7.9 ms", "pageable H2D"...
+};
+
+struct Finding {
+  std::string rule;   // RuleInfo::id
+  std::string title;
+  Severity severity = Severity::kInfo;
+  uint64_t cost_ns = 0;
+  int gpu = -1;       // index into SummaryReport::gpus, or -1
+  int process = -1;   // index into SummaryReport::processes, or -1
+  std::string scope;  // the GPU's or process's label
+  std::string summary;  // one or two sentences with the key numbers
+  std::vector<EvidenceNumber> evidence;
+  std::vector<TimeRange> ranges;  // up to 5
+  std::vector<std::string> fixes;
+};
+
+struct RuleInfo {
+  const char* id;
+  const char* title;
+  const char* trigger;  // thresholds in words
+  const char* source;
+};
+
+// Every rule, in evaluation order.
+const std::vector<RuleInfo>& RuleCatalogue();
+
+// Applies every rule; findings sorted by cost (highest first), then
+// severity, then rule id.
+std::vector<Finding> EvaluateRules(const model::TraceModel& model, const SummaryReport& report);
+
+}  // namespace gpscope::analyses
+
+#endif  // GPSCOPE_TOOLS_ANALYSES_RULES_H_

@@ -1,0 +1,135 @@
+// tools/analyze/summary.h: `gpscope-analyze summary FILE...`: why is the GPU
+// idle or slow, and what to change. Findings first (ranked by the GPU time
+// they likely cost), then per GPU the four numbers (SM utilization,
+// memory-bandwidth utilization, kernel duration P50/P95, idle-gap share),
+// busy and idle time with HTA's idle breakdown, top kernels, copies, host
+// side, steps, and data completeness.
+//
+//   gpscope-analyze summary run.gpscope
+//   gpscope-analyze summary --format json --idle-gap-ms 5 --top 20 node*.gpscope
+//
+// One streaming pass (model::BuildModel), then pure analyses
+// (analyses::ComputeSummary, analyses::EvaluateRules) and a renderer: text
+// that fits 100 columns, or JSON with every number.
+//
+// JSON schema ("schema": "gpscope.summary/1"). Keys are stable; new keys may
+// be added, none renamed or removed within a schema version. Times are ns
+// (CUPTI clock, CLOCK_REALTIME-based) unless the key says otherwise; ratios
+// are 0..1; a Distribution is {count, total, mean, stddev, min, p50, p95,
+// p99, max} in the unit of its key (ns). Window-based numbers cover the GPU's
+// steady window; whole-run numbers say so.
+//
+//   schema                  "gpscope.summary/1"
+//   options                 {idle_gap_threshold_ns, long_gap_ns, top_kernels}
+//   events                  events read, all processes
+//   files[]                 {path, error (null or text), frames, damaged_regions,
+//                            skipped_bytes, truncated}
+//   findings[]              most costly first:
+//     rule, title, severity ("info"|"warning"|"critical"), cost_ns,
+//     gpu (index into gpus[] or null), process (index into processes[] or null),
+//     scope, summary, evidence[] {key, value, unit ("ratio"|"ns"|"count"|"bytes"|
+//     "GB/s"|"per_step"|"per_s"|"bool" (1 or 0))}, ranges[] {start_ns, end_ns, offset_ns (from the
+//     GPU's or process's first activity), note}, fixes[] (text)
+//   rules[]                 the catalogue: {id, title, trigger, source}
+//   gpus[]
+//     index, label, process_uid (hex), pid, hostname, device_id,
+//     device                null or {name, uuid, pci_bus_id, sm_count,
+//                           compute_capability, global_memory_bytes}
+//     span                  {first_ns, last_ns, length_ns}: first to last GPU activity
+//     window                {start_ns, end_ns, length_ns, basis}: the steady window
+//     four_numbers
+//       sm_util             {percent (null when unavailable), source ("measured"|
+//                           "estimated"|"unavailable"), basis}
+//       dram_bw_util        the same
+//       kernel_duration_ns  {p50, p95} over all kernels of the run
+//       idle_gap_share      idle in gaps >= threshold / window
+//       idle_gap_share_span the same over the whole span
+//     sampled               NVML/GPM state in the window: {throttled_share (share of
+//                           nvml.clock_event_reasons samples with a power/thermal
+//                           slowdown; null when not sampled), clock_reason_samples,
+//                           other_process_sm_util (mean percent of other processes; null),
+//                           other_processes[]: {pid, label, mean_sm_util, max_sm_util,
+//                           samples} (whole run)}
+//     busy                  {busy_ns (union of kernels, copies, memsets), kernel_busy_ns
+//                           (union of kernels), kernel_ns, copy_ns, memset_ns (summed
+//                           durations), busy_share} in the window
+//     idle                  in the window:
+//       gaps_at_least_threshold {host_wait_ns, sync_wait_ns, other_ns, count}
+//       gaps_below_threshold    {host_wait_ns, sync_wait_ns, kernel_wait_ns}
+//       long_gaps               {count, total_ns} (>= long_gap_ns)
+//       per_stream              {host_wait_ns, sync_wait_ns, kernel_wait_ns, other_ns} (HTA)
+//       streams[]               whole run: {context_id, stream_id, ops, busy_ns, first_ns,
+//                               last_ns, idle_ns: {host_wait, sync_wait, kernel_wait, other}}
+//     kernels               whole run: {count, names, tiny_count (< 10 us),
+//                           shorter_than_launch (HTA short kernels), launches_matched,
+//                           est_sm_efficiency (null when shapes unknown),
+//                           duration_ns: Distribution,
+//                           top[]: {name (mangled), demangled, count, total_ns, share,
+//                           mean_ns, median_ns, min_ns, max_ns, p95_ns, p99_ns, stddev_ns,
+//                           tiny_count, shorter_than_launch, est_sm_efficiency (or null),
+//                           blocks: {min, max}}}
+//     copies                {share_of_gpu_time (whole run), rows[], memsets[], window:
+//                           {pageable_count, pageable_ns, d2h_count}}; a row is
+//                           {direction ("H2D", "D2H", "D2D", "P2P", "H2H", ...; "memset"),
+//                           memory (host side: "pageable", "pinned", "device", "managed",
+//                           ...), count, bytes, duration_ns, gb_per_s, share_of_gpu_time,
+//                           sync: {count, bytes, duration_ns}}
+//     host                  {queue_delay_ns: Distribution, queue_delay_outliers (> 100 us),
+//                           launches_unmatched, sync_calls (window), sync_blocked_ns (window)}
+//     steps                 null without step markers, else {count (warm-up included),
+//                           example_name, period_ns: Distribution, range_ns: Distribution
+//                           (steps after the first), per_step: {compute_ns, copy_ns,
+//                           idle_ns} (means), warmup: Step, slowest[]: Step}; a Step is
+//                           {index, start_ns, end_ns, period_ns, range_ns, compute_ns,
+//                           copy_ns, idle_ns}
+//     late_ops              GPU records that arrived after their time was swept
+//   processes[]
+//     index, process_uid, pid, hostname, path, cmdline[], events, api_calls, gpus[]
+//     launch_call_ns        Distribution of CPU launch-call durations
+//     launch_call_outliers  calls > 50 us (HTA)
+//     sync                  {source ("api"|"records"), threads[]: {thread_id, calls,
+//                           blocked_ns, max_ns}}
+//     completeness          {complete, dropped: {reason: records}, dropped_total,
+//                           lost_intervals: {count, total_ns, first[]: {start_ns, end_ns,
+//                           reason, detail}}, lost_frames, undecodable_batches, clean_exit,
+//                           end_reason, unavailable[]}
+//   warnings[], warnings_omitted
+//
+// Exit codes: 0 ok (also with damaged data, see completeness), 1 a file could
+// not be read, 2 bad usage.
+// Thread model: single-threaded.
+#ifndef GPSCOPE_TOOLS_ANALYZE_SUMMARY_H_
+#define GPSCOPE_TOOLS_ANALYZE_SUMMARY_H_
+
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "tools/analyses/gpu_report.h"
+#include "tools/analyses/rules.h"
+#include "tools/model/trace_model.h"
+
+namespace gpscope::analyze {
+
+struct SummaryResult {
+  model::TraceModel model;
+  analyses::SummaryReport report;  // points into model: keep them together
+  std::vector<analyses::Finding> findings;
+};
+
+// Builds the model from `paths` and runs the analyses. The result is heap
+// allocated because the report points into the model.
+std::unique_ptr<SummaryResult> ComputeSummaryResult(const std::vector<std::string>& paths,
+                                                    const model::ModelOptions& model_options,
+                                                    const analyses::ReportOptions& options);
+
+std::string RenderSummaryText(const SummaryResult& result);
+std::string RenderSummaryJson(const SummaryResult& result);
+
+// The command: `summary [--format text|json] [--idle-gap-ms N] [--top N] FILE...`.
+int RunSummary(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+}  // namespace gpscope::analyze
+
+#endif  // GPSCOPE_TOOLS_ANALYZE_SUMMARY_H_

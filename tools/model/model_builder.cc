@@ -1,0 +1,1161 @@
+// tools/model/model_builder.cc: see model_builder.h.
+#include "tools/model/model_builder.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <deque>
+#include <limits>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "tools/model/interval_union.h"
+#include "tools/model/reorder_queue.h"
+#include "tools/model/top_k.h"
+#include "tools/reader/batch_decode.h"
+
+namespace gpscope::model {
+
+const char* GapCauseName(GapCause cause) {
+  switch (cause) {
+    case GapCause::kHost:
+      return "host_wait";
+    case GapCause::kSync:
+      return "sync_wait";
+    case GapCause::kKernel:
+      return "kernel_wait";
+    case GapCause::kOther:
+      return "other";
+  }
+  return "other";
+}
+
+namespace {
+
+constexpr size_t kLargestGaps = 32;
+constexpr size_t kSyncGaps = 16;
+constexpr size_t kPageableCopies = 5;
+constexpr size_t kSlowestSteps = 5;
+constexpr size_t kKeptLostIntervals = 16;
+// Steps are attributed to at most this many GPUs of one process.
+constexpr size_t kMaxStepGpus = 8;
+// Pending steps of a process that has no GPU activity yet; beyond, the
+// oldest are dropped.
+constexpr size_t kMaxPendingSteps = 1 << 16;
+// Sync intervals kept for gap classification (beyond, the oldest go).
+constexpr size_t kMaxSyncIntervals = 1 << 20;
+// How far back from a gap's start FindSpanning looks among syncs.
+constexpr int kSyncScan = 64;
+constexpr uint32_t kNoSlot = std::numeric_limits<uint32_t>::max();
+
+enum ApiClass : uint8_t {
+  kApiUnknown = 0,
+  kApiOther,
+  kApiLaunch,
+  kApiGraphLaunch,
+  kApiMemcpy,
+  kApiMemset,
+  kApiSync
+};
+enum OpKind : uint8_t { kOpKernel = 0, kOpMemcpy, kOpMemset };
+enum MetricKind : uint8_t {
+  kMetricOther = 0,
+  kMetricSmUtil,
+  kMetricDramUtil,
+  kMetricClockReasons,
+  kMetricOtherProcessSm,
+};
+
+ApiClass ClassifyApiName(std::string_view raw) {
+  const std::string_view name = NormalizeApiName(raw);
+  auto has = [name](std::string_view part) { return name.find(part) != std::string_view::npos; };
+  if (has("Synchronize")) return kApiSync;  // cuda{Device,Stream,Event}Synchronize, cu*Synchronize
+  if (has("GraphLaunch")) return kApiGraphLaunch;
+  if (has("LaunchKernel") || has("LaunchCooperativeKernel")) return kApiLaunch;
+  if (name.rfind("cudaMemcpy", 0) == 0 || name.rfind("cuMemcpy", 0) == 0) return kApiMemcpy;
+  if (name.rfind("cudaMemset", 0) == 0 || name.rfind("cuMemset", 0) == 0) return kApiMemset;
+  return kApiOther;
+}
+
+// When a call has no interned name: the CUPTI callback ids seen in recorded
+// traces (CUDA 13 / CUPTI 13.0).
+ApiClass ClassifyApiCbid(uint32_t domain, uint32_t cbid) {
+  if (domain == proto::API_RUNTIME) {
+    switch (cbid) {
+      case 211:  // cudaLaunchKernel_v7000
+        return kApiLaunch;
+      case 41:  // cudaMemcpyAsync_v3020
+        return kApiMemcpy;
+      case 51:  // cudaMemsetAsync_v3020
+        return kApiMemset;
+      case 131:  // cudaStreamSynchronize_v3020
+      case 165:  // cudaDeviceSynchronize_v3020
+        return kApiSync;
+      default:
+        return kApiOther;
+    }
+  }
+  if (domain == proto::API_DRIVER && cbid == 652) return kApiLaunch;  // cuLaunchKernelEx
+  return kApiOther;
+}
+
+// Metric names as inject/metrics defines them.
+MetricKind ClassifyMetric(const proto::MetricDescriptor& d, uint32_t own_pid) {
+  const std::string& n = d.name();
+  if (d.scope() == proto::SCOPE_DEVICE) {
+    if (n == "gpm.sm_util") return kMetricSmUtil;
+    if (n == "gpm.dram_bw_util") return kMetricDramUtil;
+    if (n == "nvml.clock_event_reasons") return kMetricClockReasons;
+  }
+  if (d.scope() == proto::SCOPE_PROCESS && n == "nvml.process_sm_util" && d.pid() != own_pid) {
+    return kMetricOtherProcessSm;
+  }
+  return kMetricOther;
+}
+
+// The host side of a copy: where pageable vs pinned matters.
+uint32_t HostMemoryKind(const format::MemcpyEvent& m) {
+  switch (m.copy_kind) {
+    case proto::MEMCPY_HTOD:
+    case proto::MEMCPY_HTOA:
+      return m.src_kind;
+    case proto::MEMCPY_DTOH:
+    case proto::MEMCPY_ATOH:
+      return m.dst_kind;
+    case proto::MEMCPY_HTOH:
+      return m.src_kind == proto::MEMORY_PAGEABLE ? m.src_kind : m.dst_kind;
+    default:
+      return m.dst_kind;
+  }
+}
+
+// A GPU op waiting in the reorder queue: 32 bytes.
+struct GpuOp {
+  uint64_t start_ns;
+  uint64_t end_ns;
+  uint32_t correlation_id;
+  uint32_t stream_slot;
+  uint32_t name_id;  // kernels only
+  uint32_t kind;     // OpKind
+};
+static_assert(sizeof(GpuOp) == 32, "GpuOp is copied per event: keep it small");
+
+// Launch calls (and copy/memset calls) by correlation id, until their GPU op
+// is swept. CUPTI correlation ids grow by one per API call, so a ring
+// indexed by the id keeps recent calls in id order and both inserts and
+// lookups walk it almost sequentially (a hash table costs a cache miss per
+// event: it was most of the sweep's time). A slot is freed when its op is
+// swept, except for graph launches (all kernels of a graph share the id);
+// inserting over a slot still in use and younger than the retention time
+// doubles the ring instead, up to kMaxSlots.
+class ApiRing {
+ public:
+  struct Entry {
+    uint32_t correlation_id = 0;  // 0: free
+    uint32_t duration_ns = 0;     // saturated below kMulti
+    uint64_t start_ns = 0;
+    uint64_t end_ns() const { return start_ns + (duration_ns & ~kMulti); }
+    bool multi() const { return (duration_ns & kMulti) != 0; }
+  };
+  static constexpr uint32_t kMulti = 0x80000000u;  // many ops share the id
+  static constexpr size_t kInitialSlots = 1 << 14;
+  static constexpr size_t kMaxSlots = 1 << 21;  // 32 MiB
+
+  void Insert(uint32_t correlation_id, uint64_t start_ns, uint64_t end_ns, bool multi,
+              uint64_t stale_before_ns) {
+    if (correlation_id == 0) return;
+    if (slots_.empty()) Resize(kInitialSlots);
+    const uint64_t duration = std::min<uint64_t>(end_ns - start_ns, kMulti - 1);
+    for (;;) {
+      Entry& e = slots_[correlation_id & mask_];
+      if (e.correlation_id == 0 || e.correlation_id == correlation_id ||
+          e.start_ns < stale_before_ns || slots_.size() >= kMaxSlots) {
+        if (e.correlation_id != 0 && e.correlation_id != correlation_id) ++overwritten_;
+        e.correlation_id = correlation_id;
+        e.duration_ns = static_cast<uint32_t>(duration) | (multi ? kMulti : 0);
+        e.start_ns = start_ns;
+        return;
+      }
+      Resize(slots_.size() * 2);
+    }
+  }
+  Entry* Find(uint32_t correlation_id) {
+    if (slots_.empty() || correlation_id == 0) return nullptr;
+    Entry& e = slots_[correlation_id & mask_];
+    return e.correlation_id == correlation_id ? &e : nullptr;
+  }
+  void Release(Entry* e) {
+    if (!e->multi()) e->correlation_id = 0;
+  }
+  uint64_t overwritten() const { return overwritten_; }
+
+ private:
+  void Resize(size_t n) {
+    std::vector<Entry> old = std::move(slots_);
+    slots_.assign(n, Entry{});
+    mask_ = n - 1;
+    // Distinct old slots differ in their low bits, so they stay distinct.
+    for (const Entry& e : old) {
+      if (e.correlation_id != 0) slots_[e.correlation_id & mask_] = e;
+    }
+  }
+
+  std::vector<Entry> slots_;
+  size_t mask_ = 0;
+  uint64_t overwritten_ = 0;
+};
+
+struct ApiRef {
+  uint64_t start_ns;
+  uint64_t end_ns;
+};
+
+// Sync intervals by start, for "was the host blocked in a sync at t?".
+class SyncIndex {
+ public:
+  void Insert(uint64_t start_ns, uint64_t end_ns) {
+    const Interval v{start_ns, std::max(start_ns, end_ns)};
+    if (items_.empty() || items_.back().start_ns <= start_ns) {
+      items_.push_back(v);
+    } else {
+      auto it = std::upper_bound(items_.begin(), items_.end(), start_ns,
+                                 [](uint64_t t, const Interval& i) { return t < i.start_ns; });
+      items_.insert(it, v);
+    }
+    if (items_.size() > kMaxSyncIntervals) items_.pop_front();
+  }
+  void PruneBefore(uint64_t t_ns) {
+    while (!items_.empty() && items_.front().end_ns < t_ns) items_.pop_front();
+  }
+  // The latest end of a sync that started by t + slack and had not returned
+  // at t.
+  bool FindSpanning(uint64_t t_ns, uint64_t slack_ns, uint64_t* end_ns) const {
+    auto it = std::upper_bound(items_.begin(), items_.end(), t_ns + slack_ns,
+                               [](uint64_t t, const Interval& i) { return t < i.start_ns; });
+    bool found = false;
+    for (int n = 0; n < kSyncScan && it != items_.begin(); ++n) {
+      --it;
+      if (it->end_ns >= t_ns) {
+        *end_ns = found ? std::max(*end_ns, it->end_ns) : it->end_ns;
+        found = true;
+      }
+    }
+    return found;
+  }
+  size_t size() const { return items_.size(); }
+
+ private:
+  std::deque<Interval> items_;
+};
+
+struct StreamState {
+  uint32_t gpu = 0;  // index into ProcessState::gpus
+  bool has_prev = false;
+  uint64_t last_end_ns = 0;
+  StreamModel model;
+};
+
+struct PendingStep {
+  uint64_t index = 0;
+  uint64_t start_ns = 0;
+  uint64_t range_end_ns = 0;
+  uint64_t period_end_ns = 0;  // 0: the next step has not arrived
+  bool final = false;          // the last step: its period is only its range
+  std::array<uint64_t, kMaxStepGpus> kernel_ns{};
+  std::array<uint64_t, kMaxStepGpus> busy_ns{};
+  uint64_t attributed_end_ns() const { return period_end_ns != 0 ? period_end_ns : range_end_ns; }
+};
+
+struct GpuState {
+  GpuModel m;
+  IntervalUnion all;
+  IntervalUnion kernels;
+  std::vector<uint32_t> name_slot;  // name id -> index into by_name, kNoSlot when none
+  std::vector<KernelStats> by_name;
+  std::vector<uint32_t> by_name_id;  // name id of by_name[i]
+  TopK<GapRecord> largest_gaps{kLargestGaps};
+  TopK<GapRecord> sync_gaps{kSyncGaps};
+  TopK<Interval> pageable{kPageableCopies};
+  TopK<StepRecord> slowest_steps{kSlowestSteps};
+  bool has_long_gap = false;
+  GapRecord first_long_gap;
+  GapRecord last_long_gap;
+  uint32_t sm_count = 0;
+  size_t step_slot = kMaxStepGpus;  // < kMaxStepGpus: attributed steps
+  uint64_t watermark_ns = 0;        // start of the latest op swept
+
+  KernelStats& Kernel(uint32_t name_id) {
+    if (name_id >= name_slot.size()) name_slot.resize(name_id + 1 + name_id / 2, kNoSlot);
+    uint32_t& slot = name_slot[name_id];
+    if (slot == kNoSlot) {
+      slot = static_cast<uint32_t>(by_name.size());
+      by_name.emplace_back();
+      by_name_id.push_back(name_id);
+    }
+    return by_name[slot];
+  }
+};
+
+struct ProcessState {
+  explicit ProcessState(const ModelOptions& options) : queue(options.reorder_window_ns) {}
+
+  ProcessModel m;
+  std::vector<std::string> strings;  // by InternedString id
+  std::vector<uint8_t> api_class;    // by name id, ApiClass
+  std::vector<int8_t> step_name;     // by name id: -1 unknown, 0 no, 1 yes
+  std::vector<uint64_t> config_blocks;  // by LaunchConfig id: grid size, 0 unknown
+  absl::flat_hash_map<uint32_t, proto::DeviceInfo> devices;
+  absl::flat_hash_map<uint32_t, uint32_t> gpu_of_device;
+  std::vector<std::unique_ptr<GpuState>> gpus;
+  uint32_t last_device = kNoSlot;
+  uint32_t last_gpu = 0;
+  absl::flat_hash_map<uint64_t, uint32_t> stream_slots;  // context << 32 | stream
+  std::vector<StreamState> streams;
+  uint64_t last_stream_key = ~uint64_t{0};
+  uint32_t last_stream_slot = 0;
+  ApiRing launches;  // correlation id -> launching call
+  SyncIndex syncs;
+  ReorderQueue<GpuOp> queue;
+  uint64_t watermark_ns = 0;
+  bool swept_any = false;
+  std::deque<PendingStep> steps;
+  uint64_t next_step_index = 0;
+  bool step_thread_set = false;
+  uint32_t step_thread = 0;
+  uint64_t last_step_start_ns = 0;
+  uint64_t last_step_end_ns = 0;
+  std::string step_example;
+  std::vector<uint8_t> metric_kind;  // by descriptor id, MetricKind
+  std::vector<uint32_t> metric_device;
+  std::vector<uint32_t> metric_pid;
+  std::vector<std::string> metric_label;
+  std::map<uint32_t, ThreadSyncStats> sync_api_by_thread;
+  std::map<uint32_t, ThreadSyncStats> sync_record_by_thread;
+  bool anchored = false;
+  uint64_t anchor_ns = 0;
+  bool has_events = false;
+
+  const std::string& String(uint32_t id) const {
+    static const std::string* const kEmpty = new std::string();
+    return id < strings.size() ? strings[id] : *kEmpty;
+  }
+};
+
+void AddThreadSync(std::map<uint32_t, ThreadSyncStats>& by_thread, uint32_t thread,
+                   uint64_t duration_ns) {
+  ThreadSyncStats& s = by_thread[thread];
+  ++s.calls;
+  s.blocked_ns += duration_ns;
+  s.max_ns = std::max(s.max_ns, duration_ns);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- helpers --
+
+std::string_view NormalizeApiName(std::string_view name) {
+  // Strip "_vNNNN", then "_ptsz"/"_ptds" (per-thread default stream variants).
+  const size_t v = name.rfind("_v");
+  if (v != std::string_view::npos && v + 2 < name.size() &&
+      std::all_of(name.begin() + static_cast<std::ptrdiff_t>(v) + 2, name.end(),
+                  [](char c) { return c >= '0' && c <= '9'; })) {
+    name = name.substr(0, v);
+  }
+  for (std::string_view suffix : {"_ptsz", "_ptds"}) {
+    if (name.size() > suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      name = name.substr(0, name.size() - suffix.size());
+    }
+  }
+  return name;
+}
+
+bool IsStepName(std::string_view name) {
+  std::string s;
+  s.reserve(name.size());
+  for (char c : name) s.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  // Drop a trailing number and the separators before it: "step #12" -> "step".
+  while (!s.empty() && std::isdigit(static_cast<unsigned char>(s.back()))) s.pop_back();
+  while (!s.empty() && (s.back() == ' ' || s.back() == '#' || s.back() == '_' ||
+                        s.back() == '-' || s.back() == ':' || s.back() == '=')) {
+    s.pop_back();
+  }
+  for (char& c : s) {
+    if (c == '_' || c == '-' || c == ' ') c = ' ';
+  }
+  static constexpr std::string_view kSteps[] = {
+      "step",       "profilerstep",   "profiler step", "iteration",      "iter",
+      "train step", "training step",  "train iter",    "train iteration", "training iteration",
+      "trainstep",  "optimizer step", "global step",
+  };
+  for (std::string_view k : kSteps) {
+    if (s == k) return true;
+  }
+  return false;
+}
+
+// ------------------------------------------------------------------- Impl --
+
+class ModelBuilder::Impl {
+ public:
+  explicit Impl(const ModelOptions& options) : options_(options) {}
+
+  absl::Status OnChunk(const reader::ChunkContext& context, const proto::Chunk& chunk) {
+    ProcessState& p = Process(chunk.process_uid(), chunk.pid());
+    if (chunk.has_header()) {
+      const proto::ProcessHeader& h = chunk.header();
+      p.m.has_header = true;
+      p.m.hostname = h.hostname();
+      p.m.cmdline.assign(h.cmdline().begin(), h.cmdline().end());
+      p.m.exe_path = h.exe_path();
+      p.m.rank = h.identity().rank();
+      for (const proto::DeviceInfo& d : h.devices()) AddDevice(p, d);
+    } else if (chunk.has_end()) {
+      p.m.clean_end = true;
+      p.m.end_reason = chunk.end().reason();
+    } else if (chunk.has_batch()) {
+      AddBatch(context, chunk.batch(), p);
+    }
+    return absl::OkStatus();
+  }
+
+  void Warn(std::string warning) {
+    if (warnings_.size() < options_.max_warnings) {
+      warnings_.push_back(std::move(warning));
+    } else {
+      ++warnings_omitted_;
+    }
+  }
+
+  TraceModel Finish(reader::TraceIndex index) {
+    TraceModel model;
+    model.options = options_;
+    for (const reader::ProcessInfo& info : index.processes) {
+      auto it = slot_.find(info.process_uid);
+      if (it == slot_.end()) continue;
+      ProcessState& p = *processes_[it->second];
+      FinishProcess(p);
+      p.m.process_uid = info.process_uid;
+      p.m.pid = info.pid;
+      p.m.path = info.path;
+      p.m.chunks = info.chunks;
+      p.m.lost_chunks = info.lost_chunks;
+      p.m.clean_end = info.end.has_value();
+      if (info.end) p.m.end_reason = info.end->reason();
+      for (std::unique_ptr<GpuState>& g : p.gpus) {
+        if (g->m.ops == 0) continue;
+        g->m.hostname = p.m.hostname;
+        p.m.gpus.push_back(model.gpus.size());
+        model.gpus.push_back(std::move(g->m));
+      }
+      model.events += p.m.events;
+      model.processes.push_back(std::move(p.m));
+    }
+    index.warnings.insert(index.warnings.end(), warnings_.begin(), warnings_.end());
+    index.warnings_omitted += warnings_omitted_;
+    model.index = std::move(index);
+    return model;
+  }
+
+ private:
+  ProcessState& Process(uint64_t uid, uint32_t pid) {
+    auto [it, inserted] = slot_.try_emplace(uid, processes_.size());
+    if (inserted) {
+      processes_.push_back(std::make_unique<ProcessState>(options_));
+      processes_.back()->m.process_uid = uid;
+      processes_.back()->m.pid = pid;
+    }
+    return *processes_[it->second];
+  }
+
+  void AddDevice(ProcessState& p, const proto::DeviceInfo& d) {
+    p.devices[d.device_id()] = d;
+    auto it = p.gpu_of_device.find(d.device_id());
+    if (it != p.gpu_of_device.end()) {
+      GpuState& g = *p.gpus[it->second];
+      g.m.device = d;
+      g.m.has_device_info = true;
+      g.sm_count = d.sm_count();
+    }
+  }
+
+  GpuState& Gpu(ProcessState& p, uint32_t device_id) {
+    if (device_id == p.last_device) return *p.gpus[p.last_gpu];
+    auto [it, inserted] =
+        p.gpu_of_device.try_emplace(device_id, static_cast<uint32_t>(p.gpus.size()));
+    if (inserted) {
+      auto g = std::make_unique<GpuState>();
+      g->m.process_uid = p.m.process_uid;
+      g->m.pid = p.m.pid;
+      g->m.device_id = device_id;
+      g->m.timeline = Timeline(kGpuFieldCount, p.anchor_ns);
+      auto d = p.devices.find(device_id);
+      if (d != p.devices.end()) {
+        g->m.device = d->second;
+        g->m.has_device_info = true;
+        g->sm_count = d->second.sm_count();
+      }
+      if (p.gpus.size() < kMaxStepGpus) g->step_slot = p.gpus.size();
+      p.gpus.push_back(std::move(g));
+    }
+    p.last_device = device_id;
+    p.last_gpu = it->second;
+    return *p.gpus[it->second];
+  }
+
+  uint32_t StreamSlot(ProcessState& p, uint32_t gpu, uint32_t context_id, uint32_t stream_id) {
+    const uint64_t key = (uint64_t{context_id} << 32) | stream_id;
+    if (key == p.last_stream_key) return p.last_stream_slot;
+    auto [it, inserted] = p.stream_slots.try_emplace(key, static_cast<uint32_t>(p.streams.size()));
+    if (inserted) {
+      StreamState s;
+      s.gpu = gpu;
+      s.model.context_id = context_id;
+      s.model.stream_id = stream_id;
+      p.streams.push_back(s);
+    }
+    p.last_stream_key = key;
+    p.last_stream_slot = it->second;
+    return it->second;
+  }
+
+  ApiClass ApiClassOf(ProcessState& p, const format::ApiCallEvent& a) {
+    if (a.api_name_id != 0 && a.api_name_id < p.api_class.size()) {
+      uint8_t& c = p.api_class[a.api_name_id];
+      if (c == kApiUnknown) c = ClassifyApiName(p.String(a.api_name_id));
+      return static_cast<ApiClass>(c);
+    }
+    return ClassifyApiCbid(a.domain, a.cbid);
+  }
+
+  bool IsStep(ProcessState& p, uint32_t name_id) {
+    if (name_id == 0 || name_id >= p.step_name.size()) return false;
+    int8_t& s = p.step_name[name_id];
+    if (s < 0) s = IsStepName(p.String(name_id)) ? 1 : 0;
+    return s == 1;
+  }
+
+  // --------------------------------------------------------------- batch --
+
+  void AddBatch(const reader::ChunkContext& context, const proto::EventBatch& b, ProcessState& p) {
+    for (const proto::InternedString& s : b.strings()) {
+      const uint32_t id = s.id();
+      if (id > (1u << 22)) continue;  // nonsense id (ids are dense): do not allocate for it
+      if (id >= p.strings.size()) {
+        const size_t n = std::max<size_t>(id + 1, p.strings.size() * 3 / 2);
+        p.strings.resize(n);
+        p.api_class.resize(n, kApiUnknown);
+        p.step_name.resize(n, -1);
+      }
+      p.strings[id] = s.value();
+      p.api_class[id] = kApiUnknown;
+      p.step_name[id] = -1;
+    }
+    for (const proto::LaunchConfig& c : b.launch_configs()) {
+      if (c.id() > (1u << 20)) continue;
+      if (c.id() >= p.config_blocks.size()) p.config_blocks.resize(c.id() + 1 + c.id() / 2, 0);
+      p.config_blocks[c.id()] = uint64_t{c.grid_x()} * c.grid_y() * c.grid_z();
+    }
+    for (const proto::DeviceInfo& d : b.devices()) AddDevice(p, d);
+    for (const proto::MetricDescriptor& d : b.metric_descriptors()) {
+      if (d.id() > (1u << 20)) continue;
+      if (d.id() >= p.metric_kind.size()) {
+        p.metric_kind.resize(d.id() + 1, kMetricOther);
+        p.metric_device.resize(d.id() + 1, 0);
+        p.metric_pid.resize(d.id() + 1, 0);
+        p.metric_label.resize(d.id() + 1);
+      }
+      const MetricKind kind = ClassifyMetric(d, p.m.pid);
+      p.metric_kind[d.id()] = kind;
+      p.metric_device[d.id()] = d.device_id();
+      p.metric_pid[d.id()] = d.pid();
+      if (kind == kMetricOtherProcessSm) p.metric_label[d.id()] = d.label();
+    }
+    for (const proto::DropNotice& d : b.drops()) p.m.dropped[d.reason()] += d.count();
+    for (const proto::LostInterval& l : b.lost_intervals()) {
+      ++p.m.lost_interval_count;
+      if (p.m.lost_intervals.size() < kKeptLostIntervals) p.m.lost_intervals.push_back(l);
+      if (l.end_ns() > l.start_ns()) p.m.lost_interval_ns += l.end_ns() - l.start_ns();
+      if (l.end_ns() == 0) open_lost_.emplace_back(&p, l.start_ns());
+    }
+    for (const proto::CapabilityNotice& c : b.capabilities()) {
+      if (!c.available()) {
+        p.m.unavailable.push_back(
+            absl::StrCat(c.component(), c.reason().empty() ? "" : ": ", c.reason()));
+      }
+    }
+    const absl::Status status = reader::DecodeBatch(b, &events_);
+    if (!status.ok()) {
+      ++p.m.undecodable_batches;
+      Warn(absl::StrCat(context.file->path, ": offset ", context.offset, ": ", status.message(),
+                        "; batch skipped"));
+      return;
+    }
+    const size_t n = events_.event_count();
+    if (n == 0) return;
+    p.m.events += n;
+    if (!p.anchored) Anchor(p);
+    AddApiCalls(p);
+    AddSyncRecords(p);
+    AddKernels(p);
+    AddMemcpys(p);
+    AddMemsets(p);
+    AddNvtx(p);
+    AddMetrics(p);
+    for (const format::NvtxMarkEvent& e : events_.nvtx_marks) Span(p, e.timestamp_ns, e.timestamp_ns);
+    for (const format::OverheadEvent& e : events_.overheads) Span(p, e.start_ns, e.end_ns);
+    p.queue.Advance([this, &p](const GpuOp& op) { Sweep(p, op); });
+    AfterSweep(p);
+  }
+
+  void Span(ProcessState& p, uint64_t start_ns, uint64_t end_ns) {
+    if (!p.has_events) {
+      p.m.first_ns = start_ns;
+      p.m.last_ns = end_ns;
+      p.has_events = true;
+      return;
+    }
+    p.m.first_ns = std::min(p.m.first_ns, start_ns);
+    p.m.last_ns = std::max(p.m.last_ns, end_ns);
+  }
+
+  // Timelines start at the earliest event of the first batch.
+  void Anchor(ProcessState& p) {
+    uint64_t t = std::numeric_limits<uint64_t>::max();
+    auto min = [&t](uint64_t v) {
+      if (v != 0) t = std::min(t, v);  // 0: an incomplete record, not a time
+    };
+    for (const auto& e : events_.kernels) min(e.start_ns);
+    for (const auto& e : events_.memcpys) min(e.start_ns);
+    for (const auto& e : events_.memsets) min(e.start_ns);
+    for (const auto& e : events_.syncs) min(e.start_ns);
+    for (const auto& e : events_.api_calls) min(e.start_ns);
+    for (const auto& e : events_.nvtx_ranges) min(e.start_ns);
+    for (const auto& e : events_.metrics) min(e.timestamp_ns);
+    for (const auto& e : events_.overheads) min(e.start_ns);
+    for (const auto& e : events_.nvtx_marks) min(e.timestamp_ns);
+    if (t == std::numeric_limits<uint64_t>::max()) return;
+    p.anchor_ns = t;
+    p.anchored = true;
+    p.m.timeline = Timeline(kProcessFieldCount, t);
+  }
+
+  void AddApiCalls(ProcessState& p) {
+    p.m.api_calls += events_.api_calls.size();
+    for (format::ApiCallEvent a : events_.api_calls) {
+      a.end_ns = std::max(a.end_ns, a.start_ns);
+      Span(p, a.start_ns, a.end_ns);
+      const uint64_t duration = a.end_ns - a.start_ns;
+      const ApiClass cls = ApiClassOf(p, a);
+      switch (cls) {
+        case kApiLaunch:
+        case kApiGraphLaunch:
+          p.m.launch_call_ns.Add(duration);
+          if (duration > kLaunchCallOutlierNs) ++p.m.launch_call_outliers;
+          p.launches.Insert(a.correlation_id, a.start_ns, a.end_ns,
+                            /*multi=*/cls == kApiGraphLaunch, StaleBefore(p));
+          break;
+        case kApiMemcpy:
+        case kApiMemset:
+          p.launches.Insert(a.correlation_id, a.start_ns, a.end_ns, false, StaleBefore(p));
+          break;
+        case kApiSync:
+          p.syncs.Insert(a.start_ns, a.end_ns);
+          AddThreadSync(p.sync_api_by_thread, a.thread_id, duration);
+          p.m.timeline.Add(kSyncCalls, a.start_ns, 1);
+          p.m.timeline.Add(kSyncBlockedNs, a.start_ns, static_cast<double>(duration));
+          break;
+        default:
+          break;
+      }
+    }
+  }
+
+  void AddSyncRecords(ProcessState& p) {
+    for (format::SyncEvent s : events_.syncs) {
+      s.end_ns = std::max(s.end_ns, s.start_ns);
+      Span(p, s.start_ns, s.end_ns);
+      ++p.m.sync_records;
+      // cudaStreamWaitEvent does not block the host.
+      if (s.sync_kind == proto::SYNC_STREAM_WAIT_EVENT) continue;
+      p.syncs.Insert(s.start_ns, s.end_ns);
+      AddThreadSync(p.sync_record_by_thread, s.thread_id, s.end_ns - s.start_ns);
+      p.m.timeline.Add(kSyncRecords, s.start_ns, 1);
+    }
+  }
+
+  void Push(ProcessState& p, const GpuOp& op) {
+    p.queue.Push(op, [this, &p](const GpuOp& late) { Sweep(p, late); });
+  }
+
+  void AddKernels(ProcessState& p) {
+    for (format::KernelEvent k : events_.kernels) {
+      k.end_ns = std::max(k.end_ns, k.start_ns);  // a corrupt duration wrapped
+      Span(p, k.start_ns, k.end_ns);
+      GpuState& g = Gpu(p, k.device_id);
+      GpuModel& m = g.m;
+      const uint64_t duration = k.end_ns - k.start_ns;
+      KernelStats& s = g.Kernel(k.name_id);
+      s.duration_ns.Add(duration);
+      if (duration > s.longest.length_ns() || s.duration_ns.count() == 1) {
+        s.longest = {k.start_ns, k.end_ns};
+      }
+      ++m.ops;
+      ++m.kernel_count;
+      m.kernel_ns += duration;
+      if (duration < kTinyKernelNs) {
+        ++s.tiny;
+        ++m.tiny_kernels;
+      }
+      Timeline& t = m.timeline;
+      t.Add(kKernelNs, k.start_ns, static_cast<double>(duration));
+      t.Add(kKernelCount, k.start_ns, 1);
+      const uint64_t blocks =
+          k.launch_config_id < p.config_blocks.size() ? p.config_blocks[k.launch_config_id] : 0;
+      if (blocks > 0 && g.sm_count > 0) {
+        const double fraction =
+            std::min(1.0, static_cast<double>(blocks) / static_cast<double>(g.sm_count));
+        const double est = fraction * static_cast<double>(duration);
+        s.est_sm_ns += est;
+        s.min_blocks = s.shape_known ? std::min(s.min_blocks, blocks) : blocks;
+        s.max_blocks = std::max(s.max_blocks, blocks);
+        s.shape_known = true;
+        m.est_sm_ns += est;
+        m.shape_known_ns += duration;
+        t.Add(kEstSmNs, k.start_ns, est);
+      }
+      const uint32_t slot = StreamSlot(p, p.last_gpu, k.context_id, k.stream_id);
+      Push(p, GpuOp{k.start_ns, k.end_ns, k.correlation_id, slot, k.name_id, kOpKernel});
+    }
+  }
+
+  void AddMemcpys(ProcessState& p) {
+    for (format::MemcpyEvent c : events_.memcpys) {
+      c.end_ns = std::max(c.end_ns, c.start_ns);
+      Span(p, c.start_ns, c.end_ns);
+      GpuState& g = Gpu(p, c.device_id);
+      GpuModel& m = g.m;
+      const uint64_t duration = c.end_ns - c.start_ns;
+      const uint32_t host_kind = HostMemoryKind(c);
+      CopyStats& s = m.copies[std::min<uint32_t>(c.copy_kind, kCopyKinds - 1)]
+                             [std::min<uint32_t>(host_kind, kMemoryKinds - 1)];
+      ++s.count;
+      s.bytes += c.bytes;
+      s.duration_ns += duration;
+      if ((c.flags & 1) == 0) {
+        ++s.sync_count;
+        s.sync_bytes += c.bytes;
+        s.sync_duration_ns += duration;
+      }
+      if (duration > s.longest.length_ns() || s.count == 1) s.longest = {c.start_ns, c.end_ns};
+      ++m.ops;
+      Timeline& t = m.timeline;
+      t.Add(kCopyNs, c.start_ns, static_cast<double>(duration));
+      t.Add(kCopyCount, c.start_ns, 1);
+      if (c.copy_kind == proto::MEMCPY_DTOH) t.Add(kD2hCopyCount, c.start_ns, 1);
+      if (host_kind == proto::MEMORY_PAGEABLE) {
+        t.Add(kPageableCopyNs, c.start_ns, static_cast<double>(duration));
+        t.Add(kPageableCopyCount, c.start_ns, 1);
+        if (g.pageable.Accepts(duration)) g.pageable.Add(duration, Interval{c.start_ns, c.end_ns});
+      }
+      const uint32_t slot = StreamSlot(p, p.last_gpu, c.context_id, c.stream_id);
+      Push(p, GpuOp{c.start_ns, c.end_ns, c.correlation_id, slot, 0, kOpMemcpy});
+    }
+  }
+
+  void AddMemsets(ProcessState& p) {
+    for (format::MemsetEvent s : events_.memsets) {
+      s.end_ns = std::max(s.end_ns, s.start_ns);
+      Span(p, s.start_ns, s.end_ns);
+      GpuState& g = Gpu(p, s.device_id);
+      GpuModel& m = g.m;
+      const uint64_t duration = s.end_ns - s.start_ns;
+      CopyStats& c = m.memsets[std::min<uint32_t>(s.memory_kind, kMemoryKinds - 1)];
+      ++c.count;
+      c.bytes += s.bytes;
+      c.duration_ns += duration;
+      if ((s.flags & 1) == 0) {
+        ++c.sync_count;
+        c.sync_bytes += s.bytes;
+        c.sync_duration_ns += duration;
+      }
+      if (duration > c.longest.length_ns() || c.count == 1) c.longest = {s.start_ns, s.end_ns};
+      ++m.ops;
+      m.timeline.Add(kMemsetNs, s.start_ns, static_cast<double>(duration));
+      const uint32_t slot = StreamSlot(p, p.last_gpu, s.context_id, s.stream_id);
+      Push(p, GpuOp{s.start_ns, s.end_ns, s.correlation_id, slot, 0, kOpMemset});
+    }
+  }
+
+  void AddNvtx(ProcessState& p) {
+    for (const format::NvtxRangeEvent& r : events_.nvtx_ranges) {
+      Span(p, r.start_ns, r.end_ns);
+      if (!IsStep(p, r.name_id)) continue;
+      if (!p.step_thread_set) {
+        p.step_thread_set = true;
+        p.step_thread = r.thread_id;
+        p.step_example = p.String(r.name_id);
+      }
+      // One sequence of steps: the first thread's, not nested, in order.
+      if (r.thread_id != p.step_thread ||
+          (p.next_step_index > 0 && r.start_ns < p.last_step_end_ns)) {
+        ++p.m.steps_ignored;
+        continue;
+      }
+      if (!p.steps.empty() && p.steps.back().period_end_ns == 0) {
+        p.steps.back().period_end_ns = r.start_ns;
+      }
+      PendingStep s;
+      s.index = p.next_step_index++;
+      s.start_ns = r.start_ns;
+      s.range_end_ns = r.end_ns;
+      p.steps.push_back(s);
+      p.last_step_start_ns = r.start_ns;
+      p.last_step_end_ns = r.end_ns;
+      if (p.steps.size() > kMaxPendingSteps) p.steps.pop_front();
+    }
+  }
+
+  void AddMetrics(ProcessState& p) {
+    for (const format::MetricSample& s : events_.metrics) {
+      Span(p, s.timestamp_ns, s.timestamp_ns);
+      if (s.metric_id >= p.metric_kind.size()) continue;
+      const uint8_t kind = p.metric_kind[s.metric_id];
+      if (kind == kMetricOther) continue;
+      GpuState& g = Gpu(p, p.metric_device[s.metric_id]);
+      Timeline& t = g.m.timeline;
+      switch (kind) {
+        case kMetricSmUtil:
+          g.m.has_sm_util = true;
+          t.Add(kSmUtilSum, s.timestamp_ns, s.value);
+          t.Add(kSmUtilSamples, s.timestamp_ns, 1);
+          break;
+        case kMetricDramUtil:
+          g.m.has_dram_util = true;
+          t.Add(kDramUtilSum, s.timestamp_ns, s.value);
+          t.Add(kDramUtilSamples, s.timestamp_ns, 1);
+          break;
+        case kMetricClockReasons: {
+          const uint64_t reasons = s.value >= 0 && s.value < 1.8e19 ? static_cast<uint64_t>(s.value) : 0;
+          g.m.throttle_reasons_seen |= reasons;
+          t.Add(kClockReasonSamples, s.timestamp_ns, 1);
+          if ((reasons & kThrottleReasonMask) != 0) t.Add(kThrottledSamples, s.timestamp_ns, 1);
+          break;
+        }
+        case kMetricOtherProcessSm: {
+          const uint32_t pid = p.metric_pid[s.metric_id];
+          auto [it, inserted] = g.m.other_processes.try_emplace(pid);
+          if (inserted) it->second.label = p.metric_label[s.metric_id];
+          ++it->second.samples;
+          it->second.sm_util_sum += s.value;
+          it->second.max_sm_util = std::max(it->second.max_sm_util, s.value);
+          t.Add(kOtherProcessSmSum, s.timestamp_ns, s.value);
+          t.Add(kOtherProcessSmSamples, s.timestamp_ns, 1);
+          break;
+        }
+        default:
+          break;
+      }
+    }
+  }
+
+  // --------------------------------------------------------------- sweep --
+
+  struct GapSplit {
+    uint64_t host_ns = 0;
+    uint64_t sync_ns = 0;
+    uint64_t queued_ns = 0;  // the op was already queued, or its launch is unknown
+  };
+
+  GapSplit Classify(const ProcessState& p, uint64_t gap_start, uint64_t gap_end,
+                    const ApiRef* api) const {
+    GapSplit split;
+    const uint64_t gap = gap_end - gap_start;
+    if (api == nullptr || api->start_ns <= gap_start) {
+      split.queued_ns = gap;
+      return split;
+    }
+    uint64_t sync_end = 0;
+    if (p.syncs.FindSpanning(gap_start, kSyncSlackNs, &sync_end)) {
+      split.sync_ns = std::min(gap, std::max(sync_end, gap_start) - gap_start + kSyncRelaunchNs);
+    }
+    split.host_ns = gap - split.sync_ns;
+    return split;
+  }
+
+  void Sweep(ProcessState& p, const GpuOp& op) {
+    StreamState& s = p.streams[op.stream_slot];
+    GpuState& g = *p.gpus[s.gpu];
+    GpuModel& m = g.m;
+    if (p.swept_any && op.start_ns < g.watermark_ns) {
+      ++m.late_ops;
+      m.late_ns += std::min(op.end_ns, g.watermark_ns) - op.start_ns;
+    }
+    p.swept_any = true;
+    p.watermark_ns = std::max(p.watermark_ns, op.start_ns);
+    g.watermark_ns = std::max(g.watermark_ns, op.start_ns);
+    m.last_ns = std::max(m.last_ns, op.end_ns);
+    ApiRef api_ref{};
+    const ApiRef* api = nullptr;
+    if (ApiRing::Entry* e = p.launches.Find(op.correlation_id)) {
+      api_ref = {e->start_ns, e->end_ns()};
+      api = &api_ref;
+      p.launches.Release(e);
+    }
+    const uint64_t threshold = options_.idle_gap_threshold_ns;
+
+    Interval closed;
+    if (g.all.Add(op.start_ns, op.end_ns, &closed)) {
+      Busy(p, g, closed, /*kernels=*/false);
+      DeviceGap(p, g, closed.end_ns, op.start_ns, Classify(p, closed.end_ns, op.start_ns, api));
+    }
+    if (op.kind == kOpKernel && g.kernels.Add(op.start_ns, op.end_ns, &closed)) {
+      Busy(p, g, closed, /*kernels=*/true);
+    }
+
+    // HTA per-stream idle.
+    StreamModel& sm = s.model;
+    if (s.has_prev && op.start_ns > s.last_end_ns) {
+      const GapSplit split = Classify(p, s.last_end_ns, op.start_ns, api);
+      const uint64_t gap = op.start_ns - s.last_end_ns;
+      Timeline& t = m.timeline;
+      uint64_t at = s.last_end_ns;
+      if (split.sync_ns > 0) {
+        sm.idle_ns[static_cast<int>(GapCause::kSync)] += split.sync_ns;
+        t.AddSpan(kStreamIdleSyncNs, at, at + split.sync_ns);
+        at += split.sync_ns;
+      }
+      if (split.host_ns > 0) {
+        sm.idle_ns[static_cast<int>(GapCause::kHost)] += split.host_ns;
+        t.AddSpan(kStreamIdleHostNs, at, at + split.host_ns);
+        at += split.host_ns;
+      }
+      if (split.queued_ns > 0) {
+        const bool kernel_wait = gap < threshold;
+        sm.idle_ns[static_cast<int>(kernel_wait ? GapCause::kKernel : GapCause::kOther)] +=
+            split.queued_ns;
+        t.AddSpan(kernel_wait ? kStreamIdleKernelNs : kStreamIdleOtherNs, at,
+                  at + split.queued_ns);
+      }
+    }
+    if (!s.has_prev) sm.first_ns = op.start_ns;
+    s.last_end_ns = s.has_prev ? std::max(s.last_end_ns, op.end_ns) : op.end_ns;
+    s.has_prev = true;
+    ++sm.ops;
+    sm.busy_ns += op.end_ns - op.start_ns;
+    sm.last_ns = std::max(sm.last_ns, op.end_ns);
+
+    if (op.kind != kOpKernel) return;
+    KernelStats& k = g.Kernel(op.name_id);
+    if (api == nullptr) {
+      ++m.launches_unmatched;
+      return;
+    }
+    ++m.launches_matched;
+    ++k.launches_matched;
+    const uint64_t delay = op.start_ns > api->end_ns ? op.start_ns - api->end_ns : 0;
+    m.queue_delay_ns.Add(delay);
+    if (delay > kQueueDelayOutlierNs) ++m.queue_delay_outliers;
+    const uint64_t call = api->end_ns - api->start_ns;
+    if (op.end_ns - op.start_ns < call && call <= kLaunchCallOutlierNs) {
+      ++m.shorter_than_launch;
+      ++k.shorter_than_launch;
+    }
+  }
+
+  void DeviceGap(ProcessState& p, GpuState& g, uint64_t a, uint64_t b, const GapSplit& split) {
+    (void)p;
+    const uint64_t gap = b - a;
+    const bool large = gap >= options_.idle_gap_threshold_ns;
+    Timeline& t = g.m.timeline;
+    uint64_t at = a;
+    if (split.sync_ns > 0) {
+      t.AddSpan(large ? kGapSyncNs : kShortGapSyncNs, at, at + split.sync_ns);
+      at += split.sync_ns;
+    }
+    if (split.host_ns > 0) {
+      t.AddSpan(large ? kGapHostNs : kShortGapHostNs, at, at + split.host_ns);
+      at += split.host_ns;
+    }
+    if (split.queued_ns > 0) t.AddSpan(large ? kGapOtherNs : kShortGapKernelNs, at, b);
+    if (large) t.Add(kGapCount, a, 1);
+    GapRecord rec{a, b, split.host_ns, split.sync_ns, split.queued_ns};
+    if (large && g.largest_gaps.Accepts(gap)) g.largest_gaps.Add(gap, rec);
+    if (split.sync_ns > 0 && g.sync_gaps.Accepts(split.sync_ns)) g.sync_gaps.Add(split.sync_ns, rec);
+    if (gap >= options_.long_gap_ns) {
+      t.AddSpan(kLongGapNs, a, b);
+      t.Add(kLongGapCount, a, 1);
+      if (!g.has_long_gap) g.first_long_gap = rec;
+      g.last_long_gap = rec;
+      g.has_long_gap = true;
+    }
+  }
+
+  // A merged busy interval is final: count it and share it out to steps.
+  void Busy(ProcessState& p, GpuState& g, const Interval& closed, bool kernels) {
+    g.m.timeline.AddSpan(kernels ? kKernelBusyNs : kBusyNs, closed.start_ns, closed.end_ns);
+    if (g.step_slot >= kMaxStepGpus || p.steps.empty()) return;
+    auto it = std::upper_bound(
+        p.steps.begin(), p.steps.end(), closed.start_ns,
+        [](uint64_t t, const PendingStep& s) { return t < s.attributed_end_ns(); });
+    for (; it != p.steps.end() && it->start_ns < closed.end_ns; ++it) {
+      const uint64_t lo = std::max(closed.start_ns, it->start_ns);
+      const uint64_t hi = std::min(closed.end_ns, it->attributed_end_ns());
+      if (hi <= lo) continue;
+      (kernels ? it->kernel_ns : it->busy_ns)[g.step_slot] += hi - lo;
+    }
+  }
+
+  // Everything before this has been swept and merged on every GPU of p.
+  uint64_t ClosedThrough(const ProcessState& p) const {
+    uint64_t t = p.watermark_ns;
+    for (const auto& g : p.gpus) {
+      if (g->all.open()) t = std::min(t, g->all.current().start_ns);
+      if (g->kernels.open()) t = std::min(t, g->kernels.current().start_ns);
+    }
+    return t;
+  }
+
+  void FinishStep(ProcessState& p, const PendingStep& s) {
+    for (auto& gp : p.gpus) {
+      GpuState& g = *gp;
+      if (g.step_slot >= kMaxStepGpus) continue;
+      StepRecord r;
+      r.index = s.index;
+      r.start_ns = s.start_ns;
+      r.end_ns = std::max(s.start_ns, s.attributed_end_ns());
+      r.range_ns = s.range_end_ns - s.start_ns;
+      const uint64_t busy = std::min(s.busy_ns[g.step_slot], r.period_ns());
+      r.compute_ns = std::min(s.kernel_ns[g.step_slot], busy);
+      r.copy_ns = busy - r.compute_ns;
+      r.idle_ns = r.period_ns() - busy;
+      StepStats& st = g.m.steps;
+      ++st.count;
+      if (st.example_name.empty()) st.example_name = p.step_example;
+      st.last_end_ns = std::max(st.last_end_ns, s.range_end_ns);
+      if (s.index == 0) {
+        st.warmup = r;
+        continue;
+      }
+      if (s.final) {  // not comparable with start-to-start periods
+        st.last_start_ns = s.start_ns;
+        continue;
+      }
+      if (st.second_start_ns == 0) st.second_start_ns = s.start_ns;
+      st.period_ns.Add(r.period_ns());
+      st.range_ns.Add(r.range_ns);
+      st.compute_ns += r.compute_ns;
+      st.copy_ns += r.copy_ns;
+      st.idle_ns += r.idle_ns;
+      if (g.slowest_steps.Accepts(r.period_ns())) g.slowest_steps.Add(r.period_ns(), r);
+    }
+  }
+
+  void FinishSteps(ProcessState& p, bool all) {
+    if (p.gpus.empty() && !all) return;  // keep them for the first GPU
+    const uint64_t through = all ? std::numeric_limits<uint64_t>::max() : ClosedThrough(p);
+    while (!p.steps.empty()) {
+      PendingStep& s = p.steps.front();
+      if (!all && (s.period_end_ns == 0 || s.period_end_ns > through)) break;
+      FinishStep(p, s);
+      p.steps.pop_front();
+    }
+  }
+
+  // Calls older than this (relative to the sweep) no longer wait for an op.
+  uint64_t StaleBefore(const ProcessState& p) const {
+    return p.watermark_ns > options_.api_retention_ns ? p.watermark_ns - options_.api_retention_ns
+                                                      : 0;
+  }
+
+  void AfterSweep(ProcessState& p) {
+    FinishSteps(p, /*all=*/false);
+    p.syncs.PruneBefore(StaleBefore(p));
+  }
+
+  void FinishProcess(ProcessState& p) {
+    p.queue.Drain([this, &p](const GpuOp& op) { Sweep(p, op); });
+    for (auto& gp : p.gpus) {
+      GpuState& g = *gp;
+      Interval closed;
+      if (g.all.Finish(&closed)) Busy(p, g, closed, false);
+      if (g.kernels.Finish(&closed)) Busy(p, g, closed, true);
+    }
+    if (!p.steps.empty() && p.steps.back().period_end_ns == 0) {
+      p.steps.back().period_end_ns = p.steps.back().range_end_ns;
+      p.steps.back().final = true;
+    }
+    FinishSteps(p, /*all=*/true);
+
+    ProcessModel& pm = p.m;
+    pm.sync_from_records = p.sync_api_by_thread.empty() && !p.sync_record_by_thread.empty();
+    pm.sync_by_thread = pm.sync_from_records ? p.sync_record_by_thread : p.sync_api_by_thread;
+    for (const auto& [proc, start] : open_lost_) {
+      if (proc == &p && pm.last_ns > start) pm.lost_interval_ns += pm.last_ns - start;
+    }
+    for (auto& gp : p.gpus) {
+      GpuState& g = *gp;
+      GpuModel& m = g.m;
+      m.busy_ns = g.all.busy_ns();
+      m.kernel_busy_ns = g.kernels.busy_ns();
+      m.first_ns = g.all.first_start_ns();
+      for (size_t i = 0; i < g.by_name.size(); ++i) {
+        KernelStats& k = g.by_name[i];
+        if (k.duration_ns.count() == 0) continue;
+        k.name = p.String(g.by_name_id[i]);
+        if (k.name.empty()) k.name = absl::StrCat("<kernel name ", g.by_name_id[i], ">");
+        m.kernel_duration_ns.Merge(k.duration_ns);
+        m.kernels.push_back(std::move(k));
+      }
+      for (const StreamState& s : p.streams) {
+        if (&*p.gpus[s.gpu] == &g) m.streams.push_back(s.model);
+      }
+      for (const auto& [key, gap] : g.largest_gaps.Sorted()) m.largest_gaps.push_back(gap);
+      for (const auto& [key, gap] : g.sync_gaps.Sorted()) m.sync_gaps.push_back(gap);
+      if (g.has_long_gap) {
+        m.long_gaps_edge.push_back(g.first_long_gap);
+        if (g.last_long_gap.start_ns != g.first_long_gap.start_ns) {
+          m.long_gaps_edge.push_back(g.last_long_gap);
+        }
+      }
+      for (const auto& [key, copy] : g.pageable.Sorted()) m.pageable_copies.push_back(copy);
+      for (const auto& [key, step] : g.slowest_steps.Sorted()) m.steps.slowest.push_back(step);
+    }
+  }
+
+  ModelOptions options_;
+  absl::flat_hash_map<uint64_t, size_t> slot_;  // process_uid -> processes_
+  std::vector<std::unique_ptr<ProcessState>> processes_;
+  std::vector<std::pair<const ProcessState*, uint64_t>> open_lost_;  // lost until the end
+  reader::DecodedBatch events_;  // reused across batches
+  std::vector<std::string> warnings_;
+  uint64_t warnings_omitted_ = 0;
+};
+
+// -------------------------------------------------------------- ModelBuilder --
+
+ModelBuilder::ModelBuilder(const ModelOptions& options) : impl_(std::make_unique<Impl>(options)) {}
+ModelBuilder::~ModelBuilder() = default;
+
+absl::Status ModelBuilder::OnChunk(const reader::ChunkContext& context, const proto::Chunk& chunk) {
+  return impl_->OnChunk(context, chunk);
+}
+
+void ModelBuilder::OnWarning(std::string_view warning) { impl_->Warn(std::string(warning)); }
+
+TraceModel ModelBuilder::Finish(reader::TraceIndex index) { return impl_->Finish(std::move(index)); }
+
+TraceModel BuildModel(const std::vector<std::string>& paths, const ModelOptions& options) {
+  ModelBuilder builder(options);
+  reader::ReadOptions read_options;
+  read_options.max_warnings = options.max_warnings;
+  reader::TraceReader reader(builder, read_options);
+  for (const std::string& path : paths) {
+    // Unreadable files are recorded in the index; the builder never stops.
+    (void)reader.ReadFile(path);
+  }
+  return builder.Finish(reader.TakeIndex());
+}
+
+}  // namespace gpscope::model

@@ -1,0 +1,64 @@
+// tools/model/timeline.h: additive counters over time in fixed windows, so
+// that analyses can ask "how much X between t0 and t1" after the fact (for
+// example over the steady state once the warm-up is known) without keeping
+// events.
+//
+// Windows start at ~1 ms (2^20 ns). When a run outgrows `max_windows`, pairs
+// of windows merge and the width doubles, so memory stays bounded (fields x
+// max_windows doubles) and the resolution is run length / max_windows at
+// worst. Values of a span (busy time, a gap) are split over the windows it
+// covers; Sum() prorates the windows at its ends, assuming values are spread
+// evenly inside a window.
+//
+//   Timeline t(kFieldCount, /*anchor_ns=*/first_event_ns);
+//   t.AddSpan(kBusy, interval.start_ns, interval.end_ns);
+//   t.Add(kKernelCount, kernel.start_ns, 1);
+//   double busy_ns = t.Sum(kBusy, steady_start_ns, steady_end_ns);
+//
+// Times before the anchor count in the first window.
+// Thread model: a value type.
+#ifndef GPSCOPE_TOOLS_MODEL_TIMELINE_H_
+#define GPSCOPE_TOOLS_MODEL_TIMELINE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace gpscope::model {
+
+class Timeline {
+ public:
+  static constexpr int kFirstShift = 20;  // 1.05 ms windows to begin with
+  static constexpr size_t kDefaultMaxWindows = 4096;
+
+  Timeline() = default;
+  Timeline(int fields, uint64_t anchor_ns, size_t max_windows = kDefaultMaxWindows);
+
+  bool valid() const { return fields_ > 0; }
+  void Add(int field, uint64_t t_ns, double value);
+  // Adds the length of [start_ns, end_ns), split over the windows it covers.
+  void AddSpan(int field, uint64_t start_ns, uint64_t end_ns);
+  // The field's total over [from_ns, to_ns).
+  double Sum(int field, uint64_t from_ns, uint64_t to_ns) const;
+  double Total(int field) const;
+
+  uint64_t anchor_ns() const { return anchor_ns_; }
+  uint64_t window_ns() const { return uint64_t{1} << shift_; }
+  size_t windows() const { return windows_; }
+
+ private:
+  // Window index of t, growing (and coarsening) storage to hold it.
+  size_t Index(uint64_t t_ns);
+  void Coarsen();
+
+  int fields_ = 0;
+  uint64_t anchor_ns_ = 0;
+  size_t max_windows_ = kDefaultMaxWindows;
+  int shift_ = kFirstShift;
+  size_t windows_ = 0;
+  std::vector<double> values_;  // windows_ x fields_
+};
+
+}  // namespace gpscope::model
+
+#endif  // GPSCOPE_TOOLS_MODEL_TIMELINE_H_

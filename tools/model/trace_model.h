@@ -1,0 +1,306 @@
+// tools/model/trace_model.h: what gpscope-analyze knows about a set of trace
+// files after one streaming pass: per process and per GPU, aggregates in
+// bounded memory (histograms, counters over time, the few largest items for
+// evidence), never the events themselves. Built by ModelBuilder
+// (model_builder.h); read by the pure analyses in tools/analyses/.
+//
+// A "GPU" here is one device as seen by one process (process_uid + device
+// id): several processes sharing a device are several GpuModels, which lets a
+// rule notice the sharing. Times are CUPTI ns (CLOCK_REALTIME-based).
+//
+// Idle time is classified like HTA's idle breakdown, extended by sync wait:
+//   host wait   the call that launched the op after the gap started after the
+//               gap began: the GPU ran dry waiting for the host;
+//   sync wait   as host wait, but the host was blocked in a synchronizing call
+//               (cuda*Synchronize, or a sync record) when the GPU ran dry:
+//               the gap up to the sync's return plus kSyncRelaunchNs counts
+//               as sync wait, the rest as host wait;
+//   kernel wait the op was already queued (or its launch is unknown) and the
+//               gap is shorter than the idle-gap threshold: back-to-back
+//               launch latency (HTA uses 30 us here; we use the threshold);
+//   other       queued work that still waited >= the threshold (cross-stream
+//               or event dependencies, another process on the GPU).
+//
+// Thread model: plain data.
+#ifndef GPSCOPE_TOOLS_MODEL_TRACE_MODEL_H_
+#define GPSCOPE_TOOLS_MODEL_TRACE_MODEL_H_
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpscope/trace.pb.h"
+#include "tools/model/interval_union.h"
+#include "tools/model/log_histogram.h"
+#include "tools/model/timeline.h"
+#include "tools/reader/trace_reader.h"
+
+namespace gpscope::model {
+
+// After a sync returns, the host needs a moment to launch again; the part of
+// a gap beyond the sync's return plus this much is the host's own delay.
+inline constexpr uint64_t kSyncRelaunchNs = 500'000;
+// A sync that starts this soon after the GPU ran dry still caused the gap:
+// .item() is a blocking D2H copy followed at once by cudaStreamSynchronize.
+inline constexpr uint64_t kSyncSlackNs = 100'000;
+// Kernels shorter than this are "tiny" (seed rule: > 10,000 launches with a
+// mean below 10 us).
+inline constexpr uint64_t kTinyKernelNs = 10'000;
+// HTA launch statistics: a CPU launch call above 50 us is an outlier, and a
+// kernel counts as "short" only when its launch call is at most this long.
+inline constexpr uint64_t kLaunchCallOutlierNs = 50'000;
+// HTA: launch delay (launch call end -> GPU start) above 100 us is an outlier.
+inline constexpr uint64_t kQueueDelayOutlierNs = 100'000;
+// NVML clock event reasons that mean the GPU slowed its clocks for power or
+// heat (nvmlClocksEventReason*: SwPowerCap 0x4, HwSlowdown 0x8,
+// SwThermalSlowdown 0x20, HwThermalSlowdown 0x40, HwPowerBrakeSlowdown 0x80).
+inline constexpr uint64_t kThrottleReasonMask = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
+
+// Counters a GpuModel keeps over time (Timeline fields). "Gap" fields are
+// device-level idle (no kernel, copy or memset running); "StreamIdle" fields
+// are HTA's per-stream idle summed over the GPU's streams.
+enum GpuField : int {
+  kBusyNs = 0,        // union of kernels, copies and memsets
+  kKernelBusyNs,      // union of kernels
+  kKernelNs,          // sum of kernel durations (at their start)
+  kKernelCount,
+  kCopyNs,            // sum of memcpy durations
+  kCopyCount,
+  kMemsetNs,
+  kPageableCopyNs,    // copies to or from pageable host memory
+  kPageableCopyCount,
+  kD2hCopyCount,
+  kEstSmNs,           // sum of min(blocks / SMs, 1) x duration (TB's est. SM efficiency)
+  kGapHostNs,         // device idle in gaps >= the threshold, by cause
+  kGapSyncNs,
+  kGapOtherNs,
+  kGapCount,          // gaps >= the threshold (at their start)
+  kShortGapHostNs,    // device idle in gaps < the threshold, by cause
+  kShortGapSyncNs,
+  kShortGapKernelNs,
+  kLongGapNs,         // device idle in gaps >= ModelOptions::long_gap_ns (nsys: 500 ms)
+  kLongGapCount,
+  kStreamIdleHostNs,  // HTA idle breakdown, summed over streams
+  kStreamIdleKernelNs,
+  kStreamIdleSyncNs,
+  kStreamIdleOtherNs,
+  kSmUtilSum,         // sampled SM utilization (percent), sum and count
+  kSmUtilSamples,
+  kDramUtilSum,       // sampled DRAM bandwidth utilization (percent)
+  kDramUtilSamples,
+  kClockReasonSamples,   // nvml.clock_event_reasons samples...
+  kThrottledSamples,     // ...with a power or thermal slowdown reason set
+  kOtherProcessSmSum,    // nvml.process_sm_util of other processes (percent)
+  kOtherProcessSmSamples,
+  kGpuFieldCount
+};
+
+// Counters a ProcessModel keeps over time (host-side events).
+enum ProcessField : int {
+  kSyncCalls = 0,     // blocking sync API calls (at their start)
+  kSyncBlockedNs,
+  kSyncRecords,       // CUPTI synchronization records (cudaStreamWaitEvent excluded)
+  kProcessFieldCount
+};
+
+enum class GapCause : uint8_t { kHost, kSync, kKernel, kOther };
+const char* GapCauseName(GapCause cause);  // "host_wait", "sync_wait", ...
+
+// One device-level idle gap kept as evidence.
+struct GapRecord {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint64_t host_ns = 0;  // how the gap splits by cause
+  uint64_t sync_ns = 0;
+  uint64_t other_ns = 0;  // kernel wait or other, by the gap's length
+  uint64_t length_ns() const { return end_ns - start_ns; }
+};
+
+struct KernelStats {
+  std::string name;             // as recorded (mangled)
+  LogHistogram duration_ns;
+  uint64_t tiny = 0;            // shorter than kTinyKernelNs
+  uint64_t launches_matched = 0;
+  uint64_t shorter_than_launch = 0;  // HTA short kernel: GPU time < launch call <= 50 us
+  double est_sm_ns = 0;         // sum of min(blocks / SMs, 1) x duration
+  bool shape_known = false;     // a launch config and the SM count were known
+  uint64_t max_blocks = 0;
+  uint64_t min_blocks = 0;
+  Interval longest;             // the longest instance
+};
+
+// Copies (or memsets) of one kind: count, bytes, GPU time; `sync_*` for the
+// ones issued without the async flag.
+struct CopyStats {
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  uint64_t duration_ns = 0;
+  uint64_t sync_count = 0;
+  uint64_t sync_bytes = 0;
+  uint64_t sync_duration_ns = 0;
+  Interval longest;
+};
+
+inline constexpr int kCopyKinds = 11;    // proto::MemcpyKind values
+inline constexpr int kMemoryKinds = 8;   // proto::MemoryKind values
+
+struct StreamModel {
+  uint32_t context_id = 0;
+  uint32_t stream_id = 0;
+  uint64_t ops = 0;
+  uint64_t first_ns = 0;
+  uint64_t last_ns = 0;
+  uint64_t busy_ns = 0;  // sum of op durations
+  std::array<uint64_t, 4> idle_ns{};  // by GapCause
+};
+
+struct StepRecord {
+  uint64_t index = 0;  // 0 = the first step seen
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;  // period end: the next step's start (or this range's end)
+  uint64_t range_ns = 0;  // the annotated range itself
+  uint64_t compute_ns = 0;  // kernels running
+  uint64_t copy_ns = 0;     // only copies/memsets running
+  uint64_t idle_ns = 0;
+  uint64_t period_ns() const { return end_ns - start_ns; }
+};
+
+// Steps from NVTX ranges with step-like names. A step's period runs from its
+// start to the next step's start, so time the loop spends outside the
+// annotated range (e.g. waiting for data) belongs to the step. The first
+// step is warm-up (lazy loading, autotuning) and is kept apart; the last one
+// has no next start, so only its start is kept. Distributions and sums
+// cover the steps in between.
+struct StepStats {
+  uint64_t count = 0;        // all steps, warm-up included
+  std::string example_name;  // e.g. "step 0"
+  StepRecord warmup;         // the first step
+  LogHistogram period_ns;    // steps after the first
+  LogHistogram range_ns;
+  uint64_t compute_ns = 0;   // sums over steps after the first
+  uint64_t copy_ns = 0;
+  uint64_t idle_ns = 0;
+  std::vector<StepRecord> slowest;  // up to 5, longest period first
+  uint64_t second_start_ns = 0;     // start of the steady state
+  uint64_t last_start_ns = 0;       // start of the last step: end of the steady state
+  uint64_t last_end_ns = 0;
+};
+
+// Another process seen on this GPU by NVML (nvml.process_sm_util).
+struct OtherProcess {
+  std::string label;  // its name
+  uint64_t samples = 0;
+  double sm_util_sum = 0;  // percent
+  double max_sm_util = 0;
+};
+
+struct GpuModel {
+  uint64_t process_uid = 0;
+  uint32_t pid = 0;
+  std::string hostname;
+  uint32_t device_id = 0;
+  bool has_device_info = false;
+  proto::DeviceInfo device;
+
+  uint64_t ops = 0;           // kernels + copies + memsets
+  uint64_t first_ns = 0;      // first GPU activity
+  uint64_t last_ns = 0;       // end of the last
+  uint64_t busy_ns = 0;       // union of all ops
+  uint64_t kernel_busy_ns = 0;
+  uint64_t kernel_count = 0;
+  uint64_t kernel_ns = 0;
+  uint64_t tiny_kernels = 0;
+  double est_sm_ns = 0;
+  uint64_t shape_known_ns = 0;  // kernel time whose launch shape was known
+  std::vector<KernelStats> kernels;  // by name, only names seen; unordered
+  LogHistogram kernel_duration_ns;   // all kernels
+  std::array<std::array<CopyStats, kMemoryKinds>, kCopyKinds> copies{};  // [copy kind][host memory kind]
+  std::array<CopyStats, kMemoryKinds> memsets{};
+  std::vector<StreamModel> streams;
+
+  // Launches matched to their API call by correlation id.
+  uint64_t launches_matched = 0;
+  uint64_t launches_unmatched = 0;
+  uint64_t shorter_than_launch = 0;
+  LogHistogram queue_delay_ns;       // launch call end -> GPU start, clipped at 0
+  uint64_t queue_delay_outliers = 0; // > kQueueDelayOutlierNs
+
+  Timeline timeline;  // GpuField counters
+  std::vector<GapRecord> largest_gaps;    // gaps >= threshold, longest first (up to 32)
+  std::vector<GapRecord> sync_gaps;       // gaps with sync wait, most sync wait first (up to 16)
+  std::vector<GapRecord> long_gaps_edge;  // first and last gap >= long_gap_ns, in time order
+  std::vector<Interval> pageable_copies;  // longest pageable copies (up to 5)
+  uint64_t late_ops = 0;      // arrived after their time was swept (beyond the reorder window)
+  uint64_t late_ns = 0;
+  StepStats steps;
+  bool has_sm_util = false;
+  bool has_dram_util = false;
+  uint64_t throttle_reasons_seen = 0;   // OR of every clock event reasons sample
+  std::map<uint32_t, OtherProcess> other_processes;  // by pid
+};
+
+struct ThreadSyncStats {
+  uint64_t calls = 0;
+  uint64_t blocked_ns = 0;
+  uint64_t max_ns = 0;
+};
+
+struct ProcessModel {
+  uint64_t process_uid = 0;
+  uint32_t pid = 0;
+  std::string path;
+  bool has_header = false;
+  std::string hostname;
+  std::vector<std::string> cmdline;
+  std::string exe_path;
+  int32_t rank = -1;
+  bool clean_end = false;
+  int end_reason = 0;  // proto::EndReason
+  uint64_t chunks = 0;
+  uint64_t lost_chunks = 0;
+  uint64_t undecodable_batches = 0;
+  uint64_t events = 0;
+  uint64_t first_ns = 0;  // any event
+  uint64_t last_ns = 0;
+  std::map<int, uint64_t> dropped;  // proto::DropReason -> records
+  uint64_t lost_interval_count = 0;
+  uint64_t lost_interval_ns = 0;    // open-ended intervals count up to last_ns
+  std::vector<proto::LostInterval> lost_intervals;  // the first 16
+  std::vector<std::string> unavailable;  // "gpm: not supported"
+
+  uint64_t api_calls = 0;
+  LogHistogram launch_call_ns;     // CPU duration of kernel launch calls
+  uint64_t launch_call_outliers = 0;  // > kLaunchCallOutlierNs
+  // Time blocked in synchronizing calls, per thread: from the sync API calls
+  // when recorded, else from CUPTI sync records (thread 0 = unknown).
+  std::map<uint32_t, ThreadSyncStats> sync_by_thread;
+  bool sync_from_records = false;
+  uint64_t sync_records = 0;
+  Timeline timeline;  // ProcessField counters
+  uint64_t steps_ignored = 0;  // step-like ranges overlapping a step or from other threads
+  std::vector<size_t> gpus;    // indexes into TraceModel::gpus
+};
+
+struct ModelOptions {
+  uint64_t idle_gap_threshold_ns = 5'000'000;  // seed: gaps < 5 ms are normal switching
+  uint64_t long_gap_ns = 500'000'000;          // nsys gpu_gaps
+  uint64_t reorder_window_ns = 2'000'000'000;  // how late CUPTI records may arrive
+  // A launch call waits this long (in swept GPU time) for its op; longer
+  // queue delays leave the op unmatched.
+  uint64_t api_retention_ns = 5'000'000'000;
+  size_t max_warnings = 1000;
+};
+
+struct TraceModel {
+  ModelOptions options;
+  reader::TraceIndex index;  // files, reader warnings
+  std::vector<ProcessModel> processes;  // in order of first appearance
+  std::vector<GpuModel> gpus;           // by (process order, device id)
+  uint64_t events = 0;
+};
+
+}  // namespace gpscope::model
+
+#endif  // GPSCOPE_TOOLS_MODEL_TRACE_MODEL_H_
