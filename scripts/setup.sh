@@ -3,7 +3,7 @@
 # Idempotent: skips apt entirely when everything is already there.
 set -euo pipefail
 pkgs=(cmake g++ make pkg-config git
-      protobuf-compiler libprotobuf-dev libabsl-dev libzstd-dev zstd
+      protobuf-compiler libprotobuf-dev libabsl-dev libzstd-dev zstd zlib1g-dev
       libgtest-dev libgmock-dev libbenchmark-dev
       clang libclang-rt-14-dev binutils python3)
 missing=()
