@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on a bundled real trace (recorded on an H200 from a PyTorch
 # training loop whose data loader is slow): builds gpscope-analyze, then
-# writes the diagnosis to out/. No GPU needed.
+# writes the diagnosis to out/ (text, JSON and a self-contained HTML report).
+# No GPU needed.
 #   bash scripts/demo.sh [TRACE...]
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,5 +16,6 @@ mkdir -p out
 build/tools/gpscope-analyze info "${traces[@]}" > out/info.txt
 build/tools/gpscope-analyze summary "${traces[@]}" | tee out/summary.txt
 build/tools/gpscope-analyze summary --format json "${traces[@]}" > out/summary.json
+build/tools/gpscope-analyze report "${traces[@]}" -o out/report.html
 echo
-echo "wrote out/summary.txt, out/summary.json, out/info.txt"
+echo "wrote out/summary.txt, out/summary.json, out/info.txt and out/report.html (open it in a browser)"

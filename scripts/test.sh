@@ -4,8 +4,9 @@
 #   2. the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer;
 #   3. the concurrent code (label `concurrent`: rings, pool, appenders) under
 #      ThreadSanitizer;
-#   4. the reader's libFuzzer target for 60 s (clang);
-#   5. the GPU e2e tests, only with --gpu (on the GPU machine; they report
+#   4. the HTML report's browser tests in headless Chromium;
+#   5. the reader's libFuzzer target for 60 s (clang);
+#   6. the GPU e2e tests, only with --gpu (on the GPU machine; they report
 #      SKIPPED with the reason where there is no GPU).
 # Installs what it needs first (scripts/setup.sh). Build trees: build/,
 # build-asan/, build-tsan/, build-fuzz/. Exits non-zero on any failure.
@@ -25,6 +26,9 @@ step "build (RelWithDebInfo) and unit tests"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
 (cd build && ctest -LE gpu --output-on-failure -j"$jobs")
+
+step "HTML report in headless Chromium"
+bash scripts/test_report.sh --build build
 
 step "unit tests under ASan + UBSan"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DGPSCOPE_SANITIZE="address;undefined" \

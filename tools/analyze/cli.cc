@@ -9,6 +9,7 @@
 #include "google/protobuf/stubs/logging.h"
 #include "tools/analyze/dump.h"
 #include "tools/analyze/info.h"
+#include "tools/analyze/report.h"
 #include "tools/analyze/summary.h"
 
 #ifndef GPSCOPE_VERSION
@@ -23,6 +24,7 @@ constexpr Command kCommands[] = {
     {"info", "what a trace holds: processes, devices, time span, counts, losses", RunInfo},
     {"dump", "every event as JSON lines, names resolved (for scripts and tests)", RunDump},
     {"summary", "why the GPU is idle or slow: findings, the four numbers, kernels", RunSummary},
+    {"report", "one self-contained HTML file: findings, timeline, charts", RunReport},
 };
 
 void PrintUsage(std::ostream& out) {

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Browser tests of `gpscope-analyze report` (tests/report/run.mjs) in headless
+# Chromium:
+#   1. installs Debian's chromium with apt when /usr/bin/chromium is missing
+#      (no browser is downloaded by npm or playwright);
+#   2. builds gpscope-analyze and gen_trace (the 1M-event trace);
+#   3. npm ci in report/ (playwright-core, the locked front-end packages);
+#   4. writes reports of the bundled trace, a hostile-strings trace, a
+#      two-rank trace and a 1M-event trace, and runs the browser tests;
+#      checks that the committed report/dist/ matches a fresh build.
+# Prints "N passed, N failed" last; exits non-zero when any failed.
+#
+#   scripts/test_report.sh [--build DIR] [--out DIR] [--screenshots]
+#
+# --screenshots also refreshes docs/report-overview.png and
+# docs/report-timeline.png from the bundled trace's report.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+build=build
+out=$(mktemp -d /tmp/gpscope-report-test.XXXXXX)
+docs=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build) build=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --screenshots) docs=(--docs "$repo/docs"); shift ;;
+    *) echo "usage: $0 [--build DIR] [--out DIR] [--screenshots]" >&2; exit 2 ;;
+  esac
+done
+
+step() { printf '\n==== %s\n' "$*"; }
+
+step "chromium"
+if [ ! -x /usr/bin/chromium ]; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo=sudo
+  $sudo apt-get update
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends chromium
+fi
+/usr/bin/chromium --version 2>/dev/null | head -1
+
+step "build gpscope-analyze and gen_trace ($build)"
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+fi
+cmake --build "$build" -j"$(nproc)" --target gpscope-analyze
+cmake --build "$build" -j"$(nproc)" --target gen_trace ||
+  echo "gen_trace not available in $build (GPSCOPE_BUILD_BENCH=OFF?): the 1M-event test is skipped"
+
+step "npm ci (report/)"
+(cd report && npm ci --no-audit --no-fund)
+
+step "browser tests"
+node tests/report/run.mjs --analyze "$build/tools/gpscope-analyze" \
+  --gen-trace "$build/bench/gen_trace" --out "$out" --check-dist "${docs[@]}"

@@ -1,0 +1,291 @@
+// tests/report/report_test.cc: the C++ side of `gpscope-analyze report`:
+// escaping the data into the page, the embedded template, the blob
+// encodings, the timeline's lanes and time base, and the JSON document, on
+// synthetic traces from TraceBuilder. The page itself is tested in a browser
+// (tests/report/run.mjs, scripts/test_report.sh).
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/testing/trace_builder.h"
+#include "tools/analyze/cli.h"
+#include "tools/analyze/summary.h"
+#include "tools/reader/trace_reader.h"
+#include "tools/render/report_blob.h"
+#include "tools/render/report_data.h"
+#include "tools/render/report_html.h"
+#include "tools/render/report_timeline.h"
+
+namespace gpscope::render {
+namespace {
+
+using testing::TraceBuilder;
+
+constexpr uint64_t kUs = 1'000;
+constexpr uint64_t kMs = 1'000'000;
+constexpr uint64_t kT0 = 2'000'000'000;  // CUPTI ns; DefaultHeader maps 1e9 -> 1.7e18
+constexpr char kEvil[] = "</script><img src=x onerror=alert(1)>";
+
+std::string TempPath(const std::string& name) {
+  return ::testing::TempDir() + "/report_test_" + name;
+}
+
+TimelineData Collect(const std::string& path, TimelineOptions options = {}) {
+  TimelineCollector collector(options);
+  reader::TraceReader reader(collector);
+  EXPECT_TRUE(reader.ReadFile(path).ok());
+  return collector.Finish();
+}
+
+const TimelineLane* FindLane(const TimelineData& t, size_t process, LaneKind kind) {
+  for (const TimelineLane& l : t.lanes) {
+    if (l.process == process && l.kind == kind) return &l;
+  }
+  return nullptr;
+}
+
+// ------------------------------------------------------------- escaping --
+
+TEST(ReportHtmlTest, EscapesEverythingThatCouldEndTheScriptOrStartMarkup) {
+  EXPECT_EQ(EscapeJsonForScript(R"({"k":"</script><b>&amp;"})"),
+            R"({"k":"\u003c/script\u003e\u003cb\u003e\u0026amp;"})");
+  EXPECT_EQ(EscapeJsonForScript("\"a\xe2\x80\xa8"
+                                "b\xe2\x80\xa9"
+                                "c\""),
+            "\"a\\u2028b\\u2029c\"");
+  // Other UTF-8 (here U+20AC and a truncated sequence) passes through.
+  EXPECT_EQ(EscapeJsonForScript("\"\xe2\x82\xac\xe2\x80\""), "\"\xe2\x82\xac\xe2\x80\"");
+}
+
+TEST(ReportHtmlTest, SplicesTheDataAtThePlaceholderOnly) {
+  const std::string page =
+      std::string("<p>a</p><script>") + std::string(kReportDataPlaceholder) + "</script>";
+  absl::StatusOr<std::string> html = RenderReportHtml(page, R"({"x":"<"})");
+  ASSERT_TRUE(html.ok());
+  EXPECT_EQ(*html, R"(<p>a</p><script>{"x":"\u003c"}</script>)");
+  EXPECT_FALSE(RenderReportHtml("<p>no placeholder</p>", "{}").ok());
+  EXPECT_FALSE(RenderReportHtml(page + page, "{}").ok());
+}
+
+TEST(ReportHtmlTest, EmbeddedTemplateHoldsThePlaceholderOnceAndNoNetworkReference) {
+  const std::string_view t = ReportTemplate();
+  ASSERT_GT(t.size(), 10'000u) << "report/dist/report_template.html looks empty";
+  const size_t at = t.find(kReportDataPlaceholder);
+  ASSERT_NE(at, std::string_view::npos);
+  EXPECT_EQ(t.find(kReportDataPlaceholder, at + 1), std::string_view::npos);
+  EXPECT_EQ(t.find("src=\"http"), std::string_view::npos);
+  EXPECT_EQ(t.find("href=\"http"), std::string_view::npos);
+}
+
+// ------------------------------------------------------------ encodings --
+
+TEST(ReportBlobTest, Base64MatchesRfc4648Vectors) {
+  EXPECT_EQ(Base64Encode(""), "");
+  EXPECT_EQ(Base64Encode("f"), "Zg==");
+  EXPECT_EQ(Base64Encode("fo"), "Zm8=");
+  EXPECT_EQ(Base64Encode("foo"), "Zm9v");
+  EXPECT_EQ(Base64Encode("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(Base64Encode(std::string("\xff\x00\x80", 3)), "/wCA");
+}
+
+TEST(ReportBlobTest, VarintsAndGzipRoundTrip) {
+  BlobWriter w;
+  const ColumnRef c = w.Column([](BlobWriter& b) {
+    b.Varint(0);
+    b.Varint(127);
+    b.Varint(128);
+    b.Varint(uint64_t{1} << 53);
+  });
+  EXPECT_EQ(c.offset, 0u);
+  EXPECT_EQ(w.bytes(), std::string("\x00\x7f\x80\x01\x80\x80\x80\x80\x80\x80\x80\x10", 12));
+  std::string big;
+  for (int i = 0; i < 100000; ++i) big.push_back(static_cast<char>(i % 7));
+  const std::string gz = GzipCompress(big);
+  ASSERT_FALSE(gz.empty());
+  EXPECT_LT(gz.size(), big.size() / 10);
+  // Inflate with zlib's gzip decoder.
+  std::string back(big.size(), '\0');
+  z_stream z{};
+  ASSERT_EQ(inflateInit2(&z, 15 + 16), Z_OK);
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
+  z.avail_in = static_cast<uInt>(gz.size());
+  z.next_out = reinterpret_cast<Bytef*>(back.data());
+  z.avail_out = static_cast<uInt>(back.size());
+  EXPECT_EQ(inflate(&z, Z_FINISH), Z_STREAM_END);
+  inflateEnd(&z);
+  EXPECT_EQ(back, big);
+}
+
+TEST(ReportDataTest, PearsonIsOneForLinearAndNanForConstantSeries) {
+  EXPECT_NEAR(Pearson({1, 2, 3, 4}, {2, 4, 6, 8}), 1.0, 1e-12);
+  EXPECT_NEAR(Pearson({1, 2, 3, 4}, {8, 6, 4, 2}), -1.0, 1e-12);
+  EXPECT_TRUE(std::isnan(Pearson({1, 2, 3}, {5, 5, 5})));
+  EXPECT_TRUE(std::isnan(Pearson({1, NAN}, {1, 2})));
+}
+
+// ------------------------------------------------------------- timeline --
+
+TEST(ReportTimelineTest, AlignsProcessesWhoseCuptiClocksDiffer) {
+  TraceBuilder trace;
+  // Process B's CUPTI clock reads 7 s more than A's at the same wall time.
+  TraceBuilder::Process& a = trace.AddProcess(0xa, 10);
+  a.WriteHeader();
+  TraceBuilder::Process& b = trace.AddProcess(0xb, 11);
+  b.header().mutable_clocks(0)->set_cupti_ns(8'000'000'000);
+  b.header().mutable_identity()->set_rank(0);
+  b.WriteHeader();
+  a.AddKernel(kT0, 100 * kUs, "_Z1kv").WriteEnd();
+  b.AddKernel(kT0 + 7'000 * kMs, 100 * kUs, "_Z1kv").WriteEnd();
+  const std::string path = TempPath("align.gpscope");
+  ASSERT_TRUE(trace.WriteFile(path));
+
+  const TimelineData t = Collect(path);
+  ASSERT_EQ(t.processes.size(), 2u);
+  EXPECT_EQ(t.processes[0].pid, 11u) << "ranked processes come first";
+  const TimelineLane* la = FindLane(t, 1, LaneKind::kStream);
+  const TimelineLane* lb = FindLane(t, 0, LaneKind::kStream);
+  ASSERT_NE(la, nullptr);
+  ASSERT_NE(lb, nullptr);
+  EXPECT_EQ(la->events[0].start_ns, lb->events[0].start_ns);
+  EXPECT_EQ(la->events[0].start_ns, 0u);
+  EXPECT_EQ(t.t0_realtime_ns, 1'700'000'000'000'000'000 + (kT0 - 1'000'000'000));
+  EXPECT_EQ(t.span_ns, 100 * kUs);
+  EXPECT_EQ(t.names[la->events[0].name], "k()");
+  std::remove(path.c_str());
+}
+
+TEST(ReportTimelineTest, StacksNestedRangesInRowsAndSortsLanesByStream) {
+  TraceBuilder trace;
+  TraceBuilder::Process& p = trace.AddProcess(0x1, 42);
+  p.WriteHeader();
+  p.AddKernel(kT0 + 5 * kMs, 10 * kUs, "late", /*stream_id=*/9);
+  p.AddKernel(kT0, 10 * kUs, "early", /*stream_id=*/3);
+  const uint32_t outer = p.Intern("step 1"), inner = p.Intern("forward");
+  p.Add(format::NvtxRangeEvent{kT0, kT0 + 4 * kMs, outer, 0, 42, 0});
+  p.Add(format::NvtxRangeEvent{kT0 + kMs, kT0 + 2 * kMs, inner, 0, 42, 1});
+  p.Add(format::NvtxRangeEvent{kT0 + 5 * kMs, kT0 + 6 * kMs, inner, 0, 42, 0});
+  p.WriteEnd();
+  const std::string path = TempPath("rows.gpscope");
+  ASSERT_TRUE(trace.WriteFile(path));
+
+  const TimelineData t = Collect(path);
+  std::vector<uint32_t> streams;
+  for (const TimelineLane& l : t.lanes) {
+    if (l.kind == LaneKind::kStream) streams.push_back(l.stream_id);
+  }
+  EXPECT_EQ(streams, (std::vector<uint32_t>{3, 9}));
+  const TimelineLane* nvtx = FindLane(t, 0, LaneKind::kNvtx);
+  ASSERT_NE(nvtx, nullptr);
+  EXPECT_EQ(nvtx->rows, 2u);
+  ASSERT_EQ(nvtx->events.size(), 3u);
+  EXPECT_EQ(nvtx->events[0].row, 0);
+  EXPECT_EQ(nvtx->events[0].category, EventCategory::kNvtxStep);
+  EXPECT_EQ(nvtx->events[1].row, 1);
+  EXPECT_EQ(nvtx->events[2].row, 0);
+  std::remove(path.c_str());
+}
+
+TEST(ReportTimelineTest, CountsEventsPastTheCapInsteadOfKeepingThem) {
+  TraceBuilder trace;
+  TraceBuilder::Process& p = trace.AddProcess(0x1, 42);
+  p.WriteHeader();
+  for (int i = 0; i < 100; ++i) p.AddKernel(kT0 + i * 20 * kUs, 10 * kUs, "k");
+  p.WriteEnd();
+  const std::string path = TempPath("cap.gpscope");
+  ASSERT_TRUE(trace.WriteFile(path));
+  TimelineOptions options;
+  options.max_events = 60;
+  const TimelineData t = Collect(path, options);
+  EXPECT_EQ(t.events_kept, 60u);
+  EXPECT_EQ(t.events_not_kept, 40u);
+  std::remove(path.c_str());
+}
+
+// -------------------------------------------------------------- the JSON --
+
+TEST(ReportDataTest, DocumentCarriesSummaryTimelineAndFindingRangesInReportTime) {
+  TraceBuilder trace;
+  TraceBuilder::Process& p = trace.AddProcess(0x1, 42);
+  p.WriteHeader();
+  // A starved loop: 3 ms of kernels, then 20 ms idle, 40 times.
+  uint64_t t = kT0;
+  for (int s = 0; s < 40; ++s) {
+    const uint32_t step = p.Intern("step " + std::to_string(s));
+    p.Add(format::NvtxRangeEvent{t, t + 3 * kMs, step, 0, 42, 0});
+    for (int k = 0; k < 30; ++k) p.AddKernel(t + k * 100 * kUs, 90 * kUs, kEvil);
+    t += 23 * kMs;
+  }
+  p.WriteEnd();
+  const std::string path = TempPath("doc.gpscope");
+  ASSERT_TRUE(trace.WriteFile(path));
+
+  std::unique_ptr<analyze::SummaryResult> result =
+      analyze::ComputeSummaryResult({path}, model::ModelOptions{}, analyses::ReportOptions{});
+  const TimelineData timeline = Collect(path);
+  ReportInputs in;
+  in.model = &result->model;
+  in.summary = &result->report;
+  in.findings = &result->findings;
+  in.summary_json = analyze::RenderSummaryJson(*result);
+  in.timeline = &timeline;
+  in.generator = "test";
+  ReportDataOptions options;
+  options.bin_threshold = 100;  // the 1,200 kernels get bins too
+  const std::string json = BuildReportJson(in, options);
+
+  EXPECT_EQ(json.rfind("{\"schema\":\"gpscope.report/1\"", 0), 0u);
+  for (const char* key :
+       {"\"summary\":{", "\"timeline\":{", "\"bins\":{\"busy\"", "\"steps\":{", "\"correlation\":{",
+        "\"encoding\":\"gzip+base64\"", "\"kernel_duration\""}) {
+    EXPECT_NE(json.find(key), std::string::npos) << key;
+  }
+  // The kernel name is JSON-escaped data; the page escapes < and > later.
+  EXPECT_NE(json.find("\"</script><img src=x onerror=alert(1)>\""), std::string::npos);
+  ASSERT_FALSE(result->findings.empty());
+  // Finding ranges are in report ns: small numbers, not CUPTI's ~2e9.
+  const size_t f = json.find("\"findings\":[{\"group\":");
+  ASSERT_NE(f, std::string::npos);
+  const size_t start = json.find("\"start_ns\":", f);
+  ASSERT_NE(start, std::string::npos);
+  EXPECT_LT(std::stoull(json.substr(start + 11, 20)), 40 * 23 * kMs);
+
+  absl::StatusOr<std::string> html = RenderReportHtml(ReportTemplate(), json);
+  ASSERT_TRUE(html.ok());
+  EXPECT_EQ(html->find(kEvil), std::string::npos);
+  EXPECT_NE(html->find("\\u003c/script\\u003e\\u003cimg src=x onerror=alert(1)\\u003e"),
+            std::string::npos);
+  std::remove(path.c_str());
+}
+
+TEST(ReportCommandTest, WritesAFileAndRejectsBadUsage) {
+  TraceBuilder trace;
+  TraceBuilder::Process& p = trace.AddProcess(0x1, 42);
+  p.WriteHeader();
+  p.AddKernel(kT0, 10 * kUs, "k").WriteEnd();
+  const std::string path = TempPath("cmd.gpscope");
+  const std::string out_path = TempPath("cmd.html");
+  ASSERT_TRUE(trace.WriteFile(path));
+  std::ostringstream out, err;
+  EXPECT_EQ(analyze::Run({"report", path, "-o", out_path}, out, err), analyze::kExitOk)
+      << err.str();
+  EXPECT_NE(out.str().find("wrote " + out_path), std::string::npos);
+  FILE* f = std::fopen(out_path.c_str(), "rb");
+  ASSERT_NE(f, nullptr);
+  std::fclose(f);
+  std::ostringstream out2, err2;
+  EXPECT_EQ(analyze::Run({"report"}, out2, err2), analyze::kExitUsage);
+  EXPECT_EQ(analyze::Run({"report", "--bins", "3", path}, out2, err2), analyze::kExitUsage);
+  EXPECT_EQ(analyze::Run({"report", "/nonexistent/x.gpscope", "-o", out_path}, out2, err2),
+            analyze::kExitFailed);
+  std::remove(path.c_str());
+  std::remove(out_path.c_str());
+}
+
+}  // namespace
+}  // namespace gpscope::render

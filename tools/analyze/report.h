@@ -1,0 +1,35 @@
+// tools/analyze/report.h: `gpscope-analyze report FILE... -o report.html`:
+// one self-contained HTML file (no network needed to open it, safe to attach
+// to a ticket) with the analyzer's findings first, then a zoomable waterfall
+// timeline of every process/rank on one time base, the four numbers per GPU
+// with their trends, histograms, top kernels, steps and a correlation table.
+//
+//   gpscope-analyze report run.gpscope -o report.html
+//   gpscope-analyze report --idle-gap-ms 2 --top 50 node*.gpscope -o job.html
+//   gpscope-analyze report --data-only run.gpscope -o report.json   # for tests
+//
+// Two streaming passes over the files: the analyzer's (summary.h:
+// ComputeSummaryResult) and the timeline's (render/report_timeline.h), then
+// render/report_data.h builds the JSON and render/report_html.h puts it into
+// the page built from report/ (see report/README.md for how that page is
+// built and embedded).
+//
+// Exit codes: 0 ok (also with damaged data: the report shows it), 1 a file
+// could not be read or the output not written, 2 bad usage.
+// Thread model: single-threaded.
+#ifndef GPSCOPE_TOOLS_ANALYZE_REPORT_H_
+#define GPSCOPE_TOOLS_ANALYZE_REPORT_H_
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace gpscope::analyze {
+
+// The command: `report [-o FILE] [--idle-gap-ms MS] [--top N] [--max-events N]
+// [--bins N] [--no-compress] [--data-only] FILE...`.
+int RunReport(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+}  // namespace gpscope::analyze
+
+#endif  // GPSCOPE_TOOLS_ANALYZE_REPORT_H_

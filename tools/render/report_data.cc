@@ -1,0 +1,854 @@
+// tools/render/report_data.cc: see report_data.h.
+#include "tools/render/report_data.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "tools/analyses/names.h"
+#include "tools/render/json_writer.h"
+#include "tools/render/report_blob.h"
+
+namespace gpscope::render {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Compact JSON (no whitespace), for the bulk of the report.
+class Json {
+ public:
+  explicit Json(std::string* out) : out_(out) {}
+  Json& BeginObject() { return Open('{'); }
+  Json& EndObject() { return Close('}'); }
+  Json& BeginArray() { return Open('['); }
+  Json& EndArray() { return Close(']'); }
+  Json& Key(std::string_view key) {
+    Comma();
+    out_->append(JsonWriter::Quote(key));
+    out_->push_back(':');
+    after_key_ = true;
+    return *this;
+  }
+  Json& String(std::string_view v) { return Raw(JsonWriter::Quote(v)); }
+  Json& Uint(uint64_t v) { return Raw(absl::StrCat(v)); }
+  Json& Int(int64_t v) { return Raw(absl::StrCat(v)); }
+  Json& Bool(bool v) { return Raw(v ? "true" : "false"); }
+  Json& Null() { return Raw("null"); }
+  // Six significant digits: plenty for charts; non-finite becomes null.
+  Json& Double(double v) {
+    if (!std::isfinite(v)) return Null();
+    if (v == std::floor(v) && std::fabs(v) < 1e15)
+      return Raw(absl::StrCat(static_cast<int64_t>(v)));
+    return Raw(absl::StrFormat("%.6g", v));
+  }
+  // A complete JSON value written elsewhere.
+  Json& Raw(std::string_view value) {
+    Comma();
+    out_->append(value);
+    return *this;
+  }
+  Json& Ref(const ColumnRef& c) {
+    BeginArray().Uint(c.offset).Uint(c.bytes).EndArray();
+    return *this;
+  }
+  template <typename T>
+  Json& Doubles(const std::vector<T>& values) {
+    BeginArray();
+    for (const T& v : values) Double(static_cast<double>(v));
+    return EndArray();
+  }
+  template <typename T>
+  Json& Uints(const std::vector<T>& values) {
+    BeginArray();
+    for (const T& v : values) Uint(static_cast<uint64_t>(v));
+    return EndArray();
+  }
+
+ private:
+  void Comma() {
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
+    if (!first_.empty()) {
+      if (!first_.back()) out_->push_back(',');
+      first_.back() = false;
+    }
+  }
+  Json& Open(char c) {
+    Comma();
+    out_->push_back(c);
+    first_.push_back(true);
+    return *this;
+  }
+  Json& Close(char c) {
+    out_->push_back(c);
+    first_.pop_back();
+    return *this;
+  }
+  std::string* out_;
+  std::vector<bool> first_;
+  bool after_key_ = false;
+};
+
+std::string Hex(uint64_t v) { return absl::StrFormat("%016x", v); }
+
+struct Span {
+  uint64_t start = 0;
+  uint64_t end = 0;
+};
+
+// Sorted, disjoint union of spans (input in any order).
+std::vector<Span> Union(std::vector<Span> spans) {
+  std::sort(spans.begin(), spans.end(),
+            [](const Span& a, const Span& b) { return a.start < b.start; });
+  std::vector<Span> out;
+  for (const Span& s : spans) {
+    if (!out.empty() && s.start <= out.back().end) {
+      out.back().end = std::max(out.back().end, s.end);
+    } else {
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+// Length of the union `u` inside [a, b); `cursor` advances monotonically
+// when successive queries move forward.
+uint64_t Covered(const std::vector<Span>& u, uint64_t a, uint64_t b, size_t* cursor) {
+  while (*cursor < u.size() && u[*cursor].end <= a) ++*cursor;
+  uint64_t total = 0;
+  for (size_t i = *cursor; i < u.size() && u[i].start < b; ++i) {
+    const uint64_t s = std::max(u[i].start, a), e = std::min(u[i].end, b);
+    if (e > s) total += e - s;
+  }
+  return total;
+}
+
+// Log-spaced histogram: 4 buckets per decade.
+struct LogBins {
+  std::vector<double> edges;
+  std::vector<uint64_t> counts;
+  std::vector<double> total;
+};
+LogBins MakeLogBins(const std::vector<uint64_t>& values) {
+  LogBins b;
+  if (values.empty()) return b;
+  const auto [lo_it, hi_it] = std::minmax_element(values.begin(), values.end());
+  const double lo = std::max<double>(1, static_cast<double>(*lo_it));
+  const double hi = std::max<double>(lo * 1.0001, static_cast<double>(*hi_it));
+  const int k0 = static_cast<int>(std::floor(4 * std::log10(lo)));
+  const int k1 = std::max(k0 + 1, static_cast<int>(std::ceil(4 * std::log10(hi) + 1e-9)));
+  for (int k = k0; k <= k1; ++k) b.edges.push_back(std::round(std::pow(10.0, k / 4.0)));
+  b.counts.assign(b.edges.size() - 1, 0);
+  b.total.assign(b.edges.size() - 1, 0);
+  for (uint64_t v : values) {
+    const double x = std::max<double>(1, static_cast<double>(v));
+    int i = static_cast<int>(std::floor(4 * std::log10(x) + 1e-9)) - k0;
+    i = std::clamp(i, 0, static_cast<int>(b.counts.size()) - 1);
+    ++b.counts[i];
+    b.total[i] += static_cast<double>(v);
+  }
+  return b;
+}
+
+void WriteLogBins(Json& j, const LogBins& b) {
+  j.BeginObject().Key("edges_ns").Doubles(b.edges).Key("counts").Uints(b.counts);
+  j.Key("total_ns").Doubles(b.total).EndObject();
+}
+
+// The lanes of GPU (process, device) in the timeline: its streams.
+std::vector<const TimelineLane*> StreamLanes(const TimelineData& t, size_t process,
+                                             uint32_t device) {
+  std::vector<const TimelineLane*> out;
+  for (const TimelineLane& l : t.lanes) {
+    if (l.process == process && l.kind == LaneKind::kStream && l.device_id == device)
+      out.push_back(&l);
+  }
+  return out;
+}
+
+bool IsKernel(EventCategory c) {
+  return c == EventCategory::kKernel || c == EventCategory::kCommKernel;
+}
+
+// Sampled metrics have windows without a sample when windows are shorter
+// than the sampling interval: hold the last value there (between the first
+// and the last sample), as the metric did.
+void HoldGaps(std::vector<double>* values) {
+  size_t last = values->size();
+  for (size_t i = 0; i < values->size(); ++i) {
+    if (std::isfinite((*values)[i])) {
+      if (last < i) {
+        for (size_t j = last + 1; j < i; ++j) (*values)[j] = (*values)[last];
+      }
+      last = i;
+    }
+  }
+}
+
+// Per-window mean of a counter lane's samples over [start, start + n*width).
+std::vector<double> CounterMeans(const TimelineLane& lane, uint64_t start, uint64_t width,
+                                 size_t n) {
+  std::vector<double> sum(n, 0), count(n, 0);
+  for (const CounterSample& s : lane.samples) {
+    if (s.t_ns < start || width == 0) continue;
+    const uint64_t i = (s.t_ns - start) / width;
+    if (i >= n) continue;
+    sum[i] += s.value;
+    count[i] += 1;
+  }
+  std::vector<double> out(n, kNaN);
+  for (size_t i = 0; i < n; ++i) {
+    if (count[i] > 0) out[i] = sum[i] / count[i];
+  }
+  HoldGaps(&out);
+  return out;
+}
+
+// The host-CPU series of a process: its own CPU (user + system) when
+// sampled, else the whole host's.
+std::vector<double> HostCpu(const TimelineData& t, size_t process, uint64_t start, uint64_t width,
+                            size_t n) {
+  const TimelineLane* user = nullptr;
+  const TimelineLane* system = nullptr;
+  const TimelineLane* host = nullptr;
+  for (const TimelineLane& l : t.lanes) {
+    if (l.process != process || l.kind != LaneKind::kCounter) continue;
+    if (l.metric_name == "host.process_cpu_user_pct") user = &l;
+    if (l.metric_name == "host.process_cpu_system_pct") system = &l;
+    if (l.metric_name == "host.cpu_util_pct") host = &l;
+  }
+  if (user != nullptr) {
+    std::vector<double> out = CounterMeans(*user, start, width, n);
+    if (system != nullptr) {
+      const std::vector<double> sys = CounterMeans(*system, start, width, n);
+      for (size_t i = 0; i < n; ++i) out[i] += std::isfinite(sys[i]) ? sys[i] : 0;
+    }
+    return out;
+  }
+  if (host != nullptr) return CounterMeans(*host, start, width, n);
+  return {};
+}
+
+const model::ProcessModel* FindModelProcess(const model::TraceModel& m, uint64_t uid) {
+  for (const model::ProcessModel& p : m.processes) {
+    if (p.process_uid == uid) return &p;
+  }
+  return nullptr;
+}
+
+// Window series of one GPU from the analyzer's Timeline counters.
+struct Series {
+  std::string key, label, unit;
+  std::vector<double> values;
+};
+
+std::vector<Series> GpuSeries(const ReportInputs& in, const analyses::GpuReport& g, size_t process,
+                              uint64_t from_ns, uint64_t to_ns, size_t n, uint64_t* width_out,
+                              uint64_t* start_report_ns) {
+  const model::GpuModel& gpu = *g.gpu;
+  const model::Timeline& tl = gpu.timeline;
+  const model::ProcessModel* pm = FindModelProcess(*in.model, gpu.process_uid);
+  const uint64_t span = to_ns > from_ns ? to_ns - from_ns : 0;
+  if (n == 0 || span == 0 || !tl.valid()) {
+    *width_out = 0;
+    return {};
+  }
+  n = std::max<size_t>(1,
+                       std::min<size_t>(n, span / std::max<uint64_t>(1, tl.window_ns() / 2) + 1));
+  const uint64_t width = std::max<uint64_t>(1, (span + n - 1) / n);
+  *width_out = width;
+  *start_report_ns = in.timeline->ToReportNs(process, from_ns);
+  auto make = [&](std::string key, std::string label, std::string unit) {
+    Series s{std::move(key), std::move(label), std::move(unit), std::vector<double>(n, kNaN)};
+    return s;
+  };
+  Series busy = make("busy_share", "GPU busy", "ratio");
+  Series kernel_busy = make("kernel_busy_share", "kernels running", "ratio");
+  Series idle_gap = make("idle_gap_share", "idle in long gaps", "ratio");
+  Series host_wait = make("host_wait_share", "idle: host wait", "ratio");
+  Series sync_wait = make("sync_wait_share", "idle: sync wait", "ratio");
+  Series sm =
+      make("sm_util", gpu.has_sm_util ? "SM util (measured)" : "SM util (estimate)", "percent");
+  Series dram = make("dram_util", "memory BW util", "percent");
+  Series copy = make("copy_share", "copy time", "ratio");
+  Series launches = make("launches_per_s", "kernel launches", "per_s");
+  Series blocked = make("sync_blocked_share", "host blocked in sync", "ratio");
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t a = from_ns + i * width;
+    const uint64_t b = std::min(to_ns, a + width);
+    if (b <= a) continue;
+    const double w = static_cast<double>(b - a);
+    using model::GpuField;
+    busy.values[i] = tl.Sum(model::kBusyNs, a, b) / w;
+    kernel_busy.values[i] = tl.Sum(model::kKernelBusyNs, a, b) / w;
+    idle_gap.values[i] = (tl.Sum(model::kGapHostNs, a, b) + tl.Sum(model::kGapSyncNs, a, b) +
+                          tl.Sum(model::kGapOtherNs, a, b)) /
+                         w;
+    host_wait.values[i] =
+        (tl.Sum(model::kGapHostNs, a, b) + tl.Sum(model::kShortGapHostNs, a, b)) / w;
+    sync_wait.values[i] =
+        (tl.Sum(model::kGapSyncNs, a, b) + tl.Sum(model::kShortGapSyncNs, a, b)) / w;
+    if (gpu.has_sm_util) {
+      const double samples = tl.Sum(model::kSmUtilSamples, a, b);
+      if (samples > 0) sm.values[i] = tl.Sum(model::kSmUtilSum, a, b) / samples;
+    } else if (gpu.shape_known_ns > 0) {
+      sm.values[i] = 100 * tl.Sum(model::kEstSmNs, a, b) / w;
+    }
+    if (gpu.has_dram_util) {
+      const double samples = tl.Sum(model::kDramUtilSamples, a, b);
+      if (samples > 0) dram.values[i] = tl.Sum(model::kDramUtilSum, a, b) / samples;
+    }
+    copy.values[i] = tl.Sum(model::kCopyNs, a, b) / w;
+    launches.values[i] = tl.Sum(model::kKernelCount, a, b) / (w / 1e9);
+    if (pm != nullptr && pm->timeline.valid()) {
+      blocked.values[i] = pm->timeline.Sum(model::kSyncBlockedNs, a, b) / w;
+    }
+  }
+  if (gpu.has_sm_util) HoldGaps(&sm.values);
+  if (gpu.has_dram_util) HoldGaps(&dram.values);
+  std::vector<Series> out = {busy, kernel_busy, idle_gap, host_wait, sync_wait, sm};
+  if (gpu.has_dram_util) out.push_back(dram);
+  out.push_back(copy);
+  out.push_back(launches);
+  if (pm != nullptr) out.push_back(blocked);
+  // Host CPU, when this process sampled it: window means in report time.
+  const uint64_t start_r = *start_report_ns;
+  std::vector<double> cpu = HostCpu(*in.timeline, process, start_r, width, n);
+  if (!cpu.empty()) {
+    Series s = make("host_cpu", "host CPU", "percent");
+    s.values = std::move(cpu);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- blob --
+
+void WriteLaneColumns(Json& j, BlobWriter& blob, const TimelineLane& lane, const TimelineData& t,
+                      const ReportDataOptions& options) {
+  j.Key("cols").BeginObject();
+  if (lane.kind == LaneKind::kCounter) {
+    j.Key("t").Ref(blob.Column([&](BlobWriter& w) {
+      uint64_t previous = 0;
+      for (const CounterSample& s : lane.samples) {
+        w.Varint(s.t_ns - previous);
+        previous = s.t_ns;
+      }
+    }));
+    j.Key("v").Ref(blob.Column([&](BlobWriter& w) {
+      for (const CounterSample& s : lane.samples) w.Float64(s.value);
+    }));
+    j.EndObject();
+    j.Key("bins").Null();
+    return;
+  }
+  const std::vector<TimelineEvent>& ev = lane.events;
+  j.Key("start").Ref(blob.Column([&](BlobWriter& w) {
+    uint64_t previous = 0;
+    for (const TimelineEvent& e : ev) {
+      w.Varint(e.start_ns - previous);
+      previous = e.start_ns;
+    }
+  }));
+  j.Key("dur").Ref(blob.Column([&](BlobWriter& w) {
+    for (const TimelineEvent& e : ev) w.Varint(e.duration_ns);
+  }));
+  j.Key("name").Ref(blob.Column([&](BlobWriter& w) {
+    for (const TimelineEvent& e : ev) w.Varint(e.name);
+  }));
+  j.Key("cat").Ref(blob.Column([&](BlobWriter& w) {
+    for (const TimelineEvent& e : ev) w.Byte(static_cast<uint8_t>(e.category));
+  }));
+  if (lane.rows > 1) {
+    j.Key("row").Ref(blob.Column([&](BlobWriter& w) {
+      for (const TimelineEvent& e : ev) w.Byte(e.row);
+    }));
+  }
+  if (std::any_of(ev.begin(), ev.end(), [](const TimelineEvent& e) { return e.aux != 0; })) {
+    j.Key("aux").Ref(blob.Column([&](BlobWriter& w) {
+      for (const TimelineEvent& e : ev) w.Varint(e.aux);
+    }));
+  }
+  j.EndObject();
+
+  // Bins for the zoomed-out view.
+  if (ev.size() <= options.bin_threshold || t.span_ns == 0) {
+    j.Key("bins").Null();
+    return;
+  }
+  const uint32_t n = options.bin_count;
+  const uint64_t width = std::max<uint64_t>(1, (t.span_ns + n - 1) / n);
+  std::vector<uint64_t> busy(n, 0), count(n, 0);
+  // Weighted majority vote per bin (Boyer-Moore): finds the name holding
+  // most of the bin's time when one holds more than half, else a plausible one.
+  std::vector<uint32_t> top(n, 0);
+  std::vector<uint8_t> cat(n, 0);
+  std::vector<uint64_t> weight(n, 0);
+  for (const TimelineEvent& e : ev) {
+    const uint64_t end = e.start_ns + e.duration_ns;
+    const size_t first = std::min<uint64_t>(n - 1, e.start_ns / width);
+    const size_t last = std::min<uint64_t>(n - 1, end > e.start_ns ? (end - 1) / width : first);
+    for (size_t b = first; b <= last; ++b) {
+      const uint64_t lo = std::max<uint64_t>(e.start_ns, b * width);
+      const uint64_t hi = std::min<uint64_t>(end, (b + 1) * width);
+      const uint64_t piece = hi > lo ? hi - lo : 0;
+      busy[b] += piece;
+      ++count[b];
+      const uint64_t vote = std::max<uint64_t>(1, piece);
+      if (weight[b] == 0 || top[b] == e.name) {
+        top[b] = e.name;
+        cat[b] = static_cast<uint8_t>(e.category);
+        weight[b] += vote;
+      } else if (weight[b] >= vote) {
+        weight[b] -= vote;
+      } else {
+        top[b] = e.name;
+        cat[b] = static_cast<uint8_t>(e.category);
+        weight[b] = vote - weight[b];
+      }
+    }
+  }
+  j.Key("bins").BeginObject();
+  j.Key("busy").Ref(blob.Column([&](BlobWriter& w) {
+    for (uint32_t b = 0; b < n; ++b) {
+      const double share = std::min(1.0, static_cast<double>(busy[b]) / static_cast<double>(width));
+      // Any activity shows as at least 1/255.
+      w.Byte(count[b] == 0 ? 0 : static_cast<uint8_t>(std::max(1.0, std::round(255 * share))));
+    }
+  }));
+  j.Key("count").Ref(blob.Column([&](BlobWriter& w) {
+    for (uint32_t b = 0; b < n; ++b) w.Varint(count[b]);
+  }));
+  j.Key("top").Ref(blob.Column([&](BlobWriter& w) {
+    for (uint32_t b = 0; b < n; ++b) w.Varint(top[b]);
+  }));
+  j.Key("cat").Ref(blob.Column([&](BlobWriter& w) {
+    for (uint32_t b = 0; b < n; ++b) w.Byte(cat[b]);
+  }));
+  j.EndObject();
+}
+
+std::string DeviceLabel(const TimelineProcess& p, uint32_t device) {
+  auto it = p.devices.find(device);
+  if (it != p.devices.end() && !it->second.name().empty()) {
+    return absl::StrCat("GPU ", device, " · ", it->second.name());
+  }
+  return absl::StrCat("GPU ", device);
+}
+
+std::string ProcessLabel(const TimelineProcess& p) {
+  std::string label;
+  if (p.rank >= 0) absl::StrAppend(&label, "rank ", p.rank, " · ");
+  absl::StrAppend(&label, "pid ", p.pid);
+  if (!p.hostname.empty()) absl::StrAppend(&label, " on ", p.hostname);
+  return label;
+}
+
+}  // namespace
+
+double Pearson(const std::vector<double>& x, const std::vector<double>& y) {
+  double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0, n = 0;
+  for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
+    if (!std::isfinite(x[i]) || !std::isfinite(y[i])) continue;
+    sx += x[i];
+    sy += y[i];
+    sxx += x[i] * x[i];
+    syy += y[i] * y[i];
+    sxy += x[i] * y[i];
+    n += 1;
+  }
+  if (n < 3) return kNaN;
+  const double vx = sxx - sx * sx / n, vy = syy - sy * sy / n;
+  if (!(vx > 1e-12 * std::max(1.0, sxx)) || !(vy > 1e-12 * std::max(1.0, syy))) return kNaN;
+  return std::clamp((sxy - sx * sy / n) / std::sqrt(vx * vy), -1.0, 1.0);
+}
+
+std::string BuildReportJson(const ReportInputs& in, const ReportDataOptions& options) {
+  const TimelineData& t = *in.timeline;
+  const model::TraceModel& m = *in.model;
+  const analyses::SummaryReport& summary = *in.summary;
+  std::string out;
+  Json j(&out);
+  j.BeginObject();
+  j.Key("schema").String("gpscope.report/1");
+  j.Key("generator").String(in.generator);
+  j.Key("files").BeginArray();
+  for (const reader::FileInfo& f : m.index.files) {
+    j.BeginObject().Key("path").String(f.path).Key("bytes").Uint(f.file_bytes).Key("error");
+    if (f.status.ok()) {
+      j.Null();
+    } else {
+      j.String(std::string(f.status.message()));
+    }
+    j.EndObject();
+  }
+  j.EndArray();
+  j.Key("t0_realtime_ns").String(absl::StrCat(t.t0_realtime_ns));
+  j.Key("span_ns").Uint(t.span_ns);
+  j.Key("summary").Raw(in.summary_json.empty() ? "null" : in.summary_json);
+
+  // Timeline groups: per process, a group per GPU, one for host threads,
+  // one for host metrics. Lanes point at their group.
+  struct Group {
+    std::string label, kind;
+    int parent = -1;
+    size_t process = 0;
+    uint32_t device = 0;
+  };
+  std::vector<Group> groups;
+  std::map<std::tuple<size_t, int, uint32_t>, size_t> group_of;  // (process, kind, device)
+  std::vector<size_t> lane_group(t.lanes.size(), 0);
+  std::vector<size_t> process_group(t.processes.size(), 0);
+  for (size_t p = 0; p < t.processes.size(); ++p) {
+    process_group[p] = groups.size();
+    groups.push_back({ProcessLabel(t.processes[p]), "process", -1, p, 0});
+  }
+  for (size_t i = 0; i < t.lanes.size(); ++i) {
+    const TimelineLane& l = t.lanes[i];
+    int kind = 0;
+    std::string label;
+    std::string kind_name;
+    if (l.has_device) {
+      kind = 0;
+      label = DeviceLabel(t.processes[l.process], l.device_id);
+      kind_name = "gpu";
+    } else if (l.kind == LaneKind::kCounter) {
+      kind = 2;
+      label = "host metrics";
+      kind_name = "metrics";
+    } else {
+      kind = 1;
+      label = "host threads";
+      kind_name = "threads";
+    }
+    const auto key = std::make_tuple(l.process, kind, kind == 0 ? l.device_id : 0);
+    auto [it, inserted] = group_of.try_emplace(key, groups.size());
+    if (inserted) {
+      groups.push_back(
+          {label, kind_name, static_cast<int>(process_group[l.process]), l.process, l.device_id});
+    }
+    lane_group[i] = it->second;
+  }
+  auto gpu_group = [&](size_t process, uint32_t device) -> int64_t {
+    auto it = group_of.find(std::make_tuple(process, 0, device));
+    return it == group_of.end() ? -1 : static_cast<int64_t>(it->second);
+  };
+
+  // Processes.
+  j.Key("processes").BeginArray();
+  for (size_t p = 0; p < t.processes.size(); ++p) {
+    const TimelineProcess& tp = t.processes[p];
+    const reader::ProcessInfo* info = m.index.FindProcess(tp.process_uid);
+    const proto::ProcessHeader* h = info != nullptr && info->header ? &*info->header : nullptr;
+    int summary_index = -1;
+    for (size_t s = 0; s < summary.processes.size(); ++s) {
+      if (summary.processes[s].process->process_uid == tp.process_uid)
+        summary_index = static_cast<int>(s);
+    }
+    j.BeginObject();
+    j.Key("pid").Uint(tp.pid).Key("uid").String(Hex(tp.process_uid));
+    j.Key("hostname").String(tp.hostname).Key("rank").Int(tp.rank);
+    j.Key("local_rank").Int(h ? h->identity().local_rank() : -1);
+    j.Key("world_size").Int(h ? h->identity().world_size() : 0);
+    j.Key("job").String(h ? h->identity().job_id() : "");
+    j.Key("launcher").String(h ? h->identity().launcher() : "");
+    j.Key("cmdline").BeginArray();
+    if (h) {
+      for (const std::string& a : h->cmdline()) j.String(a);
+    }
+    j.EndArray();
+    j.Key("exe").String(h ? h->exe_path() : "");
+    j.Key("driver_version").String(h ? h->driver_version() : "");
+    j.Key("cuda_driver_version").Uint(h ? h->cuda_driver_version() : 0);
+    j.Key("cupti_version").Uint(h ? h->cupti_api_version() : 0);
+    j.Key("gpscope_version").String(h ? h->gpscope_version() : "");
+    j.Key("summary_index").Int(summary_index);
+    j.Key("group").Uint(process_group[p]);
+    j.Key("devices").BeginArray();
+    for (const auto& [id, d] : tp.devices) {
+      j.BeginObject().Key("id").Uint(id).Key("name").String(d.name()).Key("uuid").String(d.uuid());
+      j.Key("cc").String(
+          absl::StrCat(d.compute_capability_major(), ".", d.compute_capability_minor()));
+      j.Key("sm_count").Uint(d.sm_count()).Key("memory_bytes").Uint(d.global_memory_bytes());
+      j.EndObject();
+    }
+    j.EndArray();
+    j.Key("lost").BeginArray();
+    for (const proto::LostInterval& l : tp.lost) {
+      j.BeginObject().Key("start_ns").Uint(l.start_ns()).Key("end_ns").Uint(l.end_ns());
+      std::string reason = proto::LostReason_Name(l.reason());
+      j.Key("reason").String(reason).Key("detail").String(l.detail()).EndObject();
+    }
+    j.EndArray();
+    j.Key("lost_not_kept").Uint(tp.lost_not_kept);
+    j.EndObject();
+  }
+  j.EndArray();
+
+  // GPUs: trend windows, histograms, steps, correlation.
+  j.Key("gpus").BeginArray();
+  for (const analyses::GpuReport& g : summary.gpus) {
+    const model::GpuModel& gpu = *g.gpu;
+    const int process = t.FindProcess(gpu.process_uid);
+    j.BeginObject();
+    j.Key("process").Int(process);
+    j.Key("device_id").Uint(gpu.device_id);
+    if (process < 0) {
+      j.Key("group")
+          .Int(-1)
+          .Key("window")
+          .Null()
+          .Key("trend")
+          .Null()
+          .Key("trend_keys")
+          .BeginArray()
+          .EndArray();
+      j.Key("histograms").Null().Key("steps").Null().Key("correlation").Null();
+      j.Key("counters").BeginArray().EndArray().EndObject();
+      continue;
+    }
+    const size_t pi = static_cast<size_t>(process);
+    j.Key("group").Int(gpu_group(pi, gpu.device_id));
+    j.Key("window").BeginObject().Key("start_ns").Uint(t.ToReportNs(pi, g.window.start_ns));
+    j.Key("end_ns").Uint(t.ToReportNs(pi, g.window.end_ns)).EndObject();
+
+    uint64_t width = 0, start_r = 0;
+    const std::vector<Series> trend =
+        GpuSeries(in, g, pi, gpu.first_ns, gpu.last_ns, options.trend_windows, &width, &start_r);
+    j.Key("trend").BeginObject().Key("start_ns").Uint(start_r).Key("width_ns").Uint(width);
+    j.Key("series").BeginObject();
+    for (const Series& s : trend) j.Key(s.key).Doubles(s.values);
+    j.EndObject().EndObject();
+    j.Key("trend_keys").BeginArray();
+    for (const Series& s : trend) {
+      j.BeginObject()
+          .Key("key")
+          .String(s.key)
+          .Key("label")
+          .String(s.label)
+          .Key("unit")
+          .String(s.unit)
+          .EndObject();
+    }
+    j.EndArray();
+
+    // Exact kernel durations and device-level idle gaps from the timeline.
+    const std::vector<const TimelineLane*> streams = StreamLanes(t, pi, gpu.device_id);
+    std::vector<uint64_t> kernel_durations;
+    std::vector<Span> all_ops, kernel_ops;
+    for (const TimelineLane* l : streams) {
+      for (const TimelineEvent& e : l->events) {
+        const Span s{e.start_ns, e.start_ns + e.duration_ns};
+        all_ops.push_back(s);
+        if (IsKernel(e.category)) {
+          kernel_durations.push_back(e.duration_ns);
+          kernel_ops.push_back(s);
+        }
+      }
+    }
+    const std::vector<Span> busy = Union(std::move(all_ops));
+    const std::vector<Span> kernel_busy = Union(std::move(kernel_ops));
+    std::vector<uint64_t> gaps;
+    for (size_t i = 1; i < busy.size(); ++i) gaps.push_back(busy[i].start - busy[i - 1].end);
+    j.Key("histograms").BeginObject();
+    j.Key("kernel_duration");
+    WriteLogBins(j, MakeLogBins(kernel_durations));
+    j.Key("idle_gap");
+    WriteLogBins(j, MakeLogBins(gaps));
+    j.EndObject();
+
+    // Steps: step-named NVTX ranges of this process (the thread with most).
+    const TimelineLane* step_lane = nullptr;
+    size_t most = 0;
+    for (const TimelineLane& l : t.lanes) {
+      if (l.process != pi || l.kind != LaneKind::kNvtx) continue;
+      const size_t n = static_cast<size_t>(std::count_if(
+          l.events.begin(), l.events.end(),
+          [](const TimelineEvent& e) { return e.category == EventCategory::kNvtxStep; }));
+      if (n > most) {
+        most = n;
+        step_lane = &l;
+      }
+    }
+    if (step_lane == nullptr || most < 2) {
+      j.Key("steps").Null();
+    } else {
+      std::vector<Span> steps;
+      for (const TimelineEvent& e : step_lane->events) {
+        if (e.category != EventCategory::kNvtxStep) continue;
+        if (!steps.empty() && e.start_ns < steps.back().end) continue;  // nested or overlapping
+        steps.push_back({e.start_ns, e.start_ns + e.duration_ns});
+      }
+      const size_t shown = std::min(steps.size(), options.max_steps);
+      std::vector<uint64_t> start, period, compute, copy, idle;
+      size_t c1 = 0, c2 = 0;
+      for (size_t i = 0; i < shown; ++i) {
+        // A step's period runs to the next step's start (time spent between
+        // annotated ranges, e.g. waiting for data, belongs to the step).
+        const uint64_t a = steps[i].start;
+        const uint64_t b = i + 1 < steps.size() ? steps[i + 1].start : steps[i].end;
+        const uint64_t all = Covered(busy, a, b, &c1);
+        const uint64_t k = Covered(kernel_busy, a, b, &c2);
+        start.push_back(a);
+        period.push_back(b - a);
+        compute.push_back(k);
+        copy.push_back(all > k ? all - k : 0);
+        idle.push_back(b - a > all ? b - a - all : 0);
+      }
+      j.Key("steps").BeginObject();
+      j.Key("start_ns")
+          .Uints(start)
+          .Key("period_ns")
+          .Uints(period)
+          .Key("compute_ns")
+          .Uints(compute);
+      j.Key("copy_ns").Uints(copy).Key("idle_ns").Uints(idle);
+      j.Key("not_shown").Uint(steps.size() - shown).EndObject();
+    }
+
+    // Correlation of window metrics over the steady window.
+    uint64_t cw = 0, cs = 0;
+    const std::vector<Series> steady = GpuSeries(in, g, pi, g.window.start_ns, g.window.end_ns,
+                                                 options.correlation_windows, &cw, &cs);
+    j.Key("correlation").BeginObject();
+    std::vector<const Series*> usable;
+    for (const Series& s : steady) {
+      const size_t finite = static_cast<size_t>(std::count_if(
+          s.values.begin(), s.values.end(), [](double v) { return std::isfinite(v); }));
+      if (finite >= 3) usable.push_back(&s);
+    }
+    j.Key("keys").BeginArray();
+    for (const Series* s : usable) j.String(s->key);
+    j.EndArray().Key("labels").BeginArray();
+    for (const Series* s : usable) j.String(s->label);
+    j.EndArray();
+    j.Key("windows").Uint(steady.empty() ? 0 : steady.front().values.size());
+    j.Key("width_ns").Uint(cw);
+    j.Key("r").BeginArray();
+    for (const Series* a : usable) {
+      j.BeginArray();
+      for (const Series* b : usable) j.Double(Pearson(a->values, b->values));
+      j.EndArray();
+    }
+    j.EndArray().EndObject();
+
+    j.Key("counters").BeginArray();
+    for (size_t i = 0; i < t.lanes.size(); ++i) {
+      const TimelineLane& l = t.lanes[i];
+      if (l.process == pi && l.kind == LaneKind::kCounter && l.has_device &&
+          l.device_id == gpu.device_id) {
+        j.Uint(i);
+      }
+    }
+    j.EndArray();
+    j.EndObject();
+  }
+  j.EndArray();
+
+  // Findings: where on the timeline each holds.
+  j.Key("findings").BeginArray();
+  for (const analyses::Finding& f : *in.findings) {
+    int process = -1;
+    int64_t group = -1;
+    if (f.gpu >= 0 && static_cast<size_t>(f.gpu) < summary.gpus.size()) {
+      const model::GpuModel& gpu = *summary.gpus[f.gpu].gpu;
+      process = t.FindProcess(gpu.process_uid);
+      if (process >= 0) group = gpu_group(static_cast<size_t>(process), gpu.device_id);
+    } else if (f.process >= 0 && static_cast<size_t>(f.process) < summary.processes.size()) {
+      process = t.FindProcess(summary.processes[f.process].process->process_uid);
+      if (process >= 0) group = static_cast<int64_t>(process_group[process]);
+    }
+    j.BeginObject().Key("group").Int(group).Key("ranges").BeginArray();
+    if (process >= 0) {
+      for (const analyses::TimeRange& r : f.ranges) {
+        j.BeginObject().Key("start_ns").Uint(t.ToReportNs(process, r.start_ns));
+        j.Key("end_ns")
+            .Uint(t.ToReportNs(process, r.end_ns))
+            .Key("note")
+            .String(r.note)
+            .EndObject();
+      }
+    }
+    j.EndArray().EndObject();
+  }
+  j.EndArray();
+
+  j.Key("completeness").BeginObject().Key("events_kept").Uint(t.events_kept);
+  j.Key("events_not_kept").Uint(t.events_not_kept);
+  j.Key("undecodable_batches").Uint(t.undecodable_batches).EndObject();
+
+  // The timeline.
+  BlobWriter blob;
+  j.Key("timeline").BeginObject();
+  j.Key("names").BeginArray();
+  for (const std::string& n : t.names) j.String(n);
+  j.EndArray();
+  j.Key("short_names").BeginArray();
+  for (const std::string& n : t.names) {
+    // Kernel names are long templates; the short form is what fits a box.
+    const std::string compact = n.find('(') != std::string::npos || n.find('<') != std::string::npos
+                                    ? analyses::CompactKernelName(n)
+                                    : n;
+    j.String(compact == n ? "" : compact);
+  }
+  j.EndArray();
+  j.Key("configs").BeginArray();
+  for (const LaunchShape& c : t.configs) {
+    j.BeginArray()
+        .Uint(c.grid[0])
+        .Uint(c.grid[1])
+        .Uint(c.grid[2])
+        .Uint(c.block[0])
+        .Uint(c.block[1]);
+    j.Uint(c.block[2]).Uint(c.registers_per_thread).Uint(c.shared_memory_bytes).EndArray();
+  }
+  j.EndArray();
+  const uint32_t bins = std::max<uint32_t>(1, options.bin_count);
+  j.Key("bin_count").Uint(bins);
+  j.Key("bin_ns").Uint(std::max<uint64_t>(1, (t.span_ns + bins - 1) / bins));
+  j.Key("groups").BeginArray();
+  for (const Group& g : groups) {
+    j.BeginObject().Key("label").String(g.label).Key("kind").String(g.kind).Key("parent").Int(
+        g.parent);
+    j.Key("process").Uint(g.process).Key("device_id").Uint(g.device).EndObject();
+  }
+  j.EndArray();
+  j.Key("lanes").BeginArray();
+  ReportDataOptions lane_options = options;
+  lane_options.bin_count = bins;
+  for (size_t i = 0; i < t.lanes.size(); ++i) {
+    const TimelineLane& l = t.lanes[i];
+    j.BeginObject();
+    j.Key("group").Uint(lane_group[i]).Key("kind").String(LaneKindName(l.kind));
+    j.Key("label").String(l.label);
+    j.Key("count").Uint(l.kind == LaneKind::kCounter ? l.samples.size() : l.events.size());
+    j.Key("rows").Uint(l.rows).Key("max_dur_ns").Uint(l.max_duration_ns);
+    j.Key("not_kept")
+        .Uint(l.not_kept)
+        .Key("unit")
+        .String(l.unit)
+        .Key("metric")
+        .String(l.metric_name);
+    WriteLaneColumns(j, blob, l, t, lane_options);
+    j.EndObject();
+  }
+  j.EndArray();
+  std::string packed;
+  if (options.compress) packed = GzipCompress(blob.bytes());
+  const bool gzip = !packed.empty();
+  j.Key("blob").BeginObject().Key("encoding").String(gzip ? "gzip+base64" : "base64");
+  j.Key("bytes").Uint(blob.size());
+  j.Key("data").String(Base64Encode(gzip ? packed : blob.bytes()));
+  j.EndObject();
+  j.EndObject();  // timeline
+  j.EndObject();
+  return out;
+}
+
+}  // namespace gpscope::render

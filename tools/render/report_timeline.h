@@ -1,0 +1,168 @@
+// tools/render/report_timeline.h: the exact events behind the HTML report's
+// waterfall timeline, gathered in one streaming pass and put on one time base.
+//
+// TimelineCollector is a ChunkVisitor that keeps every GPU op (kernels,
+// copies, memsets), sync wait, CUDA API call, NVTX range/mark, CUPTI
+// overhead and metric sample, sorted into lanes:
+//   per process (rank), per GPU: one lane per stream, one "sync waits" lane;
+//   per host thread: an NVTX lane and a CUDA API lane;
+//   per process: a profiler-overhead lane; one counter lane per metric.
+// Finish() maps every CUPTI timestamp to CLOCK_REALTIME with the process's
+// ClockSnapshots (reader::ClockMap), so processes of several files and hosts
+// line up, then subtracts the earliest instant (t0_realtime_ns): every time
+// in TimelineData is "report ns", ns since t0. Each lane is sorted by start
+// and its events are given rows (first fit), so overlapping events (nested
+// API calls, NVTX push/pop) stack instead of hiding each other.
+//
+// Memory: ~32 bytes per kept event. Past TimelineOptions::max_events the
+// collector stops keeping events (counted per lane in `not_kept`, shown in
+// the report as incomplete); the analyzer's numbers still cover everything.
+//
+//   TimelineCollector collector(options);
+//   reader::TraceReader reader(collector);
+//   for (const std::string& path : paths) reader.ReadFile(path);
+//   TimelineData timeline = collector.Finish();
+//
+// Thread model: one thread; a collector is used for one pass.
+#ifndef GPSCOPE_TOOLS_RENDER_REPORT_TIMELINE_H_
+#define GPSCOPE_TOOLS_RENDER_REPORT_TIMELINE_H_
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gpscope/trace.pb.h"
+#include "tools/reader/batch_decode.h"
+#include "tools/reader/trace_reader.h"
+
+namespace gpscope::render {
+
+// What an event is; decides its colour in the report (report/src/colors.js
+// keeps the same numbering).
+enum class EventCategory : uint8_t {
+  kKernel = 0,
+  kCommKernel = 1,  // NCCL: ncclKernel_* (old) and ncclDevKernel_* (new)
+  kH2D = 2,
+  kD2H = 3,
+  kD2D = 4,
+  kP2P = 5,
+  kCopyOther = 6,
+  kMemset = 7,
+  kSync = 8,  // the host waited for the GPU (CUPTI synchronization record)
+  kApi = 9,
+  kApiSync = 10,  // a synchronizing API call (cuda*Synchronize)
+  kNvtx = 11,
+  kNvtxStep = 12,  // an NVTX range whose name marks a training step
+  kNvtxMark = 13,  // an instant (duration 0)
+  kOverhead = 14,
+};
+
+enum class LaneKind : uint8_t { kStream, kSync, kApi, kNvtx, kOverhead, kCounter };
+const char* LaneKindName(LaneKind kind);  // "stream", "sync", "api", ...
+
+// One event; times are CUPTI ns until Finish(), report ns after.
+struct TimelineEvent {
+  uint64_t start_ns = 0;
+  uint64_t duration_ns = 0;
+  uint64_t aux = 0;   // kernel: launch config (TimelineData::configs index + 1);
+                      // copy/memset: bytes; API call: return value
+  uint32_t name = 0;  // TimelineData::names index
+  EventCategory category = EventCategory::kKernel;
+  uint8_t row = 0;  // stacking row within the lane
+};
+
+struct CounterSample {
+  uint64_t t_ns = 0;
+  double value = 0;
+};
+
+struct TimelineLane {
+  LaneKind kind = LaneKind::kStream;
+  size_t process = 0;       // TimelineData::processes index
+  uint32_t device_id = 0;   // stream, sync and device-scoped counter lanes
+  bool has_device = false;  // false: host side (thread, process or host scope)
+  uint32_t context_id = 0;
+  uint32_t stream_id = 0;
+  uint32_t thread_id = 0;
+  std::string label;                  // "stream 7", "tid 846 · CUDA API", "nvml.power_w (W)"
+  std::vector<TimelineEvent> events;  // sorted by start after Finish()
+  uint32_t rows = 1;
+  uint64_t max_duration_ns = 0;
+  uint64_t not_kept = 0;  // events past TimelineOptions::max_events
+  // Counter lanes only.
+  std::string metric_name;
+  std::string unit;
+  int scope = 0;  // proto::MetricScope
+  std::vector<CounterSample> samples;
+};
+
+// A process as the timeline knows it.
+struct TimelineProcess {
+  uint64_t process_uid = 0;
+  uint32_t pid = 0;
+  std::string hostname;
+  int32_t rank = -1;
+  reader::ClockMap clocks;
+  std::map<uint32_t, proto::DeviceInfo> devices;
+  std::vector<proto::LostInterval> lost;  // report ns after Finish (end 0 -> trace end)
+  uint64_t lost_not_kept = 0;
+};
+
+struct LaunchShape {
+  uint32_t grid[3] = {0, 0, 0};
+  uint32_t block[3] = {0, 0, 0};
+  uint32_t registers_per_thread = 0;
+  uint32_t shared_memory_bytes = 0;  // static + dynamic
+};
+
+struct TimelineOptions {
+  uint64_t max_events = 8'000'000;  // ~256 MB of events; beyond, lanes only count
+  uint32_t max_rows = 12;           // deeper nesting shares the last row
+};
+
+struct TimelineData {
+  uint64_t t0_realtime_ns = 0;     // CLOCK_REALTIME of report ns 0
+  uint64_t span_ns = 0;            // report ns of the last event end
+  std::vector<std::string> names;  // display names: kernels demangled
+  std::vector<LaunchShape> configs;
+  std::vector<TimelineProcess> processes;  // in order of first appearance
+  std::vector<TimelineLane> lanes;         // grouped: process, then GPU, threads, counters
+  uint64_t events_kept = 0;
+  uint64_t events_not_kept = 0;
+  uint64_t undecodable_batches = 0;
+
+  // Report ns of a CUPTI timestamp of process `process` (clamped at 0).
+  uint64_t ToReportNs(size_t process, uint64_t cupti_ns) const;
+  // TimelineData::processes index of a process_uid, or -1.
+  int FindProcess(uint64_t process_uid) const;
+};
+
+class TimelineCollector : public reader::ChunkVisitor {
+ public:
+  explicit TimelineCollector(const TimelineOptions& options = {});
+  ~TimelineCollector() override;
+  TimelineCollector(const TimelineCollector&) = delete;
+  TimelineCollector& operator=(const TimelineCollector&) = delete;
+
+  // Never stops the reader: a batch that does not decode is counted.
+  absl::Status OnChunk(const reader::ChunkContext& context, const proto::Chunk& chunk) override;
+
+  // Ends the pass: time base, sorting, rows.
+  TimelineData Finish();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Whether a kernel name is an NCCL communication kernel.
+bool IsCommKernelName(std::string_view mangled_name);
+
+}  // namespace gpscope::render
+
+#endif  // GPSCOPE_TOOLS_RENDER_REPORT_TIMELINE_H_
