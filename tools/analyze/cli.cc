@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "google/protobuf/stubs/logging.h"
 #include "tools/analyze/dump.h"
+#include "tools/analyze/export.h"
 #include "tools/analyze/info.h"
 #include "tools/analyze/report.h"
 #include "tools/analyze/summary.h"
@@ -25,6 +26,7 @@ constexpr Command kCommands[] = {
     {"dump", "every event as JSON lines, names resolved (for scripts and tests)", RunDump},
     {"summary", "why the GPU is idle or slow: findings, the four numbers, kernels", RunSummary},
     {"report", "one self-contained HTML file: findings, timeline, charts", RunReport},
+    {"export", "Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing", RunExport},
 };
 
 void PrintUsage(std::ostream& out) {
