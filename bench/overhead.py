@@ -79,24 +79,35 @@ def main():
     results = {}
     for name, (cmd, key, configs) in suites.items():
         samples = {c: [] for c in configs}
+        order = list(configs)
         for r in range(a.rounds):
-            for c, (env, extra) in configs.items():
+            # Rotate the order each round: no configuration always runs
+            # first (cold) or right after the heaviest one.
+            k = r % len(order)
+            for c in order[k:] + order[:k]:
+                env, extra = configs[c]
                 samples[c].append(run(cmd + extra, env, key))
                 # Each sample as it comes, so a run cut short still reports.
                 print(f"sample {name} round {r} {c} {samples[c][-1]:.4f}", flush=True)
         med = {c: statistics.median(v) for c, v in samples.items()}
         base = med["baseline"]
         added = {c: med[c] - base for c in med}
+        # Paired: each round's sample over the same round's baseline, so
+        # drift between rounds (clocks, temperature, noisy neighbours)
+        # cancels; the median of those ratios is the robust increase.
+        paired = {c: statistics.median(v[i] / samples["baseline"][i] for i in range(len(v)))
+                  for c, v in samples.items()}
         r = {"samples": samples, "median": med, "added": added,
-             "increase_pct": {c: 100.0 * added[c] / base for c in med}}
+             "increase_pct": {c: 100.0 * added[c] / base for c in med},
+             "paired_increase_pct": {c: 100.0 * (paired[c] - 1.0) for c in med}}
         if added["floor"] > 0:
             r["gpscope_over_floor_added"] = added["gpscope"] / added["floor"]
         results[name] = r
-    print(f"{'workload':32} {'config':16} {'median':>10} {'added':>9} {'+%':>7}")
+    print(f"{'workload':32} {'config':16} {'median':>10} {'added':>9} {'+%':>7} {'paired+%':>9}")
     for name, r in results.items():
         for c in r["median"]:
             print(f"{name:32} {c:16} {r['median'][c]:10.4f} {r['added'][c]:9.4f} "
-                  f"{r['increase_pct'][c]:6.2f}%")
+                  f"{r['increase_pct'][c]:6.2f}% {r['paired_increase_pct'][c]:8.2f}%")
         if "gpscope_over_floor_added" in r:
             print(f"{name:32} gpscope added / floor added = {r['gpscope_over_floor_added']:.3f}")
     if a.out:

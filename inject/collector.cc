@@ -29,6 +29,9 @@
 #include "inject/config.h"
 #include "inject/cupti_loader.h"
 #include "inject/identity.h"
+#include "inject/metrics/nvml_backend.h"
+#include "inject/metrics/sample_ring.h"
+#include "inject/metrics/sampler_thread.h"
 #include "inject/raw_log.h"
 #include "proto/framing.h"
 
@@ -44,7 +47,7 @@ using format::StringRef;
 // proto enum values (proto/gpscope/trace.proto).
 constexpr uint32_t kApiRuntime = 1, kApiDriver = 2;
 constexpr uint32_t kDropCuptiReported = 2, kDropIncomplete = 3, kDropPoolEmpty = 1,
-                   kDropBufferStolen = 6;
+                   kDropBufferStolen = 6, kDropRingFull = 4;
 constexpr uint32_t kLostYielded = 1;
 constexpr uint32_t kEndExit = 1, kEndSignal = 2;
 
@@ -74,6 +77,13 @@ void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer
 void CUPTIAPI SubscriberCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
 void AtExit();
 void OnFatalSignal(int sig, siginfo_t* info, void* uctx);
+uint64_t MetricClockNs();
+
+// Samples per metrics interval are a few dozen; 8192 entries hold several
+// seconds of them if the writer falls behind (~1 MiB).
+constexpr size_t kMetricRingEntries = 8192;
+// Stopping the sampler at exit waits at most this long for an NVML call.
+constexpr uint32_t kSamplerStopTimeoutMs = 500;
 
 class Collector {
  public:
@@ -87,6 +97,13 @@ class Collector {
   int fd = -1;
   std::unique_ptr<ChunkWriter> writer;
   std::string trace_path;
+
+  // Metrics (inject/metrics): the sampler thread pushes into metric_ring;
+  // the writer thread drains it. Absent with GPSCOPE_METRICS=0.
+  metrics::MetricRing metric_ring;
+  std::unique_ptr<metrics::RingSink> metric_sink;
+  std::unique_ptr<metrics::SamplerThread> sampler;
+  std::string visible_devices;  // CUDA_VISIBLE_DEVICES at start
 
   // Written by CUPTI callbacks, read by the writer.
   std::atomic<uint64_t> cupti_dropped{0};
@@ -118,6 +135,8 @@ class Collector {
   bool OpenOutput(std::string* error);
   bool WriteHeader();
   bool EnableCupti(std::string* error);
+  void StartSampler();
+  void DrainMetrics();
   uint32_t ApiNameId(uint32_t domain, uint32_t cbid);
 
   // Writer-thread state.
@@ -125,6 +144,7 @@ class Collector {
   uint64_t reported_pool_failures_ = 0;
   uint64_t incomplete_records_ = 0;
   uint64_t reported_incomplete_ = 0;
+  uint64_t reported_metric_drops_ = 0;
   uint64_t last_event_ns_ = 0;
   bool flush_timed_out_ = false;
   std::unordered_map<uint64_t, uint32_t> api_names_;  // (domain << 32 | cbid) -> string id
@@ -376,6 +396,7 @@ bool Collector::Start() {
   }
 
   writer_thread = std::thread([this] { WriterLoop(); });
+  StartSampler();
   atexit(AtExit);
   struct sigaction sa {};
   sa.sa_sigaction = OnFatalSignal;
@@ -385,6 +406,74 @@ bool Collector::Start() {
   sigaction(SIGINT, &sa, &old_int);
   GPSCOPE_LOG_INFO("tracing to %s", trace_path.c_str());
   return true;
+}
+
+// Application thread, once, after the writer runs. The sampler loads NVML on
+// its own thread (that can take hundreds of ms), so this returns at once.
+void Collector::StartSampler() {
+  if (!config.metrics) {
+    format::CapabilityRecord cap{format::MakeStringRef("metrics"), false,
+                                 format::MakeStringRef("GPSCOPE_METRICS=0")};
+    writer->AddCapability(cap);
+    return;
+  }
+  if (config.cupti_mode == CuptiMode::kYield && !config.metrics_set) {
+    // Yield mode exists for an application that traces with CUPTI itself.
+    // On the H200 (driver 580, CUPTI 13.0), torch.profiler's mid-run CUPTI
+    // tracing plus a running sampler thread (even host-only) hung the
+    // application in a cuBLAS launch, 11 runs of 11; without the sampler
+    // it ran (bench/RESULTS.md, session 2). Off unless asked for.
+    static constexpr char kWhy[] =
+        "off by default with GPSCOPE_CUPTI_MODE=yield: with the application's own CUPTI "
+        "tracing a running sampler hung CUDA launches on the H200 (set GPSCOPE_METRICS to "
+        "override)";
+    writer->AddCapability({format::MakeStringRef("metrics"), false, format::MakeStringRef(kWhy)});
+    GPSCOPE_LOG_INFO("%s", kWhy);
+    return;
+  }
+  if (!metric_ring.Init(kMetricRingEntries)) return;
+  metric_sink = std::make_unique<metrics::RingSink>(&metric_ring);
+  metrics::SamplerOptions sopts;
+  sopts.self_pid = static_cast<uint32_t>(identity.pid);
+  metrics::NvmlBackend::Options nopts;
+  if (!config.nvml_path.empty()) nopts.library = config.nvml_path.c_str();
+  // Number GPUs as CUDA does in this process, so metrics join the events.
+  // (Copied: the application may change its environment later.)
+  if (const char* v = getenv("CUDA_VISIBLE_DEVICES")) {
+    visible_devices = v;
+    nopts.visible_devices = visible_devices.c_str();
+  }
+  auto s = std::make_unique<metrics::Sampler>(std::make_unique<metrics::NvmlBackend>(nopts),
+                                              std::make_unique<metrics::ProcHostSource>(), sopts);
+  metrics::SamplerThread::Options topts;
+  topts.interval_ms = config.metrics_interval_ms;
+  topts.clock_ns = MetricClockNs;  // samples share the events' timebase
+  sampler = std::make_unique<metrics::SamplerThread>(std::move(s), metric_sink.get(), topts);
+  if (!sampler->Start()) {
+    GPSCOPE_LOG_WARNING("cannot start the metrics sampler thread; tracing without metrics");
+    sampler.reset();
+  }
+}
+
+// Writer thread. Descriptors and notices point into the Sampler, which
+// lives until the sampler thread is stopped after the final drain (or is
+// leaked if it hangs), so they are valid here.
+void Collector::DrainMetrics() {
+  if (metric_sink == nullptr) return;
+  metrics::MetricEvent e;
+  while (metric_ring.TryPop(&e)) {
+    switch (e.kind) {
+      case metrics::MetricEvent::kSample:
+        writer->AddMetricSample(e.sample);
+        break;
+      case metrics::MetricEvent::kDescriptor:
+        writer->AddMetricDescriptor(metrics::ToRecord(*e.descriptor));
+        break;
+      case metrics::MetricEvent::kCapability:
+        writer->AddCapability(metrics::ToRecord(*e.capability));
+        break;
+    }
+  }
 }
 
 uint32_t Collector::ApiNameId(uint32_t domain, uint32_t cbid) {
@@ -628,6 +717,7 @@ void Collector::ConvertBuffer(uint8_t* buffer, size_t valid_bytes) {
 }
 
 void Collector::Drain() {
+  DrainMetrics();
   uint8_t* buffer;
   size_t valid;
   while (pool.PopCompleted(&buffer, &valid)) {
@@ -657,6 +747,10 @@ void Collector::ReportLosses(bool final) {
          "buffer requests refused: GPSCOPE_MAX_BUFFER_MB reached (CUPTI drops those records)");
   report(kDropIncomplete, incomplete_records_, &reported_incomplete_,
          "records without timestamps (CUPTI device buffer full)");
+  if (metric_sink != nullptr) {
+    report(kDropRingFull, metric_sink->samples_dropped(), &reported_metric_drops_,
+           "metric samples dropped: the writer fell behind the sampler");
+  }
   if (final && pool.outstanding() > 0) {
     format::DropRecord d{};
     d.reason = kDropBufferStolen;
@@ -714,6 +808,10 @@ void Collector::Stop(uint32_t reason, int sig, bool from_signal) {
   if (stopping.exchange(true)) return;
   end_reason.store(reason);
   end_signal.store(sig);
+  // Stop the sampler first so its last samples make the final drain (it
+  // locks and joins, so not from a signal handler; there its thread simply
+  // dies with the process, and the writer never frees what it reads).
+  if (!from_signal && sampler != nullptr) sampler->Stop(kSamplerStopTimeoutMs);
   final_requested.store(true, std::memory_order_release);
   if (!from_signal) wake_cv.notify_all();  // not async-signal-safe; the writer polls anyway
   // Wait for the writer, never longer than the exit timeout.
@@ -731,6 +829,18 @@ void Collector::Stop(uint32_t reason, int sig, bool from_signal) {
     nanosleep(&ts, nullptr);
   }
   if (!from_signal && writer_thread.joinable()) writer_thread.join();
+}
+
+// Sampler thread: the metrics' timestamps, in the events' timebase (CUPTI's
+// clock when CUPTI is loaded, else CLOCK_REALTIME, which CUPTI follows).
+uint64_t MetricClockNs() {
+  Collector* c = g_collector.load(std::memory_order_acquire);
+  uint64_t ns = 0;
+  if (c != nullptr && c->api.cuptiGetTimestamp != nullptr &&
+      c->api.cuptiGetTimestamp(&ns) == CUPTI_SUCCESS && ns != 0) {
+    return ns;
+  }
+  return ClockNs(CLOCK_REALTIME);
 }
 
 void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_num_records) {

@@ -13,6 +13,9 @@
 //     CUPTI records to events (ChunkWriter), and every flush interval calls
 //     cuptiActivityFlushAll(0) and ships a chunk, so a killed job loses at
 //     most one interval;
+//   * the sampler thread (inject/metrics, GPSCOPE_METRICS): NVML/GPM and
+//     /proc readings every GPSCOPE_METRICS_INTERVAL_MS into an SPSC ring
+//     that the writer drains; stopped (bounded) before the final flush;
 //   * the exiting thread (atexit, or a fatal SIGTERM/SIGINT): asks the writer
 //     for a forced flush and the end chunk and waits at most
 //     GPSCOPE_EXIT_TIMEOUT_MS, so exit never hangs.
@@ -25,6 +28,10 @@
 //         our trace stays complete.
 //   yield gpscope leaves CUPTI to the application entirely: no GPU events are
 //         collected, the trace says so (a LostInterval over the whole run).
+//         Metrics sampling is off too unless GPSCOPE_METRICS is set: on the
+//         H200, torch.profiler's mid-run CUPTI tracing hung the application
+//         whenever our sampler thread was running (cause not yet found; it
+//         blocks only SIGTERM/SIGINT, and host-only sampling hung as well).
 // Buffers that never come back to us (delivered to another client that
 // re-registered the activity callbacks) are counted and recorded at exit.
 //

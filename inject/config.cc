@@ -65,6 +65,50 @@ struct Parser {
   }
 };
 
+// GPSCOPE_METRICS: a boolean, or a comma list of sources.
+void ParseMetricSources(const char* v, Config* c, Parser* p) {
+  if (v == nullptr || *v == '\0') return;
+  c->metrics_set = true;
+  bool all = true;
+  if (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "on") || !strcasecmp(v, "all")) {
+    all = true;
+  } else if (!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "off") ||
+             !strcasecmp(v, "none")) {
+    all = false;
+  } else {
+    bool nvml = false, gpm = false, processes = false, host = false;
+    std::string list(v);
+    size_t start = 0;
+    while (start <= list.size()) {
+      size_t comma = list.find(',', start);
+      if (comma == std::string::npos) comma = list.size();
+      std::string item = list.substr(start, comma - start);
+      if (!strcasecmp(item.c_str(), "nvml")) {
+        nvml = true;
+      } else if (!strcasecmp(item.c_str(), "gpm")) {
+        gpm = true;
+      } else if (!strcasecmp(item.c_str(), "processes")) {
+        processes = true;
+      } else if (!strcasecmp(item.c_str(), "host")) {
+        host = true;
+      } else {
+        p->Problem("GPSCOPE_METRICS", v, "1|0 or a list of nvml,gpm,processes,host", "1");
+        return;
+      }
+      start = comma + 1;
+    }
+    // GPM and process readings come through NVML.
+    c->metrics_nvml = nvml || gpm || processes;
+    c->metrics_gpm = gpm;
+    c->metrics_processes = processes;
+    c->metrics_host = host;
+    c->metrics = true;
+    return;
+  }
+  c->metrics = all;
+  c->metrics_nvml = c->metrics_gpm = c->metrics_processes = c->metrics_host = all;
+}
+
 constexpr const char* kFileModes[] = {"node", "process"};
 constexpr const char* kCuptiModes[] = {"hold", "yield"};
 constexpr const char* kLogLevels[] = {"error", "warning", "info", "debug"};
@@ -90,6 +134,9 @@ Config ParseConfig(GetEnvFn get_env, std::vector<std::string>* problems) {
   c.zstd_level = static_cast<int>(level);
   c.log_level = static_cast<LogLevel>(p.Choice("GPSCOPE_LOG_LEVEL", kLogLevels, 1));
   p.String("GPSCOPE_CUPTI_PATH", &c.cupti_path);
+  ParseMetricSources(get_env("GPSCOPE_METRICS"), &c, &p);
+  p.Range("GPSCOPE_METRICS_INTERVAL_MS", 10, 1000, &c.metrics_interval_ms);
+  p.String("GPSCOPE_NVML_PATH", &c.nvml_path);
   // A pool must hold at least two buffers: one filling, one being written.
   if (static_cast<uint64_t>(c.max_buffer_mb) * 1024 < 2ull * c.buffer_kb) {
     if (problems) {
@@ -100,6 +147,20 @@ Config ParseConfig(GetEnvFn get_env, std::vector<std::string>* problems) {
     c.max_buffer_mb = (2 * c.buffer_kb + 1023) / 1024;
   }
   return c;
+}
+
+std::string MetricSourcesText(const Config& c) {
+  if (!c.metrics) return "0";
+  if (c.metrics_nvml && c.metrics_gpm && c.metrics_processes && c.metrics_host) return "1";
+  std::string out;
+  auto add = [&](bool on, const char* name) {
+    if (on) out += (out.empty() ? "" : ",") + std::string(name);
+  };
+  add(c.metrics_nvml, "nvml");
+  add(c.metrics_gpm, "gpm");
+  add(c.metrics_processes, "processes");
+  add(c.metrics_host, "host");
+  return out;
 }
 
 std::vector<std::pair<std::string, std::string>> Config::AsKeyValues() const {
@@ -117,6 +178,8 @@ std::vector<std::pair<std::string, std::string>> Config::AsKeyValues() const {
       {"GPSCOPE_CUPTI_MODE", kCuptiModes[static_cast<int>(cupti_mode)]},
       {"GPSCOPE_ZSTD_LEVEL", std::to_string(zstd_level)},
       {"GPSCOPE_LOG_LEVEL", kLogLevels[static_cast<int>(log_level)]},
+      {"GPSCOPE_METRICS", MetricSourcesText(*this)},
+      {"GPSCOPE_METRICS_INTERVAL_MS", std::to_string(metrics_interval_ms)},
   };
 }
 

@@ -18,6 +18,11 @@
 //   GPSCOPE_ZSTD_LEVEL        1..19                default 1
 //   GPSCOPE_LOG_LEVEL         error|warning|info|debug  default warning
 //   GPSCOPE_CUPTI_PATH        path to libcupti.so  default: search (see cupti_loader.h)
+//   GPSCOPE_METRICS           1|0|LIST             default 1: every source; LIST picks
+//                             sources from nvml,gpm,processes,host (e.g. "nvml,host");
+//                             default 0 with GPSCOPE_CUPTI_MODE=yield (see collector.h)
+//   GPSCOPE_METRICS_INTERVAL_MS 10..1000           default 100
+//   GPSCOPE_NVML_PATH         path to libnvidia-ml default: libnvidia-ml.so.1
 #ifndef GPSCOPE_INJECT_CONFIG_H_
 #define GPSCOPE_INJECT_CONFIG_H_
 
@@ -48,6 +53,16 @@ struct Config {
   int zstd_level = 1;
   LogLevel log_level = LogLevel::kWarning;
   std::string cupti_path;
+  bool metrics = true;  // any source on
+  // Metric sources (GPSCOPE_METRICS): device readings, GPM counters (need
+  // nvml), per-process GPU use (need nvml), this process and the host.
+  bool metrics_nvml = true;
+  bool metrics_gpm = true;
+  bool metrics_processes = true;
+  bool metrics_host = true;
+  bool metrics_set = false;  // GPSCOPE_METRICS was given (yield mode's default is off)
+  uint32_t metrics_interval_ms = 100;
+  std::string nvml_path;
 
   // Every effective setting as (GPSCOPE_NAME, value), for the trace header.
   std::vector<std::pair<std::string, std::string>> AsKeyValues() const;
@@ -58,6 +73,9 @@ using GetEnvFn = const char* (*)(const char*);
 // Parses the environment. Each problem is appended to *problems as one line
 // ("GPSCOPE_BUFFER_KB='abc' is not a number in 64..65536; using 4096").
 Config ParseConfig(GetEnvFn get_env, std::vector<std::string>* problems);
+
+// GPSCOPE_METRICS as it takes effect: "1", "0" or the list of sources.
+std::string MetricSourcesText(const Config& c);
 
 }  // namespace gpscope::inject
 

@@ -10,11 +10,12 @@ bash "$repo/scripts/setup.sh"
 cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j"$(nproc)" --target gpscope_inject gpscope-analyze e2e_workload \
   tiny_kernels gpscope_cupti_floor gpscope_inject_diag_discard gpscope_inject_diag_process_tid \
-  gpscope_inject_diag_no_marker gpscope_inject_diag_no_memset
+  gpscope_inject_diag_no_marker gpscope_inject_diag_no_memset nvml_probe
 rm -rf "$repo/.carry"; mkdir -p "$repo/.carry/bin" "$repo/.carry/lib"
 cp "$build/inject/libgpscope_inject.so" "$build/tools/gpscope-analyze" \
    "$build/tests/e2e/e2e_workload" "$build/bench/tiny_kernels" \
-   "$build/bench/libgpscope_cupti_floor.so" "$build"/bench/libgpscope_inject_diag_*.so "$repo/.carry/bin/"
+   "$build/bench/libgpscope_cupti_floor.so" "$build"/bench/libgpscope_inject_diag_*.so \
+   "$build/inject/metrics/nvml_probe" "$repo/.carry/bin/"
 ldd "$build/tools/gpscope-analyze" | awk '/=> \// {print $3}' |
   grep -E 'libabsl|libprotobuf|libzstd' | xargs -r -I{} cp -L {} "$repo/.carry/lib/"
 du -sh "$repo/.carry"

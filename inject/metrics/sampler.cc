@@ -1,5 +1,7 @@
 #include "inject/metrics/sampler.h"
 
+#include <cmath>
+
 #include <errno.h>
 #include <time.h>
 #include <unistd.h>
@@ -108,6 +110,12 @@ void Sampler::Emit(MetricSink* sink, uint32_t def, uint64_t now_ns, double value
   if (def == kNone) return;
   if (def >= defs_published_) {
     stats_.values_held_back.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  // GPM returns NaN for a ratio over an empty interval (seen on the H200 for
+  // gpm.dram_bw_util): no value, rather than one no reader can use.
+  if (!std::isfinite(value)) {
+    stats_.values_not_finite.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   sink->OnSample(format::MetricSample{now_ns, defs_[def].id, value});
@@ -430,6 +438,12 @@ void Sampler::NoteFailures(uint32_t dev, const GpuReadings& r) {
 
 void Sampler::SampleGpu(uint64_t now_ns, MetricSink* sink) {
   gpu_->BeginSample(now_ns);
+  // The clock going backwards (a realtime step) restarts the cadence.
+  const bool processes_due = now_ns >= next_process_ns_ || now_ns < last_process_ns_;
+  if (processes_due) {
+    last_process_ns_ = now_ns;
+    next_process_ns_ = now_ns + uint64_t{options_.process_interval_ms} * 1000000ull;
+  }
   for (uint32_t d = 0; d < dev_state_.size(); ++d) {
     DeviceState& ds = dev_state_[d];
     GpuReadings r;
@@ -454,7 +468,7 @@ void Sampler::SampleGpu(uint64_t now_ns, MetricSink* sink) {
       Emit(sink, ds.def[m], now_ns, r.value[m]);
     }
     if (r.failed != 0) NoteFailures(d, r);
-    if (ds.processes || ds.process_util) SampleProcesses(d, now_ns, sink);
+    if (processes_due && (ds.processes || ds.process_util)) SampleProcesses(d, now_ns, sink);
   }
 }
 

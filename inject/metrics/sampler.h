@@ -109,6 +109,11 @@ struct SamplerOptions {
   uint32_t self_pid = 0;                   // 0 = getpid()
   bool gpm = true;                         // GPM metrics where the GPU has them
   bool gpu_processes = true;               // per-process memory and SM utilization
+  // Per-process reads cost ~3 ms per device on the H200 (NVML walks the
+  // driver's process table), 30x a device read: they run at this slower
+  // cadence. NVML averages process utilization since the last read, so
+  // nothing is lost but resolution.
+  uint32_t process_interval_ms = 1000;
   uint32_t max_processes_per_device = 64;  // read per device per sample
   uint32_t max_gpu_processes = 64;         // (device, pid) pairs defined, over the Sampler's life
   bool threads = true;                     // host.thread_cpu_pct
@@ -125,6 +130,7 @@ struct SamplerStats {
   std::atomic<uint64_t> samples{0};            // SampleOnce calls
   std::atomic<uint64_t> values{0};             // OnSample calls
   std::atomic<uint64_t> values_held_back{0};   // skipped: descriptor not yet taken by the sink
+  std::atomic<uint64_t> values_not_finite{0};  // skipped: NaN or infinite reading
   std::atomic<uint64_t> gpu_read_failures{0};  // metric reads that failed after Init
   std::atomic<uint64_t> gpm_snapshot_failures{0};
   std::atomic<uint64_t> gpu_processes_ignored{0};  // beyond the caps
@@ -222,6 +228,8 @@ class Sampler {
   HostSnapshot prev_host_;
   uint32_t def_user_ = kNone, def_system_ = kNone, def_rss_ = kNone;
   uint32_t def_cpu_ = kNone, def_iowait_ = kNone, def_self_ = kNone;
+  uint64_t next_process_ns_ = 0;  // next per-process read (sample clock)
+  uint64_t last_process_ns_ = 0;
   uint64_t self_cpu_ns_ = 0;  // spent in SampleOnce since the last gpscope.sampler_cpu_pct
   uint64_t self_since_mono_ns_ = 0;
 

@@ -122,13 +122,16 @@ SamplerThread::~SamplerThread() {
 
 bool SamplerThread::Start() {
   if (state_ == nullptr || state_->started || state_->sampler == nullptr) return false;
-  // Block every asynchronous signal around the spawn, so the new thread
-  // starts with them blocked and none is ever delivered to it. Faults stay
-  // deliverable (blocking them would kill the process on a crash anyway).
+  // Block SIGTERM and SIGINT around the spawn, so the new thread starts
+  // with them blocked and the collector's exit handler (which waits for
+  // the writer) never runs on it. Only those two: on the H200, a thread
+  // that blocked every signal made the application hang in a cuBLAS launch
+  // once torch.profiler enabled CUPTI kernel tracing mid-run (the driver
+  // appears to signal every thread and wait for each; issue 4 notes).
   sigset_t block, old;
-  sigfillset(&block);
-  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS})
-    sigdelset(&block, sig);
+  sigemptyset(&block);
+  sigaddset(&block, SIGTERM);
+  sigaddset(&block, SIGINT);
   pthread_sigmask(SIG_BLOCK, &block, &old);
   bool ok = true;
   try {

@@ -1,8 +1,9 @@
 // inject/metrics/sampler_thread.h: runs a Sampler on its own thread.
 //
-// Start() spawns the thread with every asynchronous signal blocked (SIGTERM
-// and SIGINT included: the collector's fatal-signal handler waits for other
-// threads and must never run on this one). The thread calls Sampler::Init()
+// Start() spawns the thread with SIGTERM and SIGINT blocked (the
+// collector's fatal-signal handler waits for other threads and must never
+// run on this one), and no other signal: blocking all of them made CUDA
+// hang when another tool enabled CUPTI tracing mid-run (sampler_thread.cc). The thread calls Sampler::Init()
 // first (loading NVML can take hundreds of ms, so it never runs on the
 // thread that called Start()), then SampleOnce() every interval_ms until
 // Stop(). Output goes to the MetricSink given to the constructor, on the

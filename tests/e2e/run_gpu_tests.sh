@@ -176,6 +176,19 @@ PY
   else
     bad "yield mode: rc=$rc lost=$lost profiler_events=$pe"; tail -5 "$out/yield.err"
   fi
+
+  # 12. Metrics (issue 4): phases with known hardware behaviour, sampled at
+  # the default 100 ms; a second process on the GPU during "shared".
+  d=$out/metrics; rm -rf "$d"
+  GPSCOPE_OUTPUT=$d CUDA_INJECTION64_PATH=$LIB python3 "$here/metrics_workload.py" --phase-s 4 \
+    --other-pid-file "$out/metrics_other.pid" >"$out/metrics.log" 2>"$out/metrics.err"
+  rc=$?
+  if [ $rc -eq 0 ] && (cd "$here" && python3 check_metrics.py "$ANALYZE" "$d" "$out/metrics_other.pid") >"$out/check_metrics.txt" 2>&1; then
+    ok "metrics: SM/tensor/DRAM by phase, clocks, power, second process, sampler cost"
+  else
+    bad "metrics: rc=$rc; see check_metrics.txt"; grep -E "FAIL|passed" "$out/check_metrics.txt" | head; tail -5 "$out/metrics.err"
+  fi
+  grep -E "^(phase|idle|matmul|elementwise|shared) |ok |FAIL" "$out/check_metrics.txt" 2>/dev/null | head -40
 else
   echo "SKIPPED: PyTorch with CUDA not importable here; PyTorch e2e cases not run"
 fi

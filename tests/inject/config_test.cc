@@ -32,6 +32,8 @@ TEST(ConfigTest, DefaultsWithEmptyEnvironment) {
   EXPECT_EQ(c.buffer_kb, 4096u);
   EXPECT_EQ(c.max_buffer_mb, 64u);
   EXPECT_EQ(c.cupti_mode, CuptiMode::kHold);
+  EXPECT_TRUE(c.metrics);
+  EXPECT_EQ(c.metrics_interval_ms, 100u);
 }
 
 TEST(ConfigTest, ReadsEveryVariable) {
@@ -42,7 +44,9 @@ TEST(ConfigTest, ReadsEveryVariable) {
                     {"GPSCOPE_MAX_BUFFER_MB", "16"}, {"GPSCOPE_API", "off"},
                     {"GPSCOPE_NVTX", "false"}, {"GPSCOPE_EXIT_TIMEOUT_MS", "100"},
                     {"GPSCOPE_CUPTI_MODE", "yield"}, {"GPSCOPE_ZSTD_LEVEL", "3"},
-                    {"GPSCOPE_LOG_LEVEL", "debug"}, {"GPSCOPE_CUPTI_PATH", "/x/libcupti.so"}},
+                    {"GPSCOPE_LOG_LEVEL", "debug"}, {"GPSCOPE_CUPTI_PATH", "/x/libcupti.so"},
+                    {"GPSCOPE_METRICS", "0"}, {"GPSCOPE_METRICS_INTERVAL_MS", "250"},
+                    {"GPSCOPE_NVML_PATH", "/y/libnvidia-ml.so.1"}},
                    &problems);
   EXPECT_TRUE(problems.empty()) << problems[0];
   EXPECT_FALSE(c.enabled);
@@ -59,6 +63,50 @@ TEST(ConfigTest, ReadsEveryVariable) {
   EXPECT_EQ(c.zstd_level, 3);
   EXPECT_EQ(c.log_level, LogLevel::kDebug);
   EXPECT_EQ(c.cupti_path, "/x/libcupti.so");
+  EXPECT_FALSE(c.metrics);
+  EXPECT_EQ(c.metrics_interval_ms, 250u);
+  EXPECT_EQ(c.nvml_path, "/y/libnvidia-ml.so.1");
+}
+
+TEST(ConfigTest, MetricsTakesABooleanOrAListOfSources) {
+  std::vector<std::string> problems;
+  Config c = Parse({{"GPSCOPE_METRICS", "host,gpm"}}, &problems);
+  EXPECT_TRUE(problems.empty());
+  EXPECT_TRUE(c.metrics);
+  EXPECT_TRUE(c.metrics_nvml);  // GPM is read through NVML
+  EXPECT_TRUE(c.metrics_gpm);
+  EXPECT_FALSE(c.metrics_processes);
+  EXPECT_TRUE(c.metrics_host);
+  EXPECT_EQ(MetricSourcesText(c), "nvml,gpm,host");
+
+  c = Parse({{"GPSCOPE_METRICS", "off"}}, &problems);
+  EXPECT_FALSE(c.metrics);
+  EXPECT_FALSE(c.metrics_nvml || c.metrics_gpm || c.metrics_processes || c.metrics_host);
+  EXPECT_EQ(MetricSourcesText(c), "0");
+  c = Parse({{"GPSCOPE_METRICS", "all"}}, &problems);
+  EXPECT_TRUE(c.metrics_nvml && c.metrics_gpm && c.metrics_processes && c.metrics_host);
+  EXPECT_EQ(MetricSourcesText(c), "1");
+  EXPECT_TRUE(problems.empty());
+
+  c = Parse({{"GPSCOPE_METRICS", "nvml,disk"}}, &problems);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("GPSCOPE_METRICS='nvml,disk'"), std::string::npos) << problems[0];
+  EXPECT_TRUE(c.metrics && c.metrics_gpm && c.metrics_host);  // the default: everything
+}
+
+TEST(ConfigTest, MetricsIntervalOutsideTenToThousandMsKeepsTheDefault) {
+  for (const char* bad : {"9", "1001", "0", "fast"}) {
+    std::vector<std::string> problems;
+    Config c = Parse({{"GPSCOPE_METRICS_INTERVAL_MS", bad}}, &problems);
+    ASSERT_EQ(problems.size(), 1u) << bad;
+    EXPECT_NE(problems[0].find("GPSCOPE_METRICS_INTERVAL_MS"), std::string::npos);
+    EXPECT_NE(problems[0].find("10..1000"), std::string::npos) << problems[0];
+    EXPECT_EQ(c.metrics_interval_ms, 100u);
+  }
+  std::vector<std::string> problems;
+  EXPECT_EQ(Parse({{"GPSCOPE_METRICS_INTERVAL_MS", "10"}}, &problems).metrics_interval_ms, 10u);
+  EXPECT_EQ(Parse({{"GPSCOPE_METRICS_INTERVAL_MS", "1000"}}, &problems).metrics_interval_ms, 1000u);
+  EXPECT_TRUE(problems.empty());
 }
 
 TEST(ConfigTest, BadValuesGetOneLineEachNamingTheVariableAndKeepDefaults) {

@@ -1,6 +1,7 @@
 // tools/analyze/dump.cc: see dump.h.
 #include "tools/analyze/dump.h"
 
+#include <cmath>
 #include <string_view>
 
 #include "absl/container/flat_hash_map.h"
@@ -35,7 +36,10 @@ class Line {
   ~Line() { out_ << s_ << "}\n"; }
   Line& U(std::string_view k, uint64_t v) { return Raw(k, absl::StrCat(v)); }
   Line& I(std::string_view k, int64_t v) { return Raw(k, absl::StrCat(v)); }
-  Line& D(std::string_view k, double v) { return Raw(k, absl::StrCat(v)); }
+  // JSON has no NaN or infinity: those become null.
+  Line& D(std::string_view k, double v) {
+    return Raw(k, std::isfinite(v) ? absl::StrCat(v) : std::string("null"));
+  }
   Line& B(std::string_view k, bool v) { return Raw(k, v ? "true" : "false"); }
   Line& S(std::string_view k, std::string_view v) {
     return Raw(k, JsonWriter::Quote(v));

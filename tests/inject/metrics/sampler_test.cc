@@ -237,6 +237,27 @@ TEST(SamplerTest, NothingToSampleFailsInit) {
   EXPECT_EQ(sink.Caps("nvml").size(), 1u);
 }
 
+TEST(SamplerTest, ProcessesAreReadAtTheirOwnSlowerCadence) {
+  SamplerOptions o = NoSelfCost();
+  o.process_interval_ms = 1000;
+  Sampler s(std::make_unique<ReplayBackend>(kH200), nullptr, o);
+  RecordingSink sink;
+  ASSERT_TRUE(s.Init(&sink));
+  // Device metrics every 100 ms; the replay has three steps, so sample
+  // at 0, 100 and 1000 ms past the first: processes at 0 and 1000 only.
+  s.SampleOnce(1 * kSec, &sink);
+  s.SampleOnce(1 * kSec + kSec / 10, &sink);
+  s.SampleOnce(2 * kSec, &sink);
+  const MetricDef* util = sink.Def("nvml.gpu_util", 0);
+  ASSERT_NE(util, nullptr);
+  EXPECT_EQ(sink.Values(util).size(), 3u);
+  const MetricDef* sm = sink.Def("nvml.process_sm_util", 4242);
+  ASSERT_NE(sm, nullptr);
+  EXPECT_EQ(sink.Values(sm, 1 * kSec), std::vector<double>{90});
+  EXPECT_TRUE(sink.Values(sm, 1 * kSec + kSec / 10).empty());
+  EXPECT_EQ(sink.Values(sm, 2 * kSec).size(), 1u);
+}
+
 TEST(SamplerTest, ASecondProcessOnTheGpuGetsItsOwnDescriptors) {
   Sampler s(std::make_unique<ReplayBackend>(kH200), nullptr, NoSelfCost());
   RecordingSink sink;

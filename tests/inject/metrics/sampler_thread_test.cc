@@ -30,6 +30,7 @@ class ProbeHost : public HostSource {
   std::atomic<bool> open_on_caller{false};
   std::atomic<bool> term_blocked{false};
   std::atomic<bool> int_blocked{false};
+  std::atomic<bool> others_blocked{true};  // any signal besides SIGTERM/SIGINT
   std::atomic<int> reads{0};
   std::thread::id caller = std::this_thread::get_id();
 
@@ -42,6 +43,11 @@ class ProbeHost : public HostSource {
     pthread_sigmask(SIG_BLOCK, nullptr, &mask);
     term_blocked = sigismember(&mask, SIGTERM) == 1;
     int_blocked = sigismember(&mask, SIGINT) == 1;
+    bool others = false;
+    for (int sig = 1; sig < SIGRTMAX; ++sig) {
+      if (sig != SIGTERM && sig != SIGINT && sigismember(&mask, sig) == 1) others = true;
+    }
+    others_blocked = others;
     *out = HostSnapshot{};
     out->has_rss = true;
     out->rss_bytes = 1;
@@ -103,6 +109,8 @@ TEST(SamplerThreadTest, SamplesEveryIntervalOnItsOwnThreadAndStopsPromptly) {
   EXPECT_FALSE(h->open_on_caller.load());  // Init ran on the sampler thread
   EXPECT_TRUE(h->term_blocked.load());
   EXPECT_TRUE(h->int_blocked.load());
+  // Nothing else: the CUDA driver may signal every thread and wait.
+  EXPECT_FALSE(h->others_blocked.load());
   EXPECT_GT(samples, 10u);
   EXPECT_FALSE(orphan);
   ASSERT_NE(t.sampler(), nullptr);
