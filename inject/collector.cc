@@ -27,6 +27,8 @@
 #include "inject/chunk_writer.h"
 #include "inject/api_cbids.h"
 #include "inject/config.h"
+#include "inject/control/capture_window.h"
+#include "inject/control/control_channel.h"
 #include "inject/cupti_loader.h"
 #include "inject/identity.h"
 #include "inject/metrics/nvml_backend.h"
@@ -48,7 +50,7 @@ using format::StringRef;
 constexpr uint32_t kApiRuntime = 1, kApiDriver = 2;
 constexpr uint32_t kDropCuptiReported = 2, kDropIncomplete = 3, kDropPoolEmpty = 1,
                    kDropBufferStolen = 6, kDropRingFull = 4;
-constexpr uint32_t kLostYielded = 1;
+constexpr uint32_t kLostYielded = 1, kLostTracingDisabled = 3;
 constexpr uint32_t kEndExit = 1, kEndSignal = 2;
 
 uint64_t ClockNs(clockid_t id) {
@@ -85,7 +87,7 @@ constexpr size_t kMetricRingEntries = 8192;
 // Stopping the sampler at exit waits at most this long for an NVML call.
 constexpr uint32_t kSamplerStopTimeoutMs = 500;
 
-class Collector {
+class Collector : public control::ControlHandler {
  public:
   Config config;
   ProcessIdentity identity;
@@ -104,6 +106,24 @@ class Collector {
   std::unique_ptr<metrics::RingSink> metric_sink;
   std::unique_ptr<metrics::SamplerThread> sampler;
   std::string visible_devices;  // CUDA_VISIBLE_DEVICES at start
+
+  // Capture windows and attach (inject/control). The window is shared by
+  // the writer thread (ticks, NVTX) and the control thread (attach/stop)
+  // under window_mu; only the writer applies transitions (CUPTI enable/
+  // disable, lost intervals), which the control thread queues.
+  control::CaptureConfig capture;
+  std::unique_ptr<control::CaptureWindow> window;
+  std::mutex window_mu;
+  control::Transition queued[4];  // guarded by window_mu
+  size_t queued_count = 0;        // guarded by window_mu
+  std::atomic<bool> tracing{false};  // GPU activity kinds enabled
+  std::unique_ptr<control::ControlChannel> channel;
+  std::atomic<uint64_t> events_written{0};  // for `status`, updated by the writer
+
+  // ControlHandler: the control thread.
+  void GetStatus(control::ControlStatus* status) override;
+  control::ControlReply Start(const control::StartRequest& request) override;
+  control::ControlReply Stop() override;
 
   // Written by CUPTI callbacks, read by the writer.
   std::atomic<uint64_t> cupti_dropped{0};
@@ -135,6 +155,12 @@ class Collector {
   bool OpenOutput(std::string* error);
   bool WriteHeader();
   bool EnableCupti(std::string* error);
+  bool SetTracing(bool on);
+  void StartControl();
+  void ApplyTransitions(const control::Transition* t, size_t n);
+  void TickWindow();
+  uint64_t NowNs() const;
+  bool InWindow(uint64_t ts_ns) const;
   void StartSampler();
   void DrainMetrics();
   uint32_t ApiNameId(uint32_t domain, uint32_t cbid);
@@ -148,11 +174,22 @@ class Collector {
   uint64_t last_event_ns_ = 0;
   bool flush_timed_out_ = false;
   std::unordered_map<uint64_t, uint32_t> api_names_;  // (domain << 32 | cbid) -> string id
+  // Window bookkeeping (writer thread): records are kept when they start in
+  // [gate_start_ns_, gate_end_ns_) (gate_end_ns_ 0: open), so a window cut
+  // by an NVTX range or a deadline is exact; lost_start_ns_ opens the
+  // LostInterval (TRACING_DISABLED) for time outside windows.
+  uint64_t gate_start_ns_ = 0;
+  uint64_t gate_end_ns_ = 0;
+  bool gate_open_ = true;
+  uint64_t lost_start_ns_ = 0;
+  bool windows_use_nvtx_ = false;  // a range or step limit: NVTX drives the window
+  uint64_t outside_window_ = 0;    // records dropped because outside every window
   struct OpenRange {
     uint64_t start_ns;
     uint32_t name_id;
     uint32_t domain_id;
     uint32_t thread_id;
+    std::string name;  // for the capture window (only when it uses NVTX)
   };
   std::unordered_map<uint32_t, OpenRange> open_ranges_;  // NVTX marker id -> start
 };
@@ -209,6 +246,7 @@ bool Collector::WriteHeader() {
   std::vector<format::KeyValueRecord> env, cfg;
   for (const auto& [k, v] : identity.env) env.push_back({{k.data(), k.size()}, {v.data(), v.size()}});
   std::vector<std::pair<std::string, std::string>> cfg_kv = config.AsKeyValues();
+  for (auto& kv : capture.AsKeyValues()) cfg_kv.push_back(std::move(kv));
   for (const auto& [k, v] : cfg_kv) cfg.push_back({{k.data(), k.size()}, {v.data(), v.size()}});
   format::ClockRecord clock = Snapshot();
 
@@ -293,22 +331,9 @@ bool Collector::EnableCupti(std::string* error) {
              "cuptiActivityRegisterCallbacks")) {
     return false;
   }
-  // CONCURRENT_KERNEL, not KERNEL: the latter serializes all kernels.
-  const CUpti_ActivityKind required[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL};
-  const CUpti_ActivityKind optional[] = {
-      CUPTI_ACTIVITY_KIND_MEMCPY,   CUPTI_ACTIVITY_KIND_MEMCPY2,  CUPTI_ACTIVITY_KIND_MEMSET,
-      CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD,
-      CUPTI_ACTIVITY_KIND_DEVICE,   CUPTI_ACTIVITY_KIND_CONTEXT,
-  };
-  for (CUpti_ActivityKind k : required) {
-    if (!check(api.cuptiActivityEnable(k), "enabling kernel activity")) return false;
-  }
-  for (CUpti_ActivityKind k : optional) {
-    CUptiResult r = api.cuptiActivityEnable(k);
-    if (r != CUPTI_SUCCESS) {
-      GPSCOPE_LOG_WARNING("activity kind %d unavailable: %s", static_cast<int>(k),
-                          api.ErrorString(r));
-    }
+  // Device and context records are one-time and cheap: always on.
+  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT}) {
+    api.cuptiActivityEnable(k);
   }
 #ifdef GPSCOPE_DIAG_NO_MARKER
   config.nvtx = false;
@@ -316,12 +341,38 @@ bool Collector::EnableCupti(std::string* error) {
   if (config.nvtx) {
     CUptiResult r = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER);
     // NVTX reads NVTX_INJECTION64_PATH at each library's first NVTX call;
-    // CUPTI's own NVTX handler then turns ranges into MARKER records.
+    // CUPTI's own NVTX handler then turns ranges into MARKER records. A
+    // window that waits for an NVTX range keeps markers on throughout;
+    // otherwise they follow the window (SetTracing).
     if (r == CUPTI_SUCCESS) setenv("NVTX_INJECTION64_PATH", api.path.c_str(), 0);
+    if (r == CUPTI_SUCCESS && !windows_use_nvtx_) api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER);
   }
-  if (config.api_records) {
-    for (CUpti_CallbackId id : kRuntimeCbids) api.cuptiActivityEnableRuntimeApi(id, 1);
-    for (CUpti_CallbackId id : kDriverCbids) api.cuptiActivityEnableDriverApi(id, 1);
+  control::Transitions initial;
+  {
+    std::lock_guard<std::mutex> lock(window_mu);
+    initial = window->Start(NowNs());
+  }
+  // NVTX-driven windows trace from the start and keep only the window's
+  // records (the range's start is known only when its record arrives);
+  // time windows, standby and attach switch the activity kinds.
+  if (windows_use_nvtx_ && !capture.standby) {
+    if (!SetTracing(true)) {
+      *error = "enabling kernel activity failed";
+      return false;
+    }
+    gate_start_ns_ = ~0ull;  // nothing kept before the range starts
+    for (const control::Transition& t : initial) ApplyTransitions(&t, 1);
+    return true;
+  }
+  if (initial.empty()) {  // standby or a delayed window
+    gate_start_ns_ = ~0ull;
+    lost_start_ns_ = NowNs();
+    return true;
+  }
+  for (const control::Transition& t : initial) ApplyTransitions(&t, 1);
+  if (!tracing.load()) {
+    *error = "enabling kernel activity failed";
+    return false;
   }
   return true;
 }
@@ -336,6 +387,14 @@ bool Collector::Start() {
     return false;
   }
   identity = ReadProcessIdentity(config);
+  if (config.cupti_mode == CuptiMode::kHold) {
+    problems.clear();
+    capture = control::ParseCaptureConfig(+[](const char* n) -> const char* { return getenv(n); },
+                                          &problems);
+    for (const std::string& p : problems) GPSCOPE_LOG_WARNING("%s", p.c_str());
+    windows_use_nvtx_ = !capture.standby && (!capture.range_name.empty() || capture.steps > 0);
+    window = std::make_unique<control::CaptureWindow>(capture);
+  }
 
   std::string error;
   if (config.cupti_mode == CuptiMode::kHold && !LoadCupti(config.cupti_path, &api, &error)) {
@@ -397,6 +456,7 @@ bool Collector::Start() {
 
   writer_thread = std::thread([this] { WriterLoop(); });
   StartSampler();
+  if (cupti_active) StartControl();
   atexit(AtExit);
   struct sigaction sa {};
   sa.sa_sigaction = OnFatalSignal;
@@ -406,6 +466,191 @@ bool Collector::Start() {
   sigaction(SIGINT, &sa, &old_int);
   GPSCOPE_LOG_INFO("tracing to %s", trace_path.c_str());
   return true;
+}
+
+// Turns GPU activity collection on or off. The start-up thread before the
+// writer runs, then only the writer thread. CONCURRENT_KERNEL, not KERNEL:
+// the latter serializes all kernels.
+bool Collector::SetTracing(bool on) {
+  if (tracing.load(std::memory_order_relaxed) == on) return true;
+  static constexpr CUpti_ActivityKind kOptional[] = {
+      CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
+      CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD};
+  static bool warned[sizeof(kOptional) / sizeof(kOptional[0])] = {};
+  if (on) {
+    CUptiResult r = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (r != CUPTI_SUCCESS) {
+      GPSCOPE_LOG_ERROR("enabling kernel activity failed: %s", api.ErrorString(r));
+      return false;
+    }
+    for (size_t i = 0; i < sizeof(kOptional) / sizeof(kOptional[0]); ++i) {
+      r = api.cuptiActivityEnable(kOptional[i]);
+      if (r != CUPTI_SUCCESS && !warned[i]) {
+        warned[i] = true;
+        GPSCOPE_LOG_WARNING("activity kind %d unavailable: %s", static_cast<int>(kOptional[i]),
+                            api.ErrorString(r));
+      }
+    }
+  } else {
+    api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    for (CUpti_ActivityKind k : kOptional) api.cuptiActivityDisable(k);
+  }
+  if (config.nvtx && !windows_use_nvtx_) {
+    if (on) {
+      api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER);
+    } else {
+      api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER);
+    }
+  }
+  if (config.api_records) {
+    for (CUpti_CallbackId id : kRuntimeCbids) api.cuptiActivityEnableRuntimeApi(id, on ? 1 : 0);
+    for (CUpti_CallbackId id : kDriverCbids) api.cuptiActivityEnableDriverApi(id, on ? 1 : 0);
+  }
+  tracing.store(on, std::memory_order_relaxed);
+  return true;
+}
+
+uint64_t Collector::NowNs() const {
+  uint64_t ns = 0;
+  if (api.cuptiGetTimestamp != nullptr && api.cuptiGetTimestamp(&ns) == CUPTI_SUCCESS && ns != 0) {
+    return ns;
+  }
+  return ClockNs(CLOCK_REALTIME);
+}
+
+bool Collector::InWindow(uint64_t ts_ns) const {
+  return ts_ns >= gate_start_ns_ && (gate_end_ns_ == 0 || ts_ns < gate_end_ns_);
+}
+
+// Start-up thread before the writer runs, then the writer thread only.
+void Collector::ApplyTransitions(const control::Transition* t, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const char* why = control::TransitionReasonName(t[i].reason);
+    if (t[i].kind == control::TransitionKind::kStartTracing) {
+      if (!SetTracing(true)) {
+        writer->AddCapability({format::MakeStringRef("capture"), false,
+                               format::MakeStringRef("enabling kernel activity failed")});
+        continue;
+      }
+      if (lost_start_ns_ != 0) {
+        static constexpr char kDetail[] = "outside the capture window";
+        format::LostIntervalRecord lost{};
+        lost.start_ns = lost_start_ns_;
+        lost.end_ns = t[i].at_ns > lost_start_ns_ ? t[i].at_ns : lost_start_ns_;
+        lost.reason = kLostTracingDisabled;
+        lost.detail = {kDetail, sizeof(kDetail) - 1};
+        writer->AddLostInterval(lost);
+        lost_start_ns_ = 0;
+      }
+      gate_start_ns_ = t[i].at_ns;
+      gate_end_ns_ = 0;
+      GPSCOPE_LOG_INFO("capture window starts (%s)", why);
+    } else {
+      SetTracing(false);
+      gate_end_ns_ = t[i].at_ns;
+      lost_start_ns_ = t[i].at_ns;
+      GPSCOPE_LOG_INFO("capture window ends (%s)", why);
+    }
+  }
+}
+
+// Writer thread, every loop: deadlines, and what the control thread queued.
+void Collector::TickWindow() {
+  if (window == nullptr) return;
+  control::Transition local[sizeof(queued) / sizeof(queued[0]) + control::Transitions::kCapacity];
+  size_t n = 0;
+  {
+    std::lock_guard<std::mutex> lock(window_mu);
+    for (size_t i = 0; i < queued_count; ++i) local[n++] = queued[i];
+    queued_count = 0;
+    for (const control::Transition& t : window->OnTick(NowNs())) local[n++] = t;
+  }
+  ApplyTransitions(local, n);
+}
+
+void Collector::GetStatus(control::ControlStatus* status) {
+  {
+    std::lock_guard<std::mutex> lock(window_mu);
+    status->state = control::CaptureStateName(window->state());
+    status->tracing = window->tracing();
+    status->remaining_ms = window->remaining_ms(NowNs());
+  }
+  status->events = events_written.load(std::memory_order_relaxed);
+  status->drops = cupti_dropped.load(std::memory_order_relaxed) + pool.acquire_failures();
+  status->pid = static_cast<uint64_t>(identity.pid);
+  status->trace_path = trace_path;
+}
+
+namespace {
+control::ControlReply Reply(const control::AttachResult& r, const char* what) {
+  control::ControlReply reply;
+  reply.ok = r.outcome == control::AttachOutcome::kOk;
+  reply.message = reply.ok ? what : control::AttachOutcomeName(r.outcome);
+  return reply;
+}
+}  // namespace
+
+// Control thread: the window decides; the writer applies (within ~20 ms).
+control::ControlReply Collector::Start(const control::StartRequest& request) {
+  control::AttachResult r;
+  {
+    std::lock_guard<std::mutex> lock(window_mu);
+    r = window->OnAttachRequest(request.duration_ms, NowNs());
+    for (const control::Transition& t : r.transitions) {
+      if (queued_count < sizeof(queued) / sizeof(queued[0])) queued[queued_count++] = t;
+    }
+  }
+  wake_cv.notify_all();
+  return Reply(r, request.metrics_interval_ms != 0
+                      ? "tracing (the metrics interval is fixed at start; ignored)"
+                      : "tracing");
+}
+
+control::ControlReply Collector::Stop() {
+  control::AttachResult r;
+  {
+    std::lock_guard<std::mutex> lock(window_mu);
+    r = window->OnStopRequest(NowNs());
+    for (const control::Transition& t : r.transitions) {
+      if (queued_count < sizeof(queued) / sizeof(queued[0])) queued[queued_count++] = t;
+    }
+  }
+  wake_cv.notify_all();
+  return Reply(r, "stopped");
+}
+
+void ForgetControlAfterFork() {
+  Collector* c = g_collector.load(std::memory_order_acquire);
+  if (c != nullptr && c->channel != nullptr) c->channel->ForgetAfterFork();
+}
+
+// Application thread, once, after the writer runs: the control socket that
+// `gpscope attach` talks to (GPSCOPE_CONTROL, default on).
+void Collector::StartControl() {
+  std::vector<std::string> problems;
+  control::ControlConfig ctl =
+      control::ParseControlConfig(+[](const char* n) -> const char* { return getenv(n); }, &problems);
+  for (const std::string& p : problems) GPSCOPE_LOG_WARNING("%s", p.c_str());
+  if (!ctl.enabled) return;
+  std::vector<std::string> dirs =
+      ctl.dir.empty()
+          ? control::ControlDirCandidates(+[](const char* n) -> const char* { return getenv(n); },
+                                          geteuid())
+          : std::vector<std::string>{ctl.dir};
+  std::string error;
+  for (const std::string& dir : dirs) {
+    control::ControlChannel::Options o;
+    o.dir = dir;
+    auto ch = std::make_unique<control::ControlChannel>(this, o);
+    if (ch->Start(&error)) {
+      channel = std::move(ch);
+      pthread_atfork(nullptr, nullptr, ForgetControlAfterFork);
+      GPSCOPE_LOG_INFO("control socket %s", channel->socket_path().c_str());
+      return;
+    }
+  }
+  GPSCOPE_LOG_WARNING("no control socket (gpscope attach will not reach this process): %s",
+                      error.c_str());
 }
 
 // Application thread, once, after the writer runs. The sampler loads NVML on
@@ -491,10 +736,18 @@ uint32_t Collector::ApiNameId(uint32_t domain, uint32_t cbid) {
 
 void Collector::ConvertRecord(const CUpti_Activity* record) {
   ChunkWriter& w = *writer;
+  // True for records not to write: incomplete ones (device buffer
+  // overflow: timestamps missing) and those outside the capture window.
   auto incomplete = [&](uint64_t start, uint64_t end) {
-    if (start != 0 && end != 0 && end >= start) return false;
-    ++incomplete_records_;  // device buffer overflow: timestamps missing
-    return true;
+    if (start == 0 || end == 0 || end < start) {
+      ++incomplete_records_;
+      return true;
+    }
+    if (!InWindow(start)) {
+      ++outside_window_;
+      return true;
+    }
+    return false;
   };
   switch (record->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
@@ -626,6 +879,7 @@ void Collector::ConvertRecord(const CUpti_Activity* record) {
                          ? m->objectId.pt.threadId
                          : 0;
       if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) {
+        if (!InWindow(m->timestamp)) return;
         format::NvtxMarkEvent e{};
         e.timestamp_ns = m->timestamp;
         e.name_id = w.InternString(m->name ? m->name : "");
@@ -633,13 +887,34 @@ void Collector::ConvertRecord(const CUpti_Activity* record) {
         e.thread_id = tid;
         w.AddNvtxMark(e);
       } else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
+        if (windows_use_nvtx_) {
+          control::Transitions t;
+          {
+            std::lock_guard<std::mutex> lock(window_mu);
+            t = window->OnNvtxRangeStart(m->name ? m->name : "", m->timestamp);
+          }
+          ApplyTransitions(t.begin(), t.size());
+        }
         if (open_ranges_.size() < 65536) {
           open_ranges_[m->id] = {m->timestamp, w.InternString(m->name ? m->name : ""),
-                                 w.InternString(m->domain ? m->domain : ""), tid};
+                                 w.InternString(m->domain ? m->domain : ""), tid,
+                                 windows_use_nvtx_ && m->name ? m->name : ""};
         }
       } else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
         auto it = open_ranges_.find(m->id);
         if (it == open_ranges_.end()) return;
+        if (windows_use_nvtx_) {
+          control::Transitions t;
+          {
+            std::lock_guard<std::mutex> lock(window_mu);
+            t = window->OnNvtxRangeEnd(it->second.name, m->timestamp);
+          }
+          ApplyTransitions(t.begin(), t.size());
+        }
+        if (!InWindow(it->second.start_ns)) {
+          open_ranges_.erase(it);
+          return;
+        }
         format::NvtxRangeEvent e{};
         e.start_ns = it->second.start_ns;
         e.end_ns = m->timestamp;
@@ -775,6 +1050,7 @@ void Collector::WriterLoop() {
   const uint64_t interval_ns = static_cast<uint64_t>(config.flush_interval_ms) * 1000000ull;
   uint64_t next_flush_ns = ClockNs(CLOCK_MONOTONIC) + interval_ns;
   for (;;) {
+    TickWindow();
     Drain();
     if (final_requested.load(std::memory_order_acquire)) break;
     if (ClockNs(CLOCK_MONOTONIC) >= next_flush_ns) {
@@ -783,6 +1059,7 @@ void Collector::WriterLoop() {
       ReportLosses(false);
       AddClockSnapshot();
       writer->Flush();
+      events_written.store(writer->events_written(), std::memory_order_relaxed);
       next_flush_ns = ClockNs(CLOCK_MONOTONIC) + interval_ns;
     }
     std::unique_lock<std::mutex> lock(wake_mu);
@@ -795,6 +1072,15 @@ void Collector::WriterLoop() {
   ReportLosses(true);
   format::ProcessEndRecord end{};
   end.clock = Snapshot();
+  if (lost_start_ns_ != 0) {  // the trace ends outside a capture window
+    static constexpr char kDetail[] = "outside the capture window";
+    format::LostIntervalRecord lost{};
+    lost.start_ns = lost_start_ns_;
+    lost.end_ns = end.clock.cupti_ns > lost_start_ns_ ? end.clock.cupti_ns : lost_start_ns_;
+    lost.reason = kLostTracingDisabled;
+    lost.detail = {kDetail, sizeof(kDetail) - 1};
+    writer->AddLostInterval(lost);
+  }
   end.end_ns = end.clock.cupti_ns;
   end.reason = end_reason.load();
   end.signal = end_signal.load();
@@ -811,6 +1097,7 @@ void Collector::Stop(uint32_t reason, int sig, bool from_signal) {
   // Stop the sampler first so its last samples make the final drain (it
   // locks and joins, so not from a signal handler; there its thread simply
   // dies with the process, and the writer never frees what it reads).
+  if (!from_signal && channel != nullptr) channel->Stop();
   if (!from_signal && sampler != nullptr) sampler->Stop(kSamplerStopTimeoutMs);
   final_requested.store(true, std::memory_order_release);
   if (!from_signal) wake_cv.notify_all();  // not async-signal-safe; the writer polls anyway

@@ -16,6 +16,9 @@ cp "$build/inject/libgpscope_inject.so" "$build/tools/gpscope-analyze" \
    "$build/tests/e2e/e2e_workload" "$build/bench/tiny_kernels" \
    "$build/bench/libgpscope_cupti_floor.so" "$build"/bench/libgpscope_inject_diag_*.so \
    "$build/inject/metrics/nvml_probe" "$repo/.carry/bin/"
+# The node monitor, for tests/e2e/monitor_gpu.sh (links neither abseil nor libprotobuf).
+cmake --build "$build" -j"$(nproc)" --target gpscope-monitor
+cp "$build/tools/monitor/gpscope-monitor" "$repo/.carry/bin/"
 ldd "$build/tools/gpscope-analyze" | awk '/=> \// {print $3}' |
   grep -E 'libabsl|libprotobuf|libzstd' | xargs -r -I{} cp -L {} "$repo/.carry/lib/"
 du -sh "$repo/.carry"

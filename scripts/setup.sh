@@ -5,7 +5,8 @@ set -euo pipefail
 pkgs=(cmake g++ make pkg-config git
       protobuf-compiler libprotobuf-dev libabsl-dev libzstd-dev zstd zlib1g-dev
       libgtest-dev libgmock-dev libbenchmark-dev
-      clang libclang-rt-14-dev binutils python3)
+      clang libclang-rt-14-dev binutils python3
+      prometheus curl)  # the node monitor's Prometheus integration test
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -10,6 +10,7 @@
 #include "tools/analyze/dump.h"
 #include "tools/analyze/export.h"
 #include "tools/analyze/info.h"
+#include "tools/analyze/metrics.h"
 #include "tools/analyze/report.h"
 #include "tools/analyze/summary.h"
 
@@ -27,6 +28,7 @@ constexpr Command kCommands[] = {
     {"summary", "why the GPU is idle or slow: findings, the four numbers, kernels", RunSummary},
     {"report", "one self-contained HTML file: findings, timeline, charts", RunReport},
     {"export", "Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing", RunExport},
+    {"metrics", "GPU and process utilization per window, idle GPUs, throttling", RunMetrics},
 };
 
 void PrintUsage(std::ostream& out) {

@@ -1,0 +1,83 @@
+// tools/gpscope/analysis.cc: see analysis.h.
+#include "tools/gpscope/analysis.h"
+
+#include <memory>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "tools/analyze/report.h"
+#include "tools/analyze/summary.h"
+
+namespace gpscope::launcher {
+namespace {
+
+std::string Seconds(uint64_t ns) {
+  if (ns < 1'000'000) return absl::StrFormat("%.1f us", ns / 1e3);
+  if (ns < 1'000'000'000) return absl::StrFormat("%.1f ms", ns / 1e6);
+  return absl::StrFormat("%.2f s", ns / 1e9);
+}
+
+}  // namespace
+
+std::string RenderFindingsBrief(const std::vector<analyses::Finding>& findings,
+                                size_t max_findings) {
+  if (findings.empty()) return "gpscope: no findings: no rule fired (see the report's numbers)\n";
+  std::string text = absl::StrCat("gpscope: ", findings.size(),
+                                  findings.size() == 1 ? " finding" : " findings",
+                                  ", most costly first:\n");
+  const size_t shown = std::min(findings.size(), max_findings);
+  for (size_t i = 0; i < shown; ++i) {
+    const analyses::Finding& f = findings[i];
+    absl::StrAppend(&text, absl::StrFormat("  %d. %-8s %s: %s", i + 1,
+                                           absl::AsciiStrToUpper(analyses::SeverityName(f.severity)),
+                                           f.rule, f.title));
+    if (f.cost_ns > 0) absl::StrAppend(&text, " (cost ~", Seconds(f.cost_ns), ")");
+    absl::StrAppend(&text, "\n");
+    if (!f.scope.empty()) absl::StrAppend(&text, "     ", f.scope, "\n");
+    if (!f.summary.empty()) absl::StrAppend(&text, "     ", f.summary, "\n");
+    if (!f.fixes.empty()) absl::StrAppend(&text, "     fix: ", f.fixes[0], "\n");
+  }
+  if (shown < findings.size()) {
+    absl::StrAppend(&text, "  ... and ", findings.size() - shown, " more in the report\n");
+  }
+  return text;
+}
+
+int ReportAndFindings(const std::vector<std::string>& files, const AnalysisOptions& options,
+                      std::ostream& out) {
+  int code = 0;
+  if (options.write_report) {
+    std::vector<std::string> args = {"-o", options.report_path};
+    if (options.idle_gap_ns > 0) {
+      args.push_back("--idle-gap-ms");
+      args.push_back(absl::StrCat(static_cast<double>(options.idle_gap_ns) / 1e6));
+    }
+    args.insert(args.end(), files.begin(), files.end());
+    std::ostringstream report_out, report_err;
+    const int rc = analyze::RunReport(args, report_out, report_err);
+    out << report_err.str();
+    if (rc == 0) {
+      out << "gpscope: report: " << options.report_path << "\n";
+    } else {
+      out << "gpscope: the report could not be written (gpscope-analyze report exit " << rc
+          << ")\n";
+      code = 1;
+    }
+  }
+  model::ModelOptions model_options;
+  if (options.idle_gap_ns > 0) model_options.idle_gap_threshold_ns = options.idle_gap_ns;
+  const std::unique_ptr<analyze::SummaryResult> result =
+      analyze::ComputeSummaryResult(files, model_options, analyses::ReportOptions{});
+  size_t readable = 0;
+  for (const reader::FileInfo& f : result->model.index.files) readable += f.status.ok() ? 1 : 0;
+  if (readable == 0) {
+    out << "gpscope: no readable trace among " << files.size() << " file(s)\n";
+    return 1;
+  }
+  out << RenderFindingsBrief(result->findings, options.max_findings);
+  return code;
+}
+
+}  // namespace gpscope::launcher

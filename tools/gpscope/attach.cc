@@ -1,0 +1,532 @@
+// tools/gpscope/attach.cc: see attach.h.
+#include "tools/gpscope/attach.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "inject/control/control_channel.h"
+#include "proto/framing.h"
+#include "tools/gpscope/analysis.h"
+#include "tools/gpscope/child.h"
+#include "tools/gpscope/cli.h"
+#include "tools/gpscope/paths.h"
+#include "tools/gpscope/progress.h"
+#include "tools/gpscope/run.h"
+#include "tools/gpscope/trace_tail.h"
+
+namespace gpscope::launcher {
+namespace {
+
+using inject::control::ClientError;
+using inject::control::ControlClient;
+using inject::control::ControlStatus;
+
+constexpr uint32_t kRequestTimeoutMs = 5000;
+
+constexpr char kUsage[] =
+    "usage: gpscope attach --pid PID [--duration S] [--interval MS] [OPTIONS]\n"
+    "\n"
+    "Turns full tracing on in a running process for a window, shows its progress, then\n"
+    "writes the report of that window. The process must have been started with the\n"
+    "collector (CUDA reads CUDA_INJECTION64_PATH only at start-up); in production start it\n"
+    "in standby: CUDA_INJECTION64_PATH=/path/libgpscope_inject.so GPSCOPE_STANDBY=1.\n"
+    "\n"
+    "options:\n"
+    "  --pid PID           the process (yours: others' are refused)\n"
+    "  --duration S        window length in seconds (default 600; up to 86400)\n"
+    "  --interval MS       metrics sampling interval during the window, 10..1000\n"
+    "  --output DIR        where the window's trace and report go\n"
+    "                      (default: a new gpscope-out/attach-PID-<time>)\n"
+    "  --report PATH       the HTML report (default DIR/report.html)\n"
+    "  --no-report         only the window's trace file\n"
+    "  --no-progress       no progress bar\n"
+    "  --idle-gap-ms MS    idle gaps shorter than this are normal (analysis; default 5)\n"
+    "\n"
+    "Ctrl-C ends the window early (the report covers what was captured).\n"
+    "Exit status: 0 ok, 1 not attachable / refused / no data, 2 usage error.\n";
+
+const std::vector<OptionSpec> kAttachOptions = {
+    {"help", false},     {"pid", true},         {"duration", true},   {"interval", true},
+    {"output", true},    {"report", true},      {"no-report", false}, {"no-progress", false},
+    {"idle-gap-ms", true},
+};
+
+volatile sig_atomic_t g_interrupted = 0;
+void OnInterrupt(int) { g_interrupted = 1; }
+
+std::string ReadSmallFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string UserName(uid_t uid) {
+  passwd pw{};
+  passwd* result = nullptr;
+  char buf[1024];
+  if (getpwuid_r(uid, &pw, buf, sizeof(buf), &result) == 0 && result != nullptr) {
+    return absl::StrCat(pw.pw_name, ", uid ", uid);
+  }
+  return absl::StrCat("uid ", uid);
+}
+
+// Status through a fresh connection: the collector serves one client at a
+// time, so the progress loop never holds one open.
+ClientError QueryStatus(const std::string& socket, ControlStatus* status, std::string* state,
+                        std::string* error) {
+  ControlClient client;
+  ClientError e = client.Connect(socket, error);
+  if (e != ClientError::kOk) return e;
+  std::string reply;
+  e = client.Request("status", kRequestTimeoutMs, &reply, error);
+  if (e != ClientError::kOk) return e;
+  if (!inject::control::ParseStatusReply(reply, status, state)) {
+    *error = "unexpected reply: " + reply;
+    return ClientError::kIo;
+  }
+  return ClientError::kOk;
+}
+
+ClientError Request(const std::string& socket, const std::string& line, std::string* reply,
+                    std::string* error) {
+  ControlClient client;
+  const ClientError e = client.Connect(socket, error);
+  if (e != ClientError::kOk) return e;
+  return client.Request(line, kRequestTimeoutMs, reply, error);
+}
+
+// Copies the chunks of one process out of a (node) trace file into a
+// trace of its own. Pass 1 (before the window) keeps the process's header
+// and everything later batches refer to by id (interned strings, launch
+// configs, devices, contexts, metric descriptors); pass 2 writes the header,
+// one batch holding those definitions, then the window's chunks. Sequence
+// numbers are renumbered so the reader sees no gap where the chunks before
+// the window were left out.
+class WindowExtractor : public FrameVisitor {
+ public:
+  explicit WindowExtractor(uint32_t pid) : pid_(pid) {}
+
+  void OnFrame(uint64_t, const uint8_t*, size_t, const proto::Chunk& c) override {
+    if (searching_header_) {
+      if (c.pid() != pid_) return;
+      if (c.has_header()) {  // (a reused pid: the latest process wins)
+        header_ = c;
+        uid_ = c.process_uid();
+        definitions_.Clear();
+        strings_.clear();
+        configs_.clear();
+      } else if (c.has_batch() && c.process_uid() == uid_) {
+        KeepDefinitions(c.batch());
+      }
+      return;
+    }
+    const bool mine = uid_ != 0 ? c.process_uid() == uid_ : c.pid() == pid_;
+    if (!mine || (c.has_header() && header_.has_header())) return;
+    proto::Chunk copy = c;
+    Emit(copy);
+  }
+
+  bool Open(const std::string& path) {
+    fd_ = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) return ok_ = false;
+    uint8_t head[format::kFileHeaderBytes];
+    format::WriteFileHeader(head);
+    ok_ = Write(head, sizeof(head));
+    if (header_.has_header()) Emit(header_);
+    if (header_.has_header() && definitions_.ByteSizeLong() > 0) {
+      proto::Chunk defs;
+      defs.set_process_uid(header_.process_uid());
+      defs.set_pid(header_.pid());
+      *defs.mutable_batch() = definitions_;
+      Emit(defs);
+    }
+    return ok_;
+  }
+  bool Close() {
+    if (fd_ >= 0 && close(fd_) != 0) ok_ = false;
+    fd_ = -1;
+    return ok_;
+  }
+  bool searching_header_ = true;
+  uint64_t frames_ = 0;
+
+ private:
+  void KeepDefinitions(const proto::EventBatch& b) {
+    for (const proto::InternedString& s : b.strings()) {
+      if (strings_.insert(s.id()).second) *definitions_.add_strings() = s;
+    }
+    for (const proto::LaunchConfig& l : b.launch_configs()) {
+      if (configs_.insert(l.id()).second) *definitions_.add_launch_configs() = l;
+    }
+    for (const proto::DeviceInfo& d : b.devices()) *definitions_.add_devices() = d;
+    for (const proto::ContextInfo& x : b.contexts()) *definitions_.add_contexts() = x;
+    for (const proto::MetricDescriptor& m : b.metric_descriptors()) {
+      *definitions_.add_metric_descriptors() = m;
+    }
+  }
+
+  void Emit(proto::Chunk& chunk) {
+    if (fd_ < 0 || !ok_) return;
+    chunk.set_sequence(next_sequence_++);
+    const std::string raw = chunk.SerializeAsString();
+    if (!encoder_ || raw.size() > encoder_capacity_) {
+      encoder_capacity_ = std::max<size_t>(raw.size(), 1u << 20);
+      encoder_ = std::make_unique<format::FrameEncoder>(encoder_capacity_, 3);
+    }
+    const uint8_t* frame = nullptr;
+    const size_t bytes = encoder_->ok() ? encoder_->Encode(reinterpret_cast<const uint8_t*>(raw.data()),
+                                                           raw.size(), &frame)
+                                        : 0;
+    ok_ = bytes > 0 && Write(frame, bytes);
+    ++frames_;
+  }
+
+  bool Write(const uint8_t* data, size_t bytes) {
+    size_t done = 0;
+    while (done < bytes) {
+      const ssize_t n = write(fd_, data + done, bytes - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      done += static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  uint32_t pid_;
+  uint64_t uid_ = 0;
+  proto::Chunk header_;
+  proto::EventBatch definitions_;
+  std::set<uint32_t> strings_, configs_;
+  uint64_t next_sequence_ = 0;
+  std::unique_ptr<format::FrameEncoder> encoder_;
+  size_t encoder_capacity_ = 0;
+  int fd_ = -1;
+  bool ok_ = true;
+};
+
+}  // namespace
+
+absl::StatusOr<AttachOptions> ParseAttachArgs(const std::vector<std::string>& args) {
+  absl::StatusOr<ParsedOptions> parsed = ParseOptions(args, kAttachOptions);
+  if (!parsed.ok()) return parsed.status();
+  const ParsedOptions& p = *parsed;
+  AttachOptions o;
+  if (p.has("help")) {
+    o.help = true;
+    return o;
+  }
+  if (!p.rest.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", p.rest[0], "'"));
+  }
+  int64_t pid = 0;
+  if (!p.has("pid")) return absl::InvalidArgumentError("--pid PID is required");
+  if (!absl::SimpleAtoi(p.get("pid"), &pid) || pid <= 0 || pid > 0x3fffffff) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--pid must be a process id, not '", p.get("pid"), "'"));
+  }
+  o.pid = static_cast<pid_t>(pid);
+  o.duration_ms = 600'000;
+  if (p.has("duration")) {
+    double s = 0;
+    if (!absl::SimpleAtod(p.get("duration"), &s) || !(s >= 0.001) || s > 86400) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--duration must be seconds in 0.001..86400, not '", p.get("duration"), "'"));
+    }
+    o.duration_ms = static_cast<uint64_t>(s * 1000 + 0.5);
+  }
+  if (p.has("interval")) {
+    if (!absl::SimpleAtoi(p.get("interval"), &o.interval_ms) || o.interval_ms < 10 ||
+        o.interval_ms > 1000) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--interval must be milliseconds 10..1000, not '", p.get("interval"), "'"));
+    }
+  }
+  if (p.has("idle-gap-ms") && !ParseMillisecondsAsNs(p.get("idle-gap-ms"), &o.idle_gap_ns)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--idle-gap-ms must be a number of milliseconds > 0, not '", p.get("idle-gap-ms"), "'"));
+  }
+  if (p.has("output")) o.output_dir = p.get("output");
+  if (p.has("report")) o.report_path = p.get("report");
+  o.report = !p.has("no-report");
+  o.progress = !p.has("no-progress");
+  if (p.has("report") && !o.report) {
+    return absl::InvalidArgumentError("--report and --no-report contradict each other");
+  }
+  return o;
+}
+
+TargetProcess InspectProcess(pid_t pid, const std::string& proc_root) {
+  TargetProcess t;
+  const std::string dir = absl::StrCat(proc_root, "/", pid);
+  std::istringstream status(ReadSmallFile(dir + "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Uid:", 0) != 0) continue;
+    std::istringstream ids(line.substr(4));
+    uint64_t real = 0, effective = 0;
+    if (ids >> real >> effective) {
+      t.exists = true;
+      t.euid = static_cast<uid_t>(effective);
+    }
+  }
+  if (!t.exists) return t;
+  const std::string environ = ReadSmallFile(dir + "/environ");
+  t.env_readable = !environ.empty();
+  for (size_t start = 0; start < environ.size();) {
+    size_t end = environ.find('\0', start);
+    if (end == std::string::npos) end = environ.size();
+    const std::string entry = environ.substr(start, end - start);
+    const size_t eq = entry.find('=');
+    if (eq != std::string::npos) t.env[entry.substr(0, eq)] = entry.substr(eq + 1);
+    start = end + 1;
+  }
+  t.collector_loaded = ReadSmallFile(dir + "/maps").find("libgpscope_inject") != std::string::npos;
+  return t;
+}
+
+std::vector<std::string> ControlSocketCandidates(pid_t pid, const TargetProcess& target,
+                                                 uid_t uid) {
+  std::vector<std::string> dirs;
+  auto add = [&](const std::vector<std::string>& more) {
+    for (const std::string& d : more) {
+      if (std::find(dirs.begin(), dirs.end(), d) == dirs.end()) dirs.push_back(d);
+    }
+  };
+  // The target's own view first (its environment decides where it listens).
+  static const std::map<std::string, std::string>* env_of = nullptr;
+  env_of = &target.env;
+  add(inject::control::ControlDirCandidates(
+      [](const char* name) -> const char* {
+        const auto it = env_of->find(name);
+        return it == env_of->end() ? nullptr : it->second.c_str();
+      },
+      uid));
+  env_of = nullptr;
+  add(inject::control::ControlDirCandidates([](const char* n) -> const char* { return getenv(n); }, uid));
+  std::vector<std::string> sockets;
+  for (const std::string& d : dirs) sockets.push_back(inject::control::ControlSocketPath(d, pid));
+  return sockets;
+}
+
+std::string NotAttachableMessage(pid_t pid, const TargetProcess& target,
+                                 const std::vector<std::string>& tried,
+                                 const std::string& library_path) {
+  const std::string lib = library_path.empty() ? "/path/to/libgpscope_inject.so" : library_path;
+  if (!target.collector_loaded) {
+    return absl::StrCat(
+        "gpscope attach: process ", pid,
+        " was not started with the gpscope collector, so it cannot be attached to.\n"
+        "  CUDA reads CUDA_INJECTION64_PATH only when the process initializes CUDA; a running\n"
+        "  process cannot load the collector later. Restart it with the collector in standby\n"
+        "  (metrics only, tracing off, near-zero overhead) by adding these two variables:\n\n"
+        "    CUDA_INJECTION64_PATH=", lib, "\n"
+        "    GPSCOPE_STANDBY=1\n\n"
+        "  (or: gpscope run --standby -- COMMAND), then: gpscope attach --pid NEWPID --duration S\n");
+  }
+  return absl::StrCat(
+      "gpscope attach: process ", pid,
+      " has the gpscope collector loaded but no control socket (looked at: ",
+      absl::StrJoin(tried, ", "),
+      ").\n  Either it has not initialized CUDA yet (the collector starts at cuInit), it runs "
+      "with GPSCOPE_CONTROL=0, or its control directory was refused: look for a 'gpscope:' "
+      "line in its stderr.\n");
+}
+
+absl::Status ExtractProcessWindow(const std::string& trace_path, uint32_t pid,
+                                  uint64_t from_offset, uint64_t to_offset,
+                                  const std::string& out_path, uint64_t* frames) {
+  WindowExtractor extractor(pid);
+  FrameFollower follower(trace_path);
+  absl::Status s = follower.ReadNew(extractor, from_offset);  // finds the header
+  if (!s.ok()) return s;
+  if (!extractor.Open(out_path)) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot write ", out_path, ": ", strerror(errno)));
+  }
+  extractor.searching_header_ = false;
+  follower.set_offset(std::max<uint64_t>(from_offset, format::kFileHeaderBytes));
+  s = follower.ReadNew(extractor, to_offset);
+  if (!extractor.Close() && s.ok()) {
+    s = absl::DataLossError(absl::StrCat("cannot write ", out_path, ": ", strerror(errno)));
+  }
+  *frames = extractor.frames_;
+  return s;
+}
+
+int RunAttach(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<AttachOptions> parsed = ParseAttachArgs(args);
+  if (!parsed.ok()) {
+    err << "gpscope attach: " << parsed.status().message() << "; run 'gpscope attach --help'\n";
+    return 2;
+  }
+  AttachOptions& o = *parsed;
+  if (o.help) {
+    out << kUsage;
+    return 0;
+  }
+  const TargetProcess target = InspectProcess(o.pid);
+  if (!target.exists) {
+    err << "gpscope attach: no process " << o.pid << "\n";
+    return 1;
+  }
+  if (target.euid != geteuid()) {
+    err << "gpscope attach: process " << o.pid << " belongs to " << UserName(target.euid)
+        << "; you are " << UserName(geteuid())
+        << ". gpscope attach controls only your own processes (the collector accepts only its "
+           "own user): run it as that user.\n";
+    return 1;
+  }
+  // Find the socket.
+  const std::vector<std::string> candidates = ControlSocketCandidates(o.pid, target, geteuid());
+  std::string socket, error;
+  std::vector<std::string> problems;
+  for (const std::string& c : candidates) {
+    ControlClient probe;
+    const ClientError e = probe.Connect(c, &error);
+    if (e == ClientError::kOk) {
+      socket = c;
+      break;
+    }
+    if (e != ClientError::kNoSocket) problems.push_back(error);
+  }
+  if (socket.empty()) {
+    for (const std::string& p : problems) err << "gpscope attach: " << p << "\n";
+    absl::StatusOr<std::string> lib = FindInjectLibrary("", SelfPath());
+    err << NotAttachableMessage(o.pid, target, candidates, lib.ok() ? *lib : "");
+    return 1;
+  }
+  ControlStatus status;
+  std::string state;
+  if (QueryStatus(socket, &status, &state, &error) != ClientError::kOk) {
+    err << "gpscope attach: " << socket << ": " << error << "\n";
+    return 1;
+  }
+  if (status.tracing) {
+    if (state == "attached") {
+      err << "gpscope attach: another attach window is open in process " << o.pid << " ("
+          << FormatClock(status.remaining_ms) << " left); try again after it\n";
+    } else {
+      err << "gpscope attach: process " << o.pid << " is already tracing (state " << state
+          << ", not standby); its trace is " << status.trace_path
+          << "\n  analyse it with: gpscope-analyze report " << status.trace_path << "\n";
+    }
+    return 1;
+  }
+  if (status.trace_path.empty() || !IsFile(status.trace_path)) {
+    err << "gpscope attach: process " << o.pid << " has no trace file ("
+        << (status.trace_path.empty() ? "none" : status.trace_path)
+        << "): the collector could not open its output; see the process's stderr\n";
+    return 1;
+  }
+  if (o.output_dir.empty()) o.output_dir = FreshDir(absl::StrCat("gpscope-out/attach-", o.pid));
+  o.output_dir = Absolute(o.output_dir);
+  if (!MakeDirs(o.output_dir)) {
+    err << "gpscope attach: cannot create " << o.output_dir << ": " << strerror(errno) << "\n";
+    return 1;
+  }
+
+  const uint64_t from_offset = FileSize(status.trace_path);
+  const uint64_t events_before = status.events, drops_before = status.drops;
+  std::string reply;
+  const std::string request = o.interval_ms ? absl::StrCat("start ", o.duration_ms, " ", o.interval_ms)
+                                            : absl::StrCat("start ", o.duration_ms);
+  if (Request(socket, request, &reply, &error) != ClientError::kOk) {
+    err << "gpscope attach: " << socket << ": " << error << "\n";
+    return 1;
+  }
+  if (reply.rfind("ok", 0) != 0) {
+    err << "gpscope attach: process " << o.pid << " refused: " << reply << "\n";
+    return 1;
+  }
+  err << "gpscope: tracing process " << o.pid << " for " << FormatClock(o.duration_ms) << " ("
+      << reply.substr(std::min<size_t>(3, reply.size())) << ")\n";
+
+  // The window: Ctrl-C / SIGTERM end it early with `stop`.
+  g_interrupted = 0;
+  struct sigaction sa{}, old_int{}, old_term{};
+  sa.sa_handler = &OnInterrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  ProgressPrinter printer(err, o.progress && isatty(STDERR_FILENO));
+  const size_t width = TerminalWidth(STDERR_FILENO);
+  const auto t0 = std::chrono::steady_clock::now();
+  bool stop_sent = false, process_gone = false;
+  const uint64_t give_up_ms = o.duration_ms + 60'000;
+  for (;;) {
+    SleepMs(250);
+    const uint64_t elapsed = MsSince(t0);
+    if (g_interrupted && !stop_sent) {
+      stop_sent = true;
+      Request(socket, "stop", &reply, &error);
+    }
+    const ClientError e = QueryStatus(socket, &status, &state, &error);
+    if (e != ClientError::kOk) {
+      process_gone = !InspectProcess(o.pid).exists || e == ClientError::kNoSocket ||
+                     e == ClientError::kStale;
+      if (process_gone) break;
+      continue;  // busy (another client), try again
+    }
+    printer.Show(RenderAttachProgress(elapsed, o.duration_ms, status.events - std::min(status.events, events_before),
+                                      status.drops - std::min(status.drops, drops_before), width));
+    if (!status.tracing) break;
+    if (elapsed > give_up_ms) {
+      printer.Clear();
+      err << "gpscope attach: the window did not close in time; sending stop\n";
+      Request(socket, "stop", &reply, &error);
+      break;
+    }
+  }
+  printer.Clear();
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  if (process_gone) err << "gpscope: process " << o.pid << " ended during the window\n";
+
+  // The collector ships what CUPTI buffered at its next flush: wait for it.
+  uint64_t flush_ms = 2000;
+  if (const auto it = target.env.find("GPSCOPE_FLUSH_INTERVAL_MS"); it != target.env.end()) {
+    uint64_t v = 0;
+    if (absl::SimpleAtoi(it->second, &v) && v >= 100 && v <= 60000) flush_ms = v;
+  }
+  if (!process_gone) SleepMs(static_cast<unsigned>(flush_ms + 500));
+  const uint64_t to_offset = FileSize(status.trace_path);
+  std::string base = Basename(status.trace_path);
+  if (base.size() > 8 && base.compare(base.size() - 8, 8, ".gpscope") == 0) base.resize(base.size() - 8);
+  const std::string window_path = absl::StrCat(o.output_dir, "/", base, "_pid", o.pid, ".gpscope");
+  uint64_t frames = 0;
+  const absl::Status s =
+      ExtractProcessWindow(status.trace_path, static_cast<uint32_t>(o.pid), from_offset, to_offset,
+                           window_path, &frames);
+  if (!s.ok()) {
+    err << "gpscope attach: " << s.message() << "\n";
+    return 1;
+  }
+  err << "gpscope: window captured after " << FormatClock(MsSince(t0)) << ": "
+      << FormatCount(status.events - std::min(status.events, events_before)) << " events, "
+      << FormatCount(status.drops - std::min(status.drops, drops_before)) << " drops, "
+      << frames << " frames -> " << window_path << "\n";
+  if (!o.report) return 0;
+  AnalysisOptions analysis;
+  analysis.report_path =
+      o.report_path.empty() ? o.output_dir + "/report.html" : Absolute(o.report_path);
+  analysis.idle_gap_ns = o.idle_gap_ns;
+  return ReportAndFindings({window_path}, analysis, err);
+}
+
+}  // namespace gpscope::launcher

@@ -1,0 +1,292 @@
+// tools/monitor/exposition.cc: see exposition.h.
+#include "tools/monitor/exposition.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace gpscope::monitor {
+namespace {
+
+// proto MetricScope values (inject/metrics/sampler.h kScope*).
+constexpr uint32_t kDevice = 1;
+constexpr uint32_t kProcess = 2;
+constexpr uint32_t kHost = 3;
+
+struct Known {
+  const char* trace_name;
+  uint32_t scope;
+  const char* family;
+  double scale;
+  const char* help;
+};
+
+// The documented families (README "Node monitor" lists the same).
+constexpr Known kKnown[] = {
+    {"nvml.gpu_util", kDevice, "gpscope_gpu_util_percent", 1,
+     "Percent of the last sample period in which a kernel ran (NVML utilization.gpu)."},
+    {"nvml.mem_util", kDevice, "gpscope_gpu_memory_util_percent", 1,
+     "Percent of the last sample period in which device memory was read or written."},
+    {"nvml.sm_clock_mhz", kDevice, "gpscope_gpu_sm_clock_hertz", 1e6, "SM clock."},
+    {"nvml.mem_clock_mhz", kDevice, "gpscope_gpu_memory_clock_hertz", 1e6, "Memory clock."},
+    {"nvml.clock_event_reasons", kDevice, "gpscope_gpu_clock_event_reasons", 1,
+     "Bitmask of NVML clock event (throttle) reasons; see gpscope_gpu_clock_event_active."},
+    {"nvml.power_w", kDevice, "gpscope_gpu_power_watts", 1, "Power draw."},
+    {"nvml.power_limit_w", kDevice, "gpscope_gpu_power_limit_watts", 1, "Enforced power limit."},
+    {"nvml.temperature_c", kDevice, "gpscope_gpu_temperature_celsius", 1, "GPU temperature."},
+    {"nvml.memory_used_bytes", kDevice, "gpscope_gpu_memory_used_bytes", 1,
+     "Device memory in use."},
+    {"nvml.pcie_tx_bytes_per_s", kDevice, "gpscope_gpu_nvml_pcie_tx_bytes_per_second", 1,
+     "PCIe transmit throughput (NVML counter, opt-in)."},
+    {"nvml.pcie_rx_bytes_per_s", kDevice, "gpscope_gpu_nvml_pcie_rx_bytes_per_second", 1,
+     "PCIe receive throughput (NVML counter, opt-in)."},
+    {"gpm.sm_util", kDevice, "gpscope_gpu_sm_util_percent", 1,
+     "Percent of SMs busy, averaged over the last sample period (GPM)."},
+    {"gpm.sm_occupancy", kDevice, "gpscope_gpu_sm_occupancy_percent", 1,
+     "Achieved warp occupancy of the SMs (GPM)."},
+    {"gpm.tensor_util", kDevice, "gpscope_gpu_tensor_util_percent", 1,
+     "Tensor pipe utilization, any precision (GPM)."},
+    {"gpm.dram_bw_util", kDevice, "gpscope_gpu_dram_bandwidth_util_percent", 1,
+     "Percent of peak DRAM bandwidth used (GPM)."},
+    {"gpm.fp16_util", kDevice, "gpscope_gpu_fp16_util_percent", 1, "FP16 pipe utilization (GPM)."},
+    {"gpm.fp32_util", kDevice, "gpscope_gpu_fp32_util_percent", 1, "FP32 pipe utilization (GPM)."},
+    {"gpm.fp64_util", kDevice, "gpscope_gpu_fp64_util_percent", 1, "FP64 pipe utilization (GPM)."},
+    {"gpm.pcie_tx_bytes_per_s", kDevice, "gpscope_gpu_pcie_tx_bytes_per_second", 1,
+     "PCIe transmit throughput (GPM)."},
+    {"gpm.pcie_rx_bytes_per_s", kDevice, "gpscope_gpu_pcie_rx_bytes_per_second", 1,
+     "PCIe receive throughput (GPM)."},
+    {"gpm.nvlink_tx_bytes_per_s", kDevice, "gpscope_gpu_nvlink_tx_bytes_per_second", 1,
+     "NVLink transmit throughput, all links (GPM)."},
+    {"gpm.nvlink_rx_bytes_per_s", kDevice, "gpscope_gpu_nvlink_rx_bytes_per_second", 1,
+     "NVLink receive throughput, all links (GPM)."},
+    {"nvml.process_memory_bytes", kProcess, "gpscope_gpu_process_memory_bytes", 1,
+     "Device memory used by a process on a GPU."},
+    {"nvml.process_sm_util", kProcess, "gpscope_gpu_process_sm_util_percent", 1,
+     "SM utilization of a process on a GPU over the last sample period (NVML)."},
+    {"host.process_cpu_user_pct", kProcess, "gpscope_monitor_cpu_user_percent", 1,
+     "The monitor's own user CPU time, percent of one core."},
+    {"host.process_cpu_system_pct", kProcess, "gpscope_monitor_cpu_system_percent", 1,
+     "The monitor's own system CPU time, percent of one core."},
+    {"host.rss_bytes", kProcess, "gpscope_monitor_resident_memory_bytes", 1,
+     "The monitor's resident memory."},
+    {"gpscope.sampler_cpu_pct", kProcess, "gpscope_monitor_sampler_cpu_percent", 1,
+     "CPU time spent sampling, percent of one core."},
+    {"host.cpu_util_pct", kHost, "gpscope_node_cpu_util_percent", 1,
+     "Busy share of all CPUs of the node."},
+    {"host.iowait_pct", kHost, "gpscope_node_iowait_percent", 1,
+     "Iowait share of all CPUs of the node."},
+};
+
+bool IsNameChar(char c, bool first) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' ||
+         (!first && c >= '0' && c <= '9');
+}
+
+std::string EscapeHelp(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string RenderLabels(const Labels& labels) {
+  if (labels.empty()) return "";
+  std::string out = "{";
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (i > 0) out += ',';
+    out += labels[i].first;
+    out += "=\"";
+    out += EscapeLabelValue(labels[i].second);
+    out += '"';
+  }
+  out += '}';
+  return out;
+}
+
+}  // namespace
+
+bool MapTraceMetric(std::string_view trace_name, uint32_t scope, FamilySpec* out) {
+  if (trace_name == "host.thread_cpu_pct") return false;
+  for (const Known& k : kKnown) {
+    if (trace_name == k.trace_name && scope == k.scope) {
+      *out = FamilySpec{k.family, k.help, MetricType::kGauge, k.scale, false};
+      return true;
+    }
+  }
+  std::string name = "gpscope_";
+  for (char c : trace_name) name += IsNameChar(c, false) && c != ':' ? c : '_';
+  *out = FamilySpec{name, "gpscope metric " + std::string(trace_name) + " (not documented).",
+                    MetricType::kGauge, 1, false};
+  return true;
+}
+
+FamilySpec ClockEventActiveFamily() {
+  return FamilySpec{"gpscope_gpu_clock_event_active",
+                    "1 while an NVML clock event (throttle) reason holds the clocks down.",
+                    MetricType::kGauge, 1, false};
+}
+
+bool IsValidMetricName(std::string_view name) {
+  if (name.empty()) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (!IsNameChar(name[i], i == 0)) return false;
+  }
+  return true;
+}
+
+std::string EscapeLabelValue(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (char c : value) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string FormatValue(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  char buf[32];
+  if (value == std::floor(value) && std::fabs(value) < 1e15) {
+    std::snprintf(buf, sizeof(buf), "%.0f", value);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.17g", value);
+    // Shortest text that reads back to the same double.
+    for (int precision = 6; precision < 17; ++precision) {
+      char shorter[32];
+      std::snprintf(shorter, sizeof(shorter), "%.*g", precision, value);
+      if (std::strtod(shorter, nullptr) == value) {
+        std::snprintf(buf, sizeof(buf), "%s", shorter);
+        break;
+      }
+    }
+  }
+  return buf;
+}
+
+uint32_t MetricStore::AddSeries(const FamilySpec& family, const Labels& labels) {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint32_t f = 0;
+  while (f < families_.size() && families_[f].spec.name != family.name) ++f;
+  if (f == families_.size()) families_.push_back(Family{family, {}});
+  uint32_t handle;
+  if (!free_.empty()) {  // a removed series' slot: the table does not grow with churn
+    handle = free_.back();
+    free_.pop_back();
+    series_[handle] = Series{f, RenderLabels(labels)};
+  } else {
+    handle = static_cast<uint32_t>(series_.size());
+    series_.push_back(Series{f, RenderLabels(labels)});
+  }
+  families_[f].series.push_back(handle);
+  return handle;
+}
+
+void MetricStore::RemoveSeries(uint32_t handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (handle >= series_.size() || series_[handle].removed) return;
+  Series& s = series_[handle];
+  s.removed = true;
+  std::vector<uint32_t>& list = families_[s.family].series;
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (list[i] == handle) {
+      list.erase(list.begin() + static_cast<std::ptrdiff_t>(i));
+      break;
+    }
+  }
+  s.labels.clear();
+  s.labels.shrink_to_fit();
+  free_.push_back(handle);
+  // A value staged for it this round must not land on the slot's next owner.
+  staged_.erase(std::remove_if(staged_.begin(), staged_.end(),
+                               [handle](const std::pair<uint32_t, double>& v) {
+                                 return v.first == handle;
+                               }),
+                staged_.end());
+}
+
+void MetricStore::Stage(uint32_t handle, double value) { staged_.emplace_back(handle, value); }
+
+void MetricStore::Commit() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++round_;
+  for (const auto& [handle, value] : staged_) {
+    if (handle >= series_.size()) continue;
+    Series& s = series_[handle];
+    s.value = value * families_[s.family].spec.scale;
+    s.round = round_;
+  }
+  staged_.clear();
+}
+
+std::string MetricStore::Render(ExpositionFormat format) {
+  const bool om = format == ExpositionFormat::kOpenMetrics;
+  std::string out;
+  std::lock_guard<std::mutex> lock(mu_);
+  ++scrapes_;
+  out.reserve(series_.size() * 96 + families_.size() * 128);
+  for (const Family& f : families_) {
+    bool header = false;
+    for (uint32_t h : f.series) {
+      const Series& s = series_[h];
+      if (s.round == 0) continue;
+      if (!f.spec.never_stale && s.round + stale_rounds_ <= round_) continue;
+      if (!header) {
+        std::string family_name = f.spec.name;
+        // OpenMetrics names a counter family without its _total suffix.
+        if (om && f.spec.type == MetricType::kCounter && family_name.size() > 6 &&
+            family_name.compare(family_name.size() - 6, 6, "_total") == 0) {
+          family_name.resize(family_name.size() - 6);
+        }
+        out += "# HELP " + family_name + " " + EscapeHelp(f.spec.help) + "\n";
+        out += "# TYPE " + family_name +
+               (f.spec.type == MetricType::kCounter ? " counter\n" : " gauge\n");
+        header = true;
+      }
+      out += f.spec.name;
+      out += s.labels;
+      out += ' ';
+      out += FormatValue(s.value);
+      out += '\n';
+    }
+  }
+  if (om) out += "# EOF\n";
+  return out;
+}
+
+uint64_t MetricStore::scrapes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return scrapes_;
+}
+
+size_t MetricStore::live_series() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (const Family& f : families_) n += f.series.size();
+  return n;
+}
+
+ExpositionFormat NegotiateFormat(std::string_view accept_header) {
+  return accept_header.find("application/openmetrics-text") != std::string_view::npos
+             ? ExpositionFormat::kOpenMetrics
+             : ExpositionFormat::kPrometheusText;
+}
+
+}  // namespace gpscope::monitor
