@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/testing/synth.h"
 #include "tests/testing/trace_builder.h"
 #include "tools/analyses/gpu_report.h"
 #include "tools/analyses/names.h"
@@ -24,6 +25,7 @@
 #include "tools/model/interval_union.h"
 #include "tools/model/log_histogram.h"
 #include "tools/model/model_builder.h"
+#include "tools/model/occupancy.h"
 #include "tools/model/reorder_queue.h"
 #include "tools/model/timeline.h"
 #include "tools/model/top_k.h"
@@ -37,6 +39,9 @@ using model::GapCause;
 using model::Interval;
 using model::IntervalUnion;
 using model::LogHistogram;
+using testing::HealthyLoop;
+using testing::LoopOptions;
+using testing::Synth;
 using testing::TraceBuilder;
 
 constexpr uint64_t kUs = 1'000;
@@ -49,114 +54,6 @@ std::string TempPath(const std::string& name) {
   return ::testing::TempDir() + "analyses_test." + std::to_string(getpid()) + "." + name +
          ".gpscope";
 }
-
-// A process whose GPU stream behaves like a real one: an op starts when the
-// stream is free and its launch call has returned (plus a little latency).
-class Synth {
- public:
-  explicit Synth(TraceBuilder& trace, uint64_t uid = 0x5157, uint32_t pid = 4242,
-                 const std::vector<std::string>& cmdline = {})
-      : p_(trace.AddProcess(uid, pid)) {
-    if (!cmdline.empty()) {
-      p_.header().clear_cmdline();
-      for (const std::string& arg : cmdline) p_.header().add_cmdline(arg);
-    }
-    p_.WriteHeader();
-    AddConfig(1, 264);  // two blocks per SM of the 132-SM DefaultHeader device
-    AddConfig(2, 8);    // far too few blocks
-  }
-
-  TraceBuilder::Process& p() { return p_; }
-
-  void AddConfig(uint32_t id, uint32_t grid_x) {
-    proto::LaunchConfig* c = p_.batch().add_launch_configs();
-    c->set_id(id);
-    c->set_grid_x(grid_x);
-    c->set_grid_y(1);
-    c->set_grid_z(1);
-    c->set_block_x(256);
-    c->set_block_y(1);
-    c->set_block_z(1);
-  }
-
-  // Launches a kernel at host time `host_ns`; returns when the call returns.
-  uint64_t Kernel(uint64_t host_ns, uint64_t duration_ns, std::string_view name,
-                  uint32_t config = 1, uint64_t call_ns = 8 * kUs, uint32_t stream = 7) {
-    const uint32_t corr = next_correlation_++;
-    Api(host_ns, call_ns, "cudaLaunchKernel_v7000", 211, corr);
-    format::KernelEvent k{};
-    k.start_ns = GpuStart(stream, host_ns + call_ns);
-    k.end_ns = k.start_ns + duration_ns;
-    k.name_id = p_.Intern(name);
-    k.launch_config_id = config;
-    k.context_id = 1;
-    k.stream_id = stream;
-    k.correlation_id = corr;
-    p_.Add(k);
-    free_ns_[stream] = k.end_ns;
-    MaybeFlush();
-    return host_ns + call_ns;
-  }
-
-  // A copy; for a synchronous-looking call (`blocking`) the call returns
-  // when the copy ends. Returns when the call returns.
-  uint64_t Copy(uint64_t host_ns, uint64_t duration_ns, uint64_t bytes, uint32_t copy_kind,
-                uint32_t host_kind, bool blocking = false, uint32_t stream = 7) {
-    const uint32_t corr = next_correlation_++;
-    format::MemcpyEvent c{};
-    c.start_ns = GpuStart(stream, host_ns + 5 * kUs);
-    c.end_ns = c.start_ns + duration_ns;
-    c.bytes = bytes;
-    c.copy_kind = copy_kind;
-    const bool to_device = copy_kind == proto::MEMCPY_HTOD;
-    const uint32_t device_kind = proto::MEMORY_DEVICE;
-    c.src_kind = to_device ? host_kind : device_kind;
-    c.dst_kind = to_device ? device_kind : host_kind;
-    c.context_id = 1;
-    c.stream_id = stream;
-    c.correlation_id = corr;
-    c.flags = 1;  // cudaMemcpyAsync
-    c.dst_device_id = 0;
-    p_.Add(c);
-    free_ns_[stream] = c.end_ns;
-    const uint64_t returns = blocking ? c.end_ns + 3 * kUs : host_ns + 5 * kUs;
-    Api(host_ns, returns - host_ns, "cudaMemcpyAsync_v3020", 41, corr);
-    MaybeFlush();
-    return returns;
-  }
-
-  // cudaStreamSynchronize from host_ns until the stream is idle.
-  uint64_t Sync(uint64_t host_ns, uint32_t stream = 7) {
-    const uint64_t end = std::max(host_ns, free_ns_[stream]) + 4 * kUs;
-    Api(host_ns, end - host_ns, "cudaStreamSynchronize_v3020", 131, next_correlation_++);
-    return end;
-  }
-
-  void Step(uint64_t start_ns, uint64_t end_ns, uint64_t index) {
-    p_.Add(format::NvtxRangeEvent{start_ns, end_ns, p_.Intern("step " + std::to_string(index)), 0,
-                                  kThread, 0});
-  }
-
-  uint64_t gpu_free_ns(uint32_t stream = 7) { return free_ns_[stream]; }
-
- private:
-  void Api(uint64_t start, uint64_t duration, std::string_view name, uint32_t cbid,
-           uint32_t corr) {
-    p_.Add(format::ApiCallEvent{start, start + duration, proto::API_RUNTIME, cbid, kThread, corr,
-                                0, p_.Intern(name)});
-  }
-  uint64_t GpuStart(uint32_t stream, uint64_t ready_ns) {
-    const uint64_t free = free_ns_[stream];
-    return std::max(free == 0 ? 0 : free + 2 * kUs, ready_ns + 1 * kUs);
-  }
-  void MaybeFlush() {
-    if (p_.open_events() >= 3000) p_.Flush();
-  }
-
-  TraceBuilder::Process& p_;
-  uint32_t next_correlation_ = 1000;
-  std::map<uint32_t, uint64_t> free_ns_;
-};
 
 struct Result {
   std::unique_ptr<analyze::SummaryResult> r;
@@ -200,37 +97,6 @@ std::string Describe(const std::vector<Finding>& findings) {
 }
 
 // ------------------------------------------------------ synthetic traces --
-
-struct LoopOptions {
-  int steps = 50;
-  uint64_t step_ns = 19 * kMs;  // host time per step: the GPU work is a bit longer
-  int kernels = 10;
-  uint64_t kernel_ns = 1'900 * kUs;
-  uint32_t config = 1;
-  uint64_t copy_ns = 20 * kUs;  // pinned H2D input copy
-  uint64_t copy_bytes = 1 << 20;
-  uint64_t pageable_ns = 0;     // an extra pageable H2D copy per step
-  bool emit_steps = true;       // NVTX step ranges (else the caller writes them)
-};
-
-// A compute-bound training loop: the host launches each step's copy and
-// kernels well ahead of the GPU, which is never starved.
-void HealthyLoop(Synth& s, const LoopOptions& o, uint64_t t0 = kT0) {
-  uint64_t h = t0;
-  for (int step = 0; step < o.steps; ++step) {
-    const uint64_t start = h;
-    uint64_t t = s.Copy(h, o.copy_ns, o.copy_bytes, proto::MEMCPY_HTOD, proto::MEMORY_PINNED);
-    if (o.pageable_ns > 0) {
-      t = s.Copy(t, o.pageable_ns, 2 << 20, proto::MEMCPY_HTOD, proto::MEMORY_PAGEABLE);
-    }
-    for (int k = 0; k < o.kernels; ++k) {
-      t = s.Kernel(t + 2 * kUs, o.kernel_ns, k % 2 == 0 ? "gemm_bf16_tn" : "gemm_bf16_nt",
-                   o.config);
-    }
-    h = start + o.step_ns;
-    if (o.emit_steps) s.Step(start, h - 10 * kUs, static_cast<uint64_t>(step));
-  }
-}
 
 TEST(RulesTest, HealthyComputeBoundTraceHasNoWarning) {
   TraceBuilder trace;
@@ -516,6 +382,59 @@ TEST(RulesTest, UntracedProcessOnTheGpuYieldsGpuSharedNvml) {
   EXPECT_NEAR(r.report().other_process_sm, 30, 1e-6);
 }
 
+// The SM limits of an H100 (DefaultHeader leaves them unknown).
+void SetSmLimits(proto::ProcessHeader& h) {
+  proto::DeviceInfo* d = h.mutable_devices(0);
+  d->set_max_threads_per_sm(2048);
+  d->set_max_blocks_per_sm(32);
+  d->set_max_registers_per_sm(65536);
+  d->set_max_shared_memory_per_sm_bytes(233472);
+}
+
+TEST(OccupancyTest, LimitedByWarpsRegistersSharedMemoryAndBlocks) {
+  model::SmLimits h100{2048, 32, 65536, 233472};
+  EXPECT_EQ(model::TheoreticalOccupancy({256, 0, 0}, h100), 1.0);
+  EXPECT_EQ(model::TheoreticalOccupancy({256, 128, 0}, h100), 0.25);   // 16 warps of registers
+  EXPECT_EQ(model::TheoreticalOccupancy({256, 168, 0}, h100), 0.125);  // 12 warps: one block
+  EXPECT_EQ(model::TheoreticalOccupancy({256, 0, 100 * 1024}, h100), 0.25);  // two blocks of smem
+  EXPECT_EQ(model::TheoreticalOccupancy({32, 0, 0}, h100), 0.5);      // 32 blocks of one warp
+  EXPECT_EQ(model::TheoreticalOccupancy({1000, 0, 0}, h100), 2 * 32.0 / 64);  // 32 warps, 2 blocks
+  EXPECT_EQ(model::TheoreticalOccupancy({256, 0, 0}, model::SmLimits{}), -1);  // limits unknown
+  EXPECT_EQ(model::TheoreticalOccupancy({0, 0, 0}, h100), -1);
+}
+
+TEST(RulesTest, RegisterHungryLaunchesYieldLowOccupancy) {
+  TraceBuilder trace;
+  Synth s(trace, 0x5157, 4242, {}, SetSmLimits);
+  proto::LaunchConfig* c = s.p().batch().add_launch_configs();
+  c->set_id(3);
+  c->set_grid_x(1056);  // plenty of blocks: SM efficiency is fine
+  c->set_grid_y(1);
+  c->set_grid_z(1);
+  c->set_block_x(256);
+  c->set_block_y(1);
+  c->set_block_z(1);
+  c->set_registers_per_thread(168);  // one resident block per SM: 12.5%
+  LoopOptions o;
+  o.config = 3;
+  HealthyLoop(s, o);
+  s.p().WriteEnd();
+  const Result r = Analyze(trace, "lowocc");
+  EXPECT_EQ(WarningRules(r.findings()), std::vector<std::string>{"low-occupancy"})
+      << Describe(r.findings());
+  EXPECT_NEAR(r.report().est_occupancy, 0.125, 1e-6);
+  EXPECT_NEAR(r.report().occupancy_known_share, 1.0, 1e-9);
+  EXPECT_NEAR(r.report().top_kernels.at(0).est_occupancy, 0.125, 1e-6);
+  // The same loop with unconstrained shapes is healthy.
+  TraceBuilder healthy;
+  Synth h(healthy, 0x5157, 4242, {}, SetSmLimits);
+  HealthyLoop(h, {});
+  h.p().WriteEnd();
+  const Result ok = Analyze(healthy, "fullocc");
+  EXPECT_TRUE(WarningRules(ok.findings()).empty()) << Describe(ok.findings());
+  EXPECT_NEAR(ok.report().est_occupancy, 1.0, 1e-6);
+}
+
 TEST(RulesTest, CatalogueListsEveryRuleOnce) {
   std::vector<std::string> ids;
   for (const analyses::RuleInfo& r : analyses::RuleCatalogue()) {
@@ -527,7 +446,8 @@ TEST(RulesTest, CatalogueListsEveryRuleOnce) {
   std::sort(sorted.begin(), sorted.end());
   EXPECT_EQ(std::unique(sorted.begin(), sorted.end()), sorted.end());
   for (const char* required : {"data-starvation", "launch-bound", "host-sync", "pageable-copies",
-                               "copy-heavy", "long-gaps", "dominant-kernel", "incomplete-data"}) {
+                               "copy-heavy", "long-gaps", "dominant-kernel", "incomplete-data",
+                               "low-occupancy", "low-comm-overlap", "straggler-rank"}) {
     EXPECT_NE(std::find(ids.begin(), ids.end(), required), ids.end()) << required;
   }
 }

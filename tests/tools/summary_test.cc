@@ -363,8 +363,8 @@ TEST_F(SummaryTest, JsonHasTheDocumentedStructure) {
   ASSERT_EQ(o.code, kExitOk) << o.err;
   const Json j = ParseJson(o.out);
   EXPECT_EQ(j.Keys(), (std::vector<std::string>{"schema", "options", "events", "files", "findings",
-                                                "rules", "gpus", "processes", "warnings",
-                                                "warnings_omitted"}));
+                                                "rules", "gpus", "processes", "ranks",
+                                                "warnings", "warnings_omitted"}));
   EXPECT_EQ(j["schema"].string, "gpscope.summary/1");
   EXPECT_EQ(j["options"]["idle_gap_threshold_ns"].number, 5e6);
   ASSERT_EQ(j["gpus"].array.size(), 2u);
@@ -373,7 +373,19 @@ TEST_F(SummaryTest, JsonHasTheDocumentedStructure) {
                           "index", "label", "process_uid", "pid", "hostname", "device_id",
                           "device", "span", "window", "four_numbers", "sampled", "busy", "idle",
                           "kernels",
-                          "copies", "host", "steps", "late_ops"}));
+                          "copies", "host", "steps", "late_ops", "communication", "windows",
+                          "minutes"}));
+  EXPECT_EQ(g["windows"].Keys(), (std::vector<std::string>{"requested_ns", "width_ns",
+                                                          "coarsened", "columns", "rows"}));
+  EXPECT_EQ(g["windows"]["columns"].array.size(), 17u);
+  ASSERT_FALSE(g["windows"]["rows"].array.empty());
+  for (const Json& row : g["windows"]["rows"].array) EXPECT_EQ(row.array.size(), 17u);
+  EXPECT_EQ(g["steps"]["source"].string, "nvtx");
+  EXPECT_EQ(g["communication"]["overlap"].type, Json::kNull);
+  EXPECT_EQ(j["ranks"]["rows"].array.size(), 2u);
+  EXPECT_EQ(j["ranks"]["straggler"].type, Json::kNull);
+  EXPECT_EQ(j["processes"].array[0]["identity"]["rank"].number, -1);
+  EXPECT_EQ(j["processes"].array[0]["clocks"]["snapshots"].number, 1);
   EXPECT_EQ(g["four_numbers"].Keys(),
             (std::vector<std::string>{"sm_util", "dram_bw_util", "kernel_duration_ns",
                                       "idle_gap_share", "idle_gap_share_span"}));

@@ -95,6 +95,41 @@ Window SteadyWindow(const GpuModel& g) {
 
 namespace {
 
+// Steps without NVTX: periods from the model; the per-step breakdown from
+// the timeline between the second and the last instance (the first is
+// warm-up, the last has no next start), like NVTX steps.
+void InferredStepsReport(const GpuModel& g, GpuReport& r) {
+  const model::InferredSteps& in = g.inferred_steps;
+  r.has_steps = true;
+  r.step_source = "inferred";
+  r.step_anchor = in.anchor;
+  r.step_candidates = in.candidates;
+  r.step_count = in.count;
+  r.step_example = in.anchor;
+  r.step_period = Describe(in.period_ns);
+  const Timeline& t = g.timeline;
+  auto split = [&t](uint64_t a, uint64_t b, model::StepRecord* out) {
+    const double busy = t.Sum(model::kBusyNs, a, b);
+    const double kernels = std::min(busy, t.Sum(model::kKernelBusyNs, a, b));
+    out->compute_ns = static_cast<uint64_t>(kernels);
+    out->copy_ns = static_cast<uint64_t>(busy - kernels);
+    out->idle_ns = static_cast<uint64_t>(std::max(0.0, static_cast<double>(b - a) - busy));
+    out->comm_ns = static_cast<uint64_t>(std::min(kernels, t.Sum(model::kCommBusyNs, a, b)));
+  };
+  r.warmup_step.index = 0;
+  r.warmup_step.start_ns = in.first_start_ns;
+  r.warmup_step.end_ns = in.second_start_ns;
+  split(in.first_start_ns, in.second_start_ns, &r.warmup_step);
+  if (in.period_ns.count() == 0 || in.last_start_ns <= in.second_start_ns) return;
+  model::StepRecord all;
+  split(in.second_start_ns, in.last_start_ns, &all);
+  const double n = static_cast<double>(in.period_ns.count());
+  r.step_compute_ns = static_cast<double>(all.compute_ns) / n;
+  r.step_copy_ns = static_cast<double>(all.copy_ns) / n;
+  r.step_idle_ns = static_cast<double>(all.idle_ns) / n;
+  r.step_comm_ns = static_cast<double>(all.comm_ns) / n;
+}
+
 GpuReport ComputeGpu(const model::TraceModel& model, size_t index, const ReportOptions& options) {
   const GpuModel& g = model.gpus[index];
   GpuReport r;
@@ -179,6 +214,11 @@ GpuReport ComputeGpu(const model::TraceModel& model, size_t index, const ReportO
   r.shorter_than_launch = g.shorter_than_launch;
   r.launches_matched = g.launches_matched;
   if (g.shape_known_ns > 0) r.est_sm_efficiency = g.est_sm_ns / static_cast<double>(g.shape_known_ns);
+  if (g.occupancy_known_ns > 0) {
+    r.est_occupancy = g.occupancy_ns / static_cast<double>(g.occupancy_known_ns);
+    r.occupancy_known_share = static_cast<double>(g.occupancy_known_ns) /
+                              static_cast<double>(std::max<uint64_t>(1, g.kernel_ns));
+  }
   std::vector<const model::KernelStats*> kernels;
   for (const model::KernelStats& k : g.kernels) kernels.push_back(&k);
   std::sort(kernels.begin(), kernels.end(), [](const auto* a, const auto* b) {
@@ -203,6 +243,10 @@ GpuReport ComputeGpu(const model::TraceModel& model, size_t index, const ReportO
     row.min_blocks = k.min_blocks;
     row.max_blocks = k.max_blocks;
     row.longest = k.longest;
+    if (k.collective != model::CollectiveKind::kNone) row.collective = model::CollectiveName(k.collective);
+    if (k.occupancy_known_ns > 0) {
+      row.est_occupancy = k.occupancy_ns / static_cast<double>(k.occupancy_known_ns);
+    }
     r.top_kernels.push_back(std::move(row));
   }
 
@@ -264,9 +308,37 @@ GpuReport ComputeGpu(const model::TraceModel& model, size_t index, const ReportO
     if (r.sync_calls == 0) r.sync_calls = pt.Sum(model::kSyncRecords, w0, w1);
   }
 
+  // Communication.
+  const model::CommStats& comm = g.comm;
+  r.has_comm = comm.kernels > 0;
+  r.comm_busy_ns = sum(model::kCommBusyNs);
+  r.comm_share = r.comm_busy_ns / wlen;
+  r.comm_overlap_ns = sum(model::kCommOverlapNs);
+  r.compute_busy_ns = sum(model::kComputeBusyNs);
+  if (r.comm_busy_ns > 0) r.comm_overlap = std::min(1.0, r.comm_overlap_ns / r.comm_busy_ns);
+  r.comm_kernels = comm.kernels;
+  r.comm_kernel_ns = comm.kernel_ns;
+  for (int kind = 1; kind < model::kCollectiveKinds; ++kind) {
+    const model::CollectiveStats& c = comm.by_kind[static_cast<size_t>(kind)];
+    if (c.count == 0) continue;
+    r.collectives.push_back(
+        {model::CollectiveName(static_cast<model::CollectiveKind>(kind)), c.count, c.kernel_ns,
+         static_cast<double>(c.kernel_ns) / static_cast<double>(std::max<uint64_t>(1, comm.kernel_ns))});
+  }
+  std::sort(r.collectives.begin(), r.collectives.end(),
+            [](const CollectiveRow& a, const CollectiveRow& b) {
+              return a.kernel_ns != b.kernel_ns ? a.kernel_ns > b.kernel_ns : a.kind < b.kind;
+            });
+  for (const model::ProcessModel& p : model.processes) {
+    if (p.process_uid != g.process_uid) continue;
+    r.comm_ranges = p.comm_ranges;
+    r.comm_range_ns = p.comm_range_ns;
+  }
+
   // Steps.
   const model::StepStats& s = g.steps;
   r.has_steps = s.count > 0;
+  r.step_source = r.has_steps ? "nvtx" : "";
   r.step_count = s.count;
   r.step_example = s.example_name;
   r.step_period = Describe(s.period_ns);
@@ -276,10 +348,14 @@ GpuReport ComputeGpu(const model::TraceModel& model, size_t index, const ReportO
     r.step_compute_ns = static_cast<double>(s.compute_ns) / n;
     r.step_copy_ns = static_cast<double>(s.copy_ns) / n;
     r.step_idle_ns = static_cast<double>(s.idle_ns) / n;
+    r.step_comm_ns = static_cast<double>(s.comm_ns) / n;
     r.steps_in_window = n;
   }
   r.warmup_step = s.warmup;
   r.slowest_steps = s.slowest;
+  if (!r.has_steps && g.inferred_steps.found) InferredStepsReport(g, r);
+  r.windows = ComputeWindows(model, index);
+  r.minutes = ComputeMinutes(model, index);
   return r;
 }
 
@@ -308,6 +384,7 @@ SummaryReport ComputeSummary(const model::TraceModel& model, const ReportOptions
                  p.clean_end && p.undecodable_batches == 0;
     report.processes.push_back(std::move(r));
   }
+  report.ranks = ComputeRanks(model, report);
   return report;
 }
 

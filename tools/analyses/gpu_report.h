@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/analyses/ranks.h"
+#include "tools/analyses/windows.h"
 #include "tools/model/log_histogram.h"
 #include "tools/model/trace_model.h"
 
@@ -70,6 +72,8 @@ struct KernelRow {
   double est_sm_efficiency = -1;  // min(blocks/SMs,1) weighted by time; -1 unknown
   uint64_t min_blocks = 0, max_blocks = 0;
   model::Interval longest;
+  std::string collective;  // "all_reduce", ... for communication kernels, else ""
+  double est_occupancy = -1;  // theoretical occupancy, time-weighted; -1 unknown
 };
 
 struct CopyRow {
@@ -84,6 +88,14 @@ struct CopyRow {
   uint64_t sync_bytes = 0;
   uint64_t sync_duration_ns = 0;
   model::Interval longest;
+};
+
+// Communication kernels of one kind (whole run).
+struct CollectiveRow {
+  std::string kind;  // "all_reduce", ... (model::CollectiveName)
+  uint64_t count = 0;
+  uint64_t kernel_ns = 0;
+  double share_of_comm = 0;  // of all communication kernel time
 };
 
 // Idle time split by cause (ns).
@@ -139,6 +151,10 @@ struct GpuReport {
   uint64_t shorter_than_launch = 0;
   uint64_t launches_matched = 0;
   double est_sm_efficiency = -1;  // over kernels with a known shape
+  // Theoretical occupancy of the launch shapes (model/occupancy.h),
+  // weighted by kernel time over the kernels where it is known; -1 unknown.
+  double est_occupancy = -1;
+  double occupancy_known_share = 0;  // of all kernel time
   std::vector<KernelRow> top_kernels;
 
   // Copies and memsets (whole run), largest time first.
@@ -156,16 +172,41 @@ struct GpuReport {
   double sync_calls = 0;      // window (sync API calls, else sync records)
   double sync_blocked_ns = 0;
 
-  // Steps.
+  // Communication (window unless said otherwise); HTA's definitions:
+  // overlap = time compute kernels run while a communication kernel runs,
+  // over communication time.
+  bool has_comm = false;         // any communication kernel in the run
+  double comm_busy_ns = 0;       // union of communication kernels
+  double comm_share = 0;         // comm busy / window
+  double comm_overlap_ns = 0;
+  double comm_overlap = -1;      // overlap / comm busy; -1 without communication
+  double compute_busy_ns = 0;    // union of the other kernels
+  uint64_t comm_kernels = 0;     // whole run
+  uint64_t comm_kernel_ns = 0;   // whole run, summed durations
+  std::vector<CollectiveRow> collectives;  // whole run, most time first
+  uint64_t comm_ranges = 0;      // NVTX ranges in NCCL's domain (the process, whole run)
+  uint64_t comm_range_ns = 0;
+
+  // Steps: from NVTX step ranges ("nvtx") or, without them, inferred from
+  // the period of a repeating event ("inferred", model::InferredSteps).
+  // steps_in_window (per-step rates of the rules) counts NVTX steps only.
   bool has_steps = false;
+  std::string step_source;   // "nvtx", "inferred" or "" (none)
+  std::string step_anchor;   // inferred: the repeating event
+  uint64_t step_candidates = 0;  // inferred: series that agreed on the period
   uint64_t step_count = 0;   // all, warm-up included
   std::string step_example;
   Distribution step_period;  // after the first step, ns
   Distribution step_range;
   double step_compute_ns = 0, step_copy_ns = 0, step_idle_ns = 0;  // mean per step
+  double step_comm_ns = 0;   // communication kernels running, mean per step (part of compute)
   model::StepRecord warmup_step;
   std::vector<model::StepRecord> slowest_steps;
   double steps_in_window = 0;  // for "per step" rates (0 without steps)
+
+  // Windows and minute trends (windows.h).
+  WindowTable windows;
+  WindowTable minutes;
 };
 
 struct ProcessReport {
@@ -186,6 +227,7 @@ struct SummaryReport {
   std::vector<ProcessReport> processes;
   uint64_t late_ops = 0;
   uint64_t events = 0;
+  RankReport ranks;  // per-rank comparison and straggler ranking (ranks.h)
 };
 
 SummaryReport ComputeSummary(const model::TraceModel& model, const ReportOptions& options);

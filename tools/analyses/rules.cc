@@ -491,7 +491,131 @@ void OtherProcesses(const Context& c, const GpuReport& g, Finding f) {
   c.out->push_back(std::move(f));
 }
 
+void LowOccupancy(const Context& c, const GpuReport& g, Finding f) {
+  if (g.est_occupancy < 0 || g.est_occupancy >= kLowOccupancy ||
+      g.occupancy_known_share < kLowOccupancyMinKnownShare) {
+    return;
+  }
+  const double wlen = static_cast<double>(std::max<uint64_t>(1, g.window.length_ns()));
+  const double kernel_busy_share = g.kernel_busy_ns / wlen;
+  if (kernel_busy_share < kLowSmMinKernelBusyShare) return;
+  f.severity = Severity::kWarning;
+  f.cost_ns = Ns(kLowOccupancyGain * g.kernel_ns);
+  f.summary = absl::StrFormat(
+      "The kernels' launch shapes allow only %s theoretical occupancy on average (weighted by "
+      "time; registers, shared memory and block size against the SM's limits): too few warps "
+      "per SM to hide memory latency.",
+      Percent(g.est_occupancy));
+  f.evidence = {{"est_occupancy", g.est_occupancy, "ratio"},
+                {"occupancy_known_share", g.occupancy_known_share, "ratio"},
+                {"kernel_busy_share", kernel_busy_share, "ratio"}};
+  const KernelRow* worst = nullptr;
+  for (const KernelRow& k : g.top_kernels) {
+    if (k.est_occupancy >= 0 && k.est_occupancy < kLowOccupancy &&
+        (worst == nullptr || k.duration.total > worst->duration.total)) {
+      worst = &k;
+    }
+  }
+  f.fixes = {
+      "Use fewer registers per thread: __launch_bounds__(threads, min_blocks) or -maxrregcount; "
+      "check spills with -Xptxas -v.",
+      "Use less shared memory per block, or larger blocks that share it; in Triton, fewer "
+      "stages (num_stages) or smaller tiles.",
+  };
+  if (worst != nullptr) {
+    f.evidence.push_back({"worst_kernel_occupancy", worst->est_occupancy, "ratio"});
+    f.ranges.push_back({worst->longest.start_ns, worst->longest.end_ns, "its longest launch"});
+    f.fixes.push_back(absl::StrCat("Check the achieved occupancy of ", Truncate(worst->compact, 60),
+                                   ": ", NcuCommand(worst->name, Cmdline(c, g))));
+  }
+  c.out->push_back(std::move(f));
+}
+
+void LowCommOverlap(const Context& c, const GpuReport& g, Finding f) {
+  (void)c;
+  if (g.comm_overlap < 0 || g.comm_share < kCommMinShare || g.comm_overlap >= kLowCommOverlap) {
+    return;
+  }
+  const double exposed_ns = std::max(0.0, g.comm_busy_ns - g.comm_overlap_ns);
+  f.severity = Severity::kWarning;
+  f.cost_ns = Ns(exposed_ns);
+  f.summary = absl::StrFormat(
+      "Communication kernels run %s of the steady window and only %s of that time overlaps "
+      "compute: %s of communication is exposed, with the GPU doing nothing else.",
+      Percent(g.comm_share), Percent(g.comm_overlap), Time(exposed_ns));
+  f.evidence = {{"comm_share", g.comm_share, "ratio"},
+                {"comm_overlap", g.comm_overlap, "ratio"},
+                {"comm_busy_ns", g.comm_busy_ns, "ns"},
+                {"exposed_comm_ns", exposed_ns, "ns"},
+                {"comm_kernels", static_cast<double>(g.comm_kernels), "count"}};
+  if (g.steps_in_window > 0) f.evidence.push_back({"comm_per_step_ns", g.step_comm_ns, "ns"});
+  for (const CollectiveRow& r : g.collectives) {
+    if (f.evidence.size() >= 8) break;
+    f.evidence.push_back({absl::StrCat(r.kind, "_share_of_comm"), r.share_of_comm, "ratio"});
+  }
+  f.fixes = {
+      "DDP: let gradient all-reduces start during backward: smaller buckets "
+      "(DistributedDataParallel(bucket_cap_mb=...)), gradient_as_bucket_view=True, no "
+      "synchronizing calls between backward and the optimizer.",
+      "FSDP: prefetch the next all-gather (backward_prefetch=BackwardPrefetch.BACKWARD_PRE, "
+      "forward_prefetch=True); limit_all_gathers to keep memory in check.",
+      "Run collectives on their own stream and do not wait on them early (async_op=True, "
+      "then work.wait() just before the result is needed).",
+      "If communication itself is slow, check the interconnect: NCCL_DEBUG=INFO shows the "
+      "transport and algorithm chosen (NVLink/IB vs sockets).",
+  };
+  c.out->push_back(std::move(f));
+}
+
 // ------------------------------------------------------- non-GPU rules --
+
+void StragglerRank(const Context& c) {
+  const RankReport& ranks = c.report.ranks;
+  if (ranks.straggler < 0) return;
+  const RankRow& s = ranks.rows[static_cast<size_t>(ranks.straggler)];
+  Finding f;
+  f.rule = "straggler-rank";
+  f.title = "Straggler rank";
+  f.severity = Severity::kWarning;
+  f.gpu = static_cast<int>(s.gpu_index);
+  f.scope = s.label;
+  f.cost_ns = Ns(s.mean_late_ns * static_cast<double>(ranks.matched) * ranks.stride);
+  f.summary = absl::StrFormat(
+      "%s starts %s of the %s matched collectives last, on average %s after the median of the "
+      "other ranks (clocks aligned with each process's snapshots; collective ends agree to %s): "
+      "the others wait for it in every collective.",
+      s.label, Percent(s.last_share), Count(ranks.matched), Time(s.mean_late_ns),
+      Time(ranks.end_spread_ns));
+  if (ranks.straggler_excess_compute > 0.05) {
+    absl::StrAppend(&f.summary,
+                    absl::StrFormat(" Its compute share of the window is %s above the median "
+                                    "rank's.",
+                                    Percent(ranks.straggler_excess_compute)));
+  }
+  f.evidence = {{"mean_late_ns", s.mean_late_ns, "ns"},
+                {"last_share", s.last_share, "ratio"},
+                {"matched_collectives", static_cast<double>(ranks.matched), "count"},
+                {"end_spread_ns", ranks.end_spread_ns, "ns"},
+                {"excess_compute_share", ranks.straggler_excess_compute, "ratio"}};
+  for (const RankRow& r : ranks.rows) {
+    if (r.collectives == 0 || f.evidence.size() >= 5 + 2 * 8) continue;
+    const std::string who = r.rank >= 0 ? absl::StrCat("rank", r.rank) : absl::StrCat("pid", r.pid);
+    f.evidence.push_back({absl::StrCat(who, "_late_ns"), r.mean_late_ns, "ns"});
+    f.evidence.push_back({absl::StrCat(who, "_compute_ns"), r.compute_busy_ns, "ns"});
+  }
+  f.fixes = {
+      absl::StrCat("Look at what ", s.label,
+                   " does differently: its host (other jobs, CPU frequency, data loading from "
+                   "slower storage), its GPU (clocks, temperature: see its clock-throttling and "
+                   "the per-rank table) or its data (longer sequences: balance the batches)."),
+      "Compare this rank's summary with a fast rank's: gpscope-analyze diff FAST_RANK_FILE "
+      "SLOW_RANK_FILE.",
+      "If the work per rank is uneven by design (pipeline stages, uneven shards), rebalance "
+      "the partition.",
+  };
+  c.out->push_back(std::move(f));
+}
+
 
 void GpuShared(const Context& c) {
   std::map<std::pair<std::string, std::string>, std::vector<const GpuReport*>> by_device;
@@ -685,6 +809,16 @@ const GpuRule kGpuRules[] = {
       "in the window",
       "ours (NVML process utilization)"},
      OtherProcesses},
+    {{"low-occupancy", "Low-occupancy launches",
+      "theoretical occupancy of the launch shapes (registers, shared memory, block size vs the "
+      "SM's limits), time-weighted, < 25% while kernels run >= 20% of the window",
+      "TB (est. achieved occupancy), CUDA occupancy calculator, ours (25%)"},
+     LowOccupancy},
+    {{"low-comm-overlap", "Low communication/computation overlap",
+      "communication kernels (NCCL) run >= 10% of the steady window and < 30% of their time "
+      "overlaps compute kernels (HTA's overlap)",
+      "HTA (comm/compute overlap), TB (communication > 10%), ours (30%)"},
+     LowCommOverlap},
 };
 
 }  // namespace
@@ -709,6 +843,12 @@ const std::vector<RuleInfo>& RuleCatalogue() {
                       "two traced processes on the same host and GPU UUID with overlapping "
                       "activity",
                       "ours"});
+    rules->push_back({"straggler-rank", "Straggler rank",
+                      "one rank starts >= 50% of the matched collectives last, on average >= "
+                      "max(0.5 ms, 5% of its median step, twice the collectives' end spread) "
+                      "after the median of the others (clocks aligned with the snapshots)",
+                      "HTA (straggler: late collective start), ours (clock alignment, "
+                      "thresholds)"});
     rules->push_back({"incomplete-data", "Incomplete data",
                       "any dropped record, lost interval, lost frame, undecodable batch or "
                       "missing end record; critical when > 1% of events or frames were lost",
@@ -733,6 +873,7 @@ std::vector<Finding> EvaluateRules(const model::TraceModel& model, const Summary
     }
   }
   GpuShared(c);
+  StragglerRank(c);
   IncompleteData(c);
   std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
     return std::make_tuple(b.cost_ns, static_cast<int>(b.severity), a.rule) <

@@ -86,6 +86,16 @@ inline constexpr double kDominantKernelGain = 0.10;
 inline constexpr double kLowSmEfficiency = 0.50;
 inline constexpr double kLowSmMinKernelBusyShare = 0.20;
 
+// low-occupancy. The launch shapes' theoretical occupancy (registers,
+// shared memory, threads per block against the SM's limits in DeviceInfo;
+// model/occupancy.h), weighted by kernel time, below 25% (ours: too few
+// resident warps to hide memory latency) over kernels whose occupancy is
+// known for >= half of the kernel time, while kernels run >= 20% of the
+// window. Cost heuristic (ours): 10% of kernel time, like dominant-kernel.
+inline constexpr double kLowOccupancy = 0.25;
+inline constexpr double kLowOccupancyMinKnownShare = 0.5;
+inline constexpr double kLowOccupancyGain = 0.10;
+
 // gpu-shared. Two traced processes used the same GPU (same host and UUID)
 // at overlapping times, or NVML saw other processes use >= 5% of the SMs on
 // average in the window (ours). Cost: the smaller busy time of the pair, or
@@ -108,6 +118,23 @@ inline constexpr double kThrottleSlowdown = 0.15;
 inline constexpr double kDramBoundPercent = 60.0;
 inline constexpr double kDramBoundMinKernelBusyShare = 0.30;
 inline constexpr double kDramBoundGain = 0.10;
+
+// low-comm-overlap. HTA's communication/computation overlap (time compute
+// kernels run while a communication kernel runs / communication time) below
+// 30% (ours: most communication is exposed), when communication kernels run
+// >= 10% of the steady window (TB: communication > 10% of a step matters).
+// Cost: the exposed communication time, comm busy - overlap (what perfect
+// overlap would hide).
+inline constexpr double kLowCommOverlap = 0.30;
+inline constexpr double kCommMinShare = 0.10;
+
+// straggler-rank. One rank (GPU) starts the matched collectives last in
+// >= 50% of them, late by >= max(0.5 ms, 5% of its median step, twice the
+// collectives' end spread) on average against the median of the others
+// (ranks.h: kStragglerLastShare, kStragglerMinLateNs, kStragglerStepShare;
+// HTA's straggler definition with clocks aligned). Cost: its mean lateness
+// x matched collectives (x the sampling stride): time the other ranks wait
+// for it, per rank.
 
 // incomplete-data. Any drop, lost interval, lost frame, undecodable batch
 // or missing end: the numbers above undercount. Critical when more than 1%

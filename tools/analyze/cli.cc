@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "google/protobuf/stubs/logging.h"
+#include "tools/analyze/diff.h"
 #include "tools/analyze/dump.h"
 #include "tools/analyze/export.h"
 #include "tools/analyze/info.h"
@@ -28,6 +29,7 @@ constexpr Command kCommands[] = {
     {"summary", "why the GPU is idle or slow: findings, the four numbers, kernels", RunSummary},
     {"report", "one self-contained HTML file: findings, timeline, charts", RunReport},
     {"export", "Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing", RunExport},
+    {"diff", "what changed between two runs (BASE NEW), for regression checks", RunDiffCommand},
     {"metrics", "GPU and process utilization per window, idle GPUs, throttling", RunMetrics},
 };
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <utility>
 
@@ -16,7 +17,9 @@
 #include "tools/analyses/names.h"
 #include "tools/analyze/cli.h"
 #include "tools/model/model_builder.h"
+#include "tools/render/csv_writer.h"
 #include "tools/render/json_writer.h"
+#include "tools/render/text_format.h"
 
 namespace gpscope::analyze {
 namespace {
@@ -28,7 +31,12 @@ using analyses::GpuReport;
 using analyses::KernelRow;
 using analyses::ProcessReport;
 using analyses::Utilization;
+using render::Bytes;
+using render::Count;
+using render::CsvWriter;
 using render::JsonWriter;
+using render::Percent;
+using render::Time;
 
 constexpr size_t kWidth = 100;
 constexpr size_t kLabel = 16;  // "  kernel time   " column for GPU rows
@@ -36,37 +44,6 @@ constexpr size_t kTextMaxWarnings = 20;
 constexpr size_t kTextMaxStreams = 8;
 
 // ------------------------------------------------------------- formatting --
-
-std::string Count(uint64_t n) {
-  std::string digits = absl::StrCat(n);
-  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(i, ",");
-  return digits;
-}
-std::string Count(double n) { return Count(static_cast<uint64_t>(std::llround(std::max(0.0, n)))); }
-
-// Three significant digits: "8.21 ms", "1.44 s", "94.2 us", "812 ns".
-std::string Time(double ns) {
-  if (ns < 0) ns = 0;
-  if (ns < 1e3) return absl::StrFormat("%.0f ns", ns);
-  if (ns < 1e6) return absl::StrFormat("%.3g us", ns / 1e3);
-  if (ns < 1e9) return absl::StrFormat("%.3g ms", ns / 1e6);
-  if (ns < 1e12) return absl::StrFormat("%.3g s", ns / 1e9);
-  return absl::StrFormat("%.0f s", ns / 1e9);
-}
-std::string Time(uint64_t ns) { return Time(static_cast<double>(ns)); }
-
-std::string Percent(double ratio) {
-  if (!std::isfinite(ratio)) return "n/a";
-  return absl::StrFormat("%.1f%%", 100 * ratio);
-}
-
-std::string Bytes(double bytes) {
-  if (bytes < 1e3) return absl::StrFormat("%.0f B", bytes);
-  if (bytes < 1e6) return absl::StrFormat("%.3g kB", bytes / 1e3);
-  if (bytes < 1e9) return absl::StrFormat("%.3g MB", bytes / 1e6);
-  if (bytes < 1e12) return absl::StrFormat("%.3g GB", bytes / 1e9);
-  return absl::StrFormat("%.3g TB", bytes / 1e12);
-}
 
 // "+5.443 s" from an origin.
 std::string Offset(uint64_t t_ns, uint64_t origin_ns) {
@@ -389,12 +366,19 @@ void RenderSteps(const GpuReport& g, Text& t) {
           "\"iteration N\")");
     return;
   }
-  std::string head = absl::StrCat(Count(g.step_count), " (\"", analyses::Truncate(g.step_example, 24),
-                                  "\", ...)");
+  std::string head =
+      g.step_source == "inferred"
+          ? absl::StrCat(Count(g.step_count), " inferred without NVTX markers from the period of \"",
+                         analyses::Truncate(analyses::CompactKernelName(g.step_anchor), 40), "\" (",
+                         g.step_candidates, g.step_candidates == 1 ? " series" : " series agree", ")")
+          : absl::StrCat(Count(g.step_count), " (\"", analyses::Truncate(g.step_example, 24),
+                         "\", ...)");
   if (g.step_period.count > 0) {
     absl::StrAppend(&head, ": step time P50 ", Time(g.step_period.p50), ", P95 ",
-                    Time(g.step_period.p95), " (start to next start; annotated range P50 ",
-                    Time(g.step_range.p50), ")");
+                    Time(g.step_period.p95), " (start to next start",
+                    g.step_range.count > 0 ? absl::StrCat("; annotated range P50 ", Time(g.step_range.p50))
+                                           : std::string(),
+                    ")");
   }
   t.Row("steps", head);
   if (g.step_period.count > 0) {
@@ -403,7 +387,12 @@ void RenderSteps(const GpuReport& g, Text& t) {
                            Percent(g.step_compute_ns / period), "), copy ",
                            Time(g.step_copy_ns), " (", Percent(g.step_copy_ns / period),
                            "), idle ", Time(g.step_idle_ns), " (",
-                           Percent(g.step_idle_ns / period), ")"));
+                           Percent(g.step_idle_ns / period), ")",
+                           g.has_comm ? absl::StrCat("; communication kernels ",
+                                                     Time(g.step_comm_ns), " (",
+                                                     Percent(g.step_comm_ns / period),
+                                                     ", part of compute)")
+                                      : std::string()));
   }
   std::vector<std::string> slow;
   for (const model::StepRecord& s : g.slowest_steps) {
@@ -413,6 +402,69 @@ void RenderSteps(const GpuReport& g, Text& t) {
   }
   t.Row("", absl::StrCat("warm-up (first) step ", Time(g.warmup_step.period_ns()),
                          slow.empty() ? "" : "; slowest: ", absl::StrJoin(slow, ", ")));
+}
+
+void RenderComm(const GpuReport& g, Text& t) {
+  if (!g.has_comm) return;
+  std::vector<std::string> kinds;
+  for (const analyses::CollectiveRow& c : g.collectives) {
+    if (kinds.size() >= 4) break;
+    kinds.push_back(absl::StrCat(c.kind, " ", Count(c.count), " (", Percent(c.share_of_comm), ")"));
+  }
+  t.Row("comm", absl::StrCat(Percent(g.comm_share), " of the window in NCCL kernels (",
+                             Time(g.comm_busy_ns), "), ",
+                             g.comm_overlap >= 0 ? Percent(g.comm_overlap) : std::string("n/a"),
+                             " of it overlapped by compute (HTA); ", absl::StrJoin(kinds, ", "),
+                             g.comm_ranges > 0 ? absl::StrCat("; ", Count(g.comm_ranges),
+                                                              " NCCL NVTX ranges")
+                                               : std::string()));
+}
+
+// One line about the window table: the spread of busy share over windows.
+void RenderWindowsLine(const GpuReport& g, Text& t) {
+  const analyses::WindowTable& w = g.windows;
+  if (w.rows.size() < 2) return;
+  std::vector<double> busy;
+  for (const analyses::WindowRow& row : w.rows) busy.push_back(row.values[analyses::kColBusyShare]);
+  std::sort(busy.begin(), busy.end());
+  auto at = [&busy](double q) { return busy[static_cast<size_t>(q * static_cast<double>(busy.size() - 1))]; };
+  t.Row("windows", absl::StrCat(Count(static_cast<uint64_t>(w.rows.size())), " x ", Time(w.width_ns),
+                                w.coarsened ? " (coarsened: long run)" : "",
+                                ": busy share P10 ", Percent(at(0.1)), ", P50 ",
+                                Percent(at(0.5)), ", P90 ", Percent(at(0.9)),
+                                " (csv: --table windows)"));
+}
+
+void RenderRanks(const SummaryResult& r, Text& t) {
+  const analyses::RankReport& ranks = r.report.ranks;
+  if (ranks.rows.size() < 2) return;
+  t.Para(0, absl::StrCat("RANKS (", ranks.rows.size(), " GPUs; ", Count(ranks.matched),
+                      " collectives matched; clocks aligned with each process's snapshots",
+                      ranks.matched > 0 ? absl::StrCat(", collective ends agree to ",
+                                                       Time(ranks.end_spread_ns))
+                                        : std::string(),
+                      ")"));
+  t.Line(absl::StrFormat("  %-24s %9s %9s %9s %9s %6s %9s %6s %6s", "rank", "step P50",
+                         "compute", "comm", "wait", "idle", "late", "last", "ovlap"));
+  for (size_t i = 0; i < ranks.rows.size(); ++i) {
+    const analyses::RankRow& row = ranks.rows[i];
+    const double wlen = std::max(1.0, row.window_ns);
+    t.Line(absl::StrFormat(
+        "  %-24s %9s %9s %9s %9s %6s %9s %6s %6s",
+        analyses::Truncate(absl::StrCat(static_cast<int>(i) == ranks.straggler ? "* " : "",
+                                        row.label),
+                           24),
+        row.step_p50_ns > 0 ? Time(row.step_p50_ns) : std::string("-"), Time(row.compute_busy_ns),
+        Time(row.comm_busy_ns), row.collectives > 0 ? Time(row.wait_ns) : std::string("-"),
+        Percent(row.idle_ns / wlen),
+        row.collectives > 0 ? absl::StrFormat("%+.3g ms", row.mean_late_ns / 1e6) : std::string("-"),
+        row.collectives > 0 ? Percent(row.last_share) : std::string("-"),
+        row.comm_overlap >= 0 ? Percent(row.comm_overlap) : std::string("-")));
+  }
+  t.Para(2,
+         "compute/comm/idle: steady window; wait: time in collectives beyond the fastest rank's "
+         "(TB); late: mean start after the other ranks' median; last: share of collectives "
+         "started last; * the straggler.");
 }
 
 void RenderGpu(const SummaryResult& r, const GpuReport& g, Text& t) {
@@ -444,6 +496,11 @@ void RenderGpu(const SummaryResult& r, const GpuReport& g, Text& t) {
     t.Row("SM efficiency", absl::StrCat(Percent(g.est_sm_efficiency),
                                         " of SMs get blocks, weighted by kernel time (estimate)"));
   }
+  if (g.est_occupancy >= 0) {
+    t.Row("occupancy", absl::StrCat(Percent(g.est_occupancy),
+                                    " theoretical, from launch shapes, weighted by kernel time (",
+                                    Percent(g.occupancy_known_share), " of it known)"));
+  }
   if (g.throttled_share >= 0) {
     t.Row("clocks", absl::StrCat("power/thermal slowdown in ", Percent(g.throttled_share), " of ",
                                  Count(g.clock_reason_samples), " samples (window)"));
@@ -458,6 +515,8 @@ void RenderGpu(const SummaryResult& r, const GpuReport& g, Text& t) {
     }
     t.Row("other procs", absl::StrCat(absl::StrJoin(others, ", "), " (NVML, whole run)"));
   }
+  RenderComm(g, t);
+  RenderWindowsLine(g, t);
   t.Line();
   RenderIdle(g, r.report.idle_gap_threshold_ns, t);
   t.Line();
@@ -584,7 +643,42 @@ void Step(JsonWriter& j, const model::StepRecord& s) {
   j.Key("index").Uint(s.index).Key("start_ns").Uint(s.start_ns).Key("end_ns").Uint(s.end_ns);
   j.Key("period_ns").Uint(s.period_ns()).Key("range_ns").Uint(s.range_ns);
   j.Key("compute_ns").Uint(s.compute_ns).Key("copy_ns").Uint(s.copy_ns);
-  j.Key("idle_ns").Uint(s.idle_ns);
+  j.Key("idle_ns").Uint(s.idle_ns).Key("comm_ns").Uint(s.comm_ns);
+  j.EndObject();
+}
+
+void WindowTableJson(JsonWriter& j, const analyses::WindowTable& w) {
+  j.BeginObject();
+  j.Key("requested_ns").Uint(w.requested_ns).Key("width_ns").Uint(w.width_ns);
+  j.Key("coarsened").Bool(w.coarsened);
+  j.Key("columns").BeginInlineArray().String("start_ns").String("end_ns");
+  for (int c = 0; c < analyses::kWindowColumns; ++c) j.String(analyses::WindowColumnName(c));
+  j.EndArray();
+  j.Key("rows").BeginArray();
+  for (const analyses::WindowRow& row : w.rows) {
+    j.BeginInlineArray().Uint(row.start_ns).Uint(row.end_ns);
+    for (double v : row.values) j.Double(v);
+    j.EndArray();
+  }
+  j.EndArray();
+  j.EndObject();
+}
+
+void CommJson(JsonWriter& j, const GpuReport& g) {
+  j.BeginObject();
+  j.Key("kernels").Uint(g.comm_kernels).Key("kernel_ns").Uint(g.comm_kernel_ns);
+  j.Key("busy_ns").Double(g.comm_busy_ns).Key("share").Double(g.comm_share);
+  j.Key("overlap_ns").Double(g.comm_overlap_ns);
+  j.Key("overlap").NonNegativeOrNull(g.comm_overlap);
+  j.Key("compute_busy_ns").Double(g.compute_busy_ns);
+  j.Key("collectives").BeginArray();
+  for (const analyses::CollectiveRow& c : g.collectives) {
+    j.BeginObject().Key("kind").String(c.kind).Key("count").Uint(c.count);
+    j.Key("kernel_ns").Uint(c.kernel_ns).Key("share_of_comm").Double(c.share_of_comm).EndObject();
+  }
+  j.EndArray();
+  j.Key("nvtx_ranges").BeginObject().Key("count").Uint(g.comm_ranges);
+  j.Key("total_ns").Uint(g.comm_range_ns).EndObject();
   j.EndObject();
 }
 
@@ -605,16 +699,7 @@ void FindingJson(const SummaryResult& r, JsonWriter& j, const Finding& f) {
   j.Key("rule").String(f.rule).Key("title").String(f.title);
   j.Key("severity").String(analyses::SeverityName(f.severity));
   j.Key("cost_ns").Uint(f.cost_ns);
-  if (f.gpu >= 0) {
-    j.Key("gpu").Int(f.gpu);
-  } else {
-    j.Key("gpu").Null();
-  }
-  if (f.process >= 0) {
-    j.Key("process").Int(f.process);
-  } else {
-    j.Key("process").Null();
-  }
+  j.Key("gpu").IndexOrNull(f.gpu).Key("process").IndexOrNull(f.process);
   j.Key("scope").String(f.scope).Key("summary").String(f.summary);
   j.Key("evidence").BeginArray();
   for (const analyses::EvidenceNumber& e : f.evidence) {
@@ -679,17 +764,9 @@ void GpuJson(const SummaryResult& r, JsonWriter& j, const GpuReport& g) {
   j.EndObject();
 
   j.Key("sampled").BeginObject();
-  if (g.throttled_share >= 0) {
-    j.Key("throttled_share").Double(g.throttled_share);
-  } else {
-    j.Key("throttled_share").Null();
-  }
+  j.Key("throttled_share").NonNegativeOrNull(g.throttled_share);
   j.Key("clock_reason_samples").Double(g.clock_reason_samples);
-  if (g.other_process_sm >= 0) {
-    j.Key("other_process_sm_util").Double(g.other_process_sm);
-  } else {
-    j.Key("other_process_sm_util").Null();
-  }
+  j.Key("other_process_sm_util").NonNegativeOrNull(g.other_process_sm);
   j.Key("other_processes").BeginArray();
   for (const GpuReport::Other& o : g.other_processes) {
     j.BeginObject().Key("pid").Uint(o.pid).Key("label").String(o.label);
@@ -743,13 +820,11 @@ void GpuJson(const SummaryResult& r, JsonWriter& j, const GpuReport& g) {
   j.Key("count").Uint(g.kernel_count).Key("names").Uint(g.kernel_names);
   j.Key("tiny_count").Uint(g.tiny_kernels).Key("shorter_than_launch").Uint(g.shorter_than_launch);
   j.Key("launches_matched").Uint(g.launches_matched);
-  if (g.est_sm_efficiency >= 0) {
-    j.Key("est_sm_efficiency").Double(g.est_sm_efficiency);
-  } else {
-    j.Key("est_sm_efficiency").Null();
-  }
+  j.Key("est_sm_efficiency").NonNegativeOrNull(g.est_sm_efficiency);
   j.Key("duration_ns");
   Dist(j, g.kernel_duration);
+  j.Key("est_occupancy").NonNegativeOrNull(g.est_occupancy);
+  j.Key("occupancy_known_share").Double(g.occupancy_known_share);
   j.Key("top").BeginArray();
   for (const KernelRow& k : g.top_kernels) {
     const Distribution& d = k.duration;
@@ -760,13 +835,15 @@ void GpuJson(const SummaryResult& r, JsonWriter& j, const GpuReport& g) {
     j.Key("max_ns").Double(d.max).Key("p95_ns").Double(d.p95).Key("p99_ns").Double(d.p99);
     j.Key("stddev_ns").Double(d.stddev).Key("tiny_count").Uint(k.tiny);
     j.Key("shorter_than_launch").Uint(k.shorter_than_launch);
-    if (k.est_sm_efficiency >= 0) {
-      j.Key("est_sm_efficiency").Double(k.est_sm_efficiency);
-    } else {
-      j.Key("est_sm_efficiency").Null();
-    }
+    j.Key("est_sm_efficiency").NonNegativeOrNull(k.est_sm_efficiency);
     j.Key("blocks").BeginObject().Key("min").Uint(k.min_blocks).Key("max").Uint(k.max_blocks);
     j.EndObject();
+    if (k.collective.empty()) {
+      j.Key("collective").Null();
+    } else {
+      j.Key("collective").String(k.collective);
+    }
+    j.Key("est_occupancy").NonNegativeOrNull(k.est_occupancy);
     j.EndObject();
   }
   j.EndArray();
@@ -803,18 +880,30 @@ void GpuJson(const SummaryResult& r, JsonWriter& j, const GpuReport& g) {
     Dist(j, g.step_range);
     j.Key("per_step").BeginObject();
     j.Key("compute_ns").Double(g.step_compute_ns).Key("copy_ns").Double(g.step_copy_ns);
-    j.Key("idle_ns").Double(g.step_idle_ns);
+    j.Key("idle_ns").Double(g.step_idle_ns).Key("comm_ns").Double(g.step_comm_ns);
     j.EndObject();
     j.Key("warmup");
     Step(j, g.warmup_step);
     j.Key("slowest").BeginArray();
     for (const model::StepRecord& s : g.slowest_steps) Step(j, s);
     j.EndArray();
+    j.Key("source").String(g.step_source);
+    if (g.step_source == "inferred") {
+      j.Key("anchor").String(g.step_anchor).Key("candidates").Uint(g.step_candidates);
+    } else {
+      j.Key("anchor").Null().Key("candidates").Null();
+    }
     j.EndObject();
   } else {
     j.Key("steps").Null();
   }
   j.Key("late_ops").Uint(m.late_ops);
+  j.Key("communication");
+  CommJson(j, g);
+  j.Key("windows");
+  WindowTableJson(j, g.windows);
+  j.Key("minutes");
+  WindowTableJson(j, g.minutes);
   (void)r;
   j.EndObject();
 }
@@ -871,20 +960,147 @@ void ProcessJson(const SummaryResult& r, JsonWriter& j, const ProcessReport& pr)
   for (const std::string& u : p.unavailable) j.String(u);
   j.EndArray();
   j.EndObject();
+  j.Key("identity").BeginObject();
+  j.Key("rank").Int(p.rank).Key("local_rank").Int(p.local_rank);
+  j.Key("world_size").Int(p.world_size).Key("job_id").String(p.job_id);
+  j.EndObject();
+  j.Key("clocks").BeginObject();
+  j.Key("snapshots").Uint(p.clocks.size()).Key("offset_ns").Int(p.clocks.offset_ns());
+  j.Key("drift_ns").Uint(p.clocks.drift_ns());
+  j.EndObject();
   j.EndObject();
 }
 
+void RanksJson(JsonWriter& j, const analyses::RankReport& ranks) {
+  j.BeginObject();
+  j.Key("matched_collectives").Uint(ranks.matched).Key("stride").Uint(ranks.stride);
+  j.Key("end_spread_ns").Double(ranks.end_spread_ns);
+  j.Key("straggler").IndexOrNull(ranks.straggler);
+  j.Key("late_order").BeginInlineArray();
+  for (size_t i : ranks.late_order) j.Uint(i);
+  j.EndArray();
+  j.Key("rows").BeginArray();
+  for (const analyses::RankRow& r : ranks.rows) {
+    j.BeginObject();
+    j.Key("gpu").Uint(r.gpu_index).Key("rank").Int(r.rank).Key("pid").Uint(r.pid);
+    j.Key("hostname").String(r.hostname).Key("device_id").Uint(r.device_id);
+    j.Key("label").String(r.label).Key("step_source").String(r.step_source);
+    j.Key("step_p50_ns").Double(r.step_p50_ns).Key("step_p95_ns").Double(r.step_p95_ns);
+    j.Key("window_ns").Double(r.window_ns).Key("compute_busy_ns").Double(r.compute_busy_ns);
+    j.Key("comm_busy_ns").Double(r.comm_busy_ns).Key("busy_share").Double(r.busy_share);
+    j.Key("idle_ns").Double(r.idle_ns);
+    j.Key("comm_overlap").NonNegativeOrNull(r.comm_overlap);
+    j.Key("collectives").Uint(r.collectives).Key("wait_ns").Double(r.wait_ns);
+    j.Key("mean_late_ns").Double(r.mean_late_ns).Key("last_share").Double(r.last_share);
+    j.Key("clock_offset_ns").Int(r.clock_offset_ns).Key("clock_drift_ns").Uint(r.clock_drift_ns);
+    j.Key("clock_snapshots").Uint(r.clock_snapshots);
+    j.EndObject();
+  }
+  j.EndArray();
+  j.EndObject();
+}
+
+// ------------------------------------------------------------------- csv --
+
+int RankOf(const SummaryResult& r, const GpuReport& g) {
+  for (const model::ProcessModel& p : r.model.processes) {
+    if (p.process_uid == g.gpu->process_uid) return p.rank;
+  }
+  return -1;
+}
+
+void KernelsCsv(const SummaryResult& r, CsvWriter& csv) {
+  csv.Row({"gpu", "rank", "name", "demangled", "count", "total_ns", "share", "mean_ns", "p50_ns",
+           "p95_ns", "p99_ns", "min_ns", "max_ns", "stddev_ns", "tiny_count", "collective"});
+  for (const GpuReport& g : r.report.gpus) {
+    for (const KernelRow& k : g.top_kernels) {
+      const Distribution& d = k.duration;
+      csv.Field(g.gpu_index).Field(RankOf(r, g)).Field(k.name).Field(k.demangled);
+      csv.Field(d.count).Field(d.total).Field(k.share).Field(d.mean).Field(d.p50).Field(d.p95);
+      csv.Field(d.p99).Field(d.min).Field(d.max).Field(d.stddev).Field(k.tiny);
+      csv.Field(k.collective).EndRow();
+    }
+  }
+}
+
+void WindowsCsv(const SummaryResult& r, CsvWriter& csv, bool minutes) {
+  csv.Field("gpu").Field("rank").Field("start_ns").Field("end_ns");
+  for (int c = 0; c < analyses::kWindowColumns; ++c) csv.Field(analyses::WindowColumnName(c));
+  csv.EndRow();
+  for (const GpuReport& g : r.report.gpus) {
+    for (const analyses::WindowRow& row : (minutes ? g.minutes : g.windows).rows) {
+      csv.Field(g.gpu_index).Field(RankOf(r, g)).Field(row.start_ns).Field(row.end_ns);
+      for (double v : row.values) csv.Field(v);
+      csv.EndRow();
+    }
+  }
+}
+
+void CopiesCsv(const SummaryResult& r, CsvWriter& csv) {
+  csv.Row({"gpu", "rank", "direction", "memory", "count", "bytes", "duration_ns", "gb_per_s",
+           "share_of_gpu_time", "sync_count", "sync_bytes", "sync_duration_ns"});
+  for (const GpuReport& g : r.report.gpus) {
+    for (const std::vector<CopyRow>* rows : {&g.copies, &g.memsets}) {
+      for (const CopyRow& c : *rows) {
+        csv.Field(g.gpu_index).Field(RankOf(r, g)).Field(c.direction).Field(c.memory);
+        csv.Field(c.count).Field(c.bytes).Field(c.duration_ns).Field(c.gb_per_s);
+        csv.Field(c.share_of_gpu_time).Field(c.sync_count).Field(c.sync_bytes);
+        csv.Field(c.sync_duration_ns).EndRow();
+      }
+    }
+  }
+}
+
+void StepsCsv(const SummaryResult& r, CsvWriter& csv) {
+  csv.Row({"gpu", "rank", "source", "anchor", "count", "period_p50_ns", "period_p95_ns",
+           "period_mean_ns", "compute_ns", "copy_ns", "comm_ns", "idle_ns", "warmup_period_ns"});
+  for (const GpuReport& g : r.report.gpus) {
+    if (!g.has_steps) continue;
+    csv.Field(g.gpu_index).Field(RankOf(r, g)).Field(g.step_source).Field(g.step_anchor);
+    csv.Field(g.step_count).Field(g.step_period.p50).Field(g.step_period.p95);
+    csv.Field(g.step_period.mean).Field(g.step_compute_ns).Field(g.step_copy_ns);
+    csv.Field(g.step_comm_ns).Field(g.step_idle_ns).Field(g.warmup_step.period_ns()).EndRow();
+  }
+}
+
+void RanksCsv(const SummaryResult& r, CsvWriter& csv) {
+  const analyses::RankReport& ranks = r.report.ranks;
+  csv.Row({"gpu", "rank", "pid", "hostname", "device_id", "step_source", "step_p50_ns",
+           "step_p95_ns", "window_ns", "compute_busy_ns", "comm_busy_ns", "idle_ns",
+           "busy_share", "comm_overlap", "collectives", "wait_ns", "mean_late_ns", "last_share",
+           "straggler", "clock_offset_ns", "clock_drift_ns"});
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (size_t i = 0; i < ranks.rows.size(); ++i) {
+    const analyses::RankRow& row = ranks.rows[i];
+    csv.Field(row.gpu_index).Field(row.rank).Field(row.pid).Field(row.hostname);
+    csv.Field(row.device_id).Field(row.step_source).Field(row.step_p50_ns).Field(row.step_p95_ns);
+    csv.Field(row.window_ns).Field(row.compute_busy_ns).Field(row.comm_busy_ns);
+    csv.Field(row.idle_ns).Field(row.busy_share);
+    csv.Field(row.comm_overlap >= 0 ? row.comm_overlap : nan).Field(row.collectives);
+    csv.Field(row.wait_ns).Field(row.mean_late_ns).Field(row.last_share);
+    csv.Field(static_cast<int>(i) == ranks.straggler ? 1 : 0).Field(row.clock_offset_ns);
+    csv.Field(row.clock_drift_ns).EndRow();
+  }
+}
+
+constexpr const char* kCsvTables[] = {"kernels", "windows", "minutes", "copies", "steps", "ranks"};
+
 constexpr char kUsage[] =
-    "usage: gpscope-analyze summary [--format text|json] [--idle-gap-ms MS] [--top N] FILE...\n"
+    "usage: gpscope-analyze summary [--format text|json|csv] [--table T] [--idle-gap-ms MS]\n"
+    "                               [--window-ms MS] [--top N] FILE...\n"
     "\n"
     "Why is the GPU idle or slow, and what to change: findings ranked by the GPU time\n"
     "they likely cost, then per GPU the four numbers (SM utilization, memory-bandwidth\n"
     "utilization, kernel duration P50/P95, idle-gap share), idle breakdown, top kernels,\n"
     "copies, host-side launch and sync statistics, steps, and data completeness.\n"
     "\n"
-    "  --format text|json  output format (default text, 100 columns; json has every\n"
-    "                      number, with the stable keys documented in summary.h)\n"
+    "  --format text|json|csv  output format (default text, 100 columns; json has every\n"
+    "                      number, with the stable keys documented in summary.h; csv\n"
+    "                      writes one table, chosen with --table)\n"
+    "  --table T           csv table: kernels (top --top per GPU), windows, minutes,\n"
+    "                      copies, steps, ranks; columns documented in summary.h\n"
     "  --idle-gap-ms MS    gaps at least this long count as idle gaps (default 5)\n"
+    "  --window-ms MS      width of the windows table, 50..200 (default 100)\n"
     "  --top N             kernels listed per GPU (default 10)\n"
     "  --rules             list the findings rules and their thresholds\n"
     "  -h, --help          this help\n"
@@ -946,9 +1162,60 @@ std::string RenderSummaryText(const SummaryResult& r) {
     t.Line();
     RenderGpu(r, g, t);
   }
+  if (r.report.ranks.rows.size() >= 2) {
+    t.Line();
+    RenderRanks(r, t);
+  }
   t.Line();
   RenderCompleteness(r, t);
   return t.Take();
+}
+
+std::string ParseCommonFlags(const ParsedArgs& parsed, model::ModelOptions* model_options,
+                             size_t* top) {
+  if (parsed.has("idle-gap-ms")) {
+    const std::string& v = parsed.flags.at("idle-gap-ms");
+    double ms = 0;
+    if (!absl::SimpleAtod(v, &ms) || !(ms > 0) || ms > 3.6e6) {
+      return absl::StrCat("--idle-gap-ms must be a number of milliseconds > 0, not '", v, "'");
+    }
+    model_options->idle_gap_threshold_ns = static_cast<uint64_t>(ms * 1e6);
+  }
+  if (parsed.has("window-ms")) {
+    const std::string& v = parsed.flags.at("window-ms");
+    uint32_t ms = 0;
+    if (!absl::SimpleAtoi(v, &ms) || ms < 50 || ms > 200) {
+      return absl::StrCat("--window-ms must be a whole number 50..200, not '", v, "'");
+    }
+    model_options->window_ns = uint64_t{ms} * 1'000'000;
+  }
+  if (parsed.has("top")) {
+    const std::string& v = parsed.flags.at("top");
+    uint32_t n = 0;
+    if (!absl::SimpleAtoi(v, &n) || n > 10000) {
+      return absl::StrCat("--top must be a whole number 0..10000, not '", v, "'");
+    }
+    *top = n;
+  }
+  return "";
+}
+
+bool IsSummaryCsvTable(std::string_view table) {
+  for (const char* t : kCsvTables) {
+    if (table == t) return true;
+  }
+  return false;
+}
+
+std::string RenderSummaryCsv(const SummaryResult& r, std::string_view table) {
+  std::string out;
+  CsvWriter csv(&out);
+  if (table == "kernels") KernelsCsv(r, csv);
+  if (table == "windows" || table == "minutes") WindowsCsv(r, csv, table == "minutes");
+  if (table == "copies") CopiesCsv(r, csv);
+  if (table == "steps") StepsCsv(r, csv);
+  if (table == "ranks") RanksCsv(r, csv);
+  return out;
 }
 
 std::string RenderSummaryJson(const SummaryResult& r) {
@@ -961,6 +1228,7 @@ std::string RenderSummaryJson(const SummaryResult& r) {
   j.Key("idle_gap_threshold_ns").Uint(r.report.idle_gap_threshold_ns);
   j.Key("long_gap_ns").Uint(r.report.long_gap_ns);
   j.Key("top_kernels").Uint(r.report.options.top_kernels);
+  j.Key("window_ns").Uint(r.model.options.window_ns);
   j.EndObject();
   j.Key("events").Uint(m.events);
   j.Key("files").BeginArray();
@@ -991,6 +1259,8 @@ std::string RenderSummaryJson(const SummaryResult& r) {
   j.Key("processes").BeginArray();
   for (const ProcessReport& p : r.report.processes) ProcessJson(r, j, p);
   j.EndArray();
+  j.Key("ranks");
+  RanksJson(j, r.report.ranks);
   j.Key("warnings").BeginArray();
   for (const std::string& w : m.index.warnings) j.String(w);
   j.EndArray();
@@ -1002,7 +1272,7 @@ std::string RenderSummaryJson(const SummaryResult& r) {
 
 int RunSummary(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   absl::StatusOr<ParsedArgs> parsed =
-      ParseArgs(args, {"format", "idle-gap-ms", "top"}, {"help", "rules"});
+      ParseArgs(args, {"format", "idle-gap-ms", "top", "window-ms", "table"}, {"help", "rules"});
   if (!parsed.ok()) {
     err << kProgram << " summary: " << parsed.status().message() << "; run '" << kProgram
         << " summary --help'\n";
@@ -1017,34 +1287,32 @@ int RunSummary(const std::vector<std::string>& args, std::ostream& out, std::ost
     return kExitOk;
   }
   const std::string format = parsed->has("format") ? parsed->flags.at("format") : "text";
-  if (format != "text" && format != "json") {
-    err << kProgram << " summary: --format must be text or json, not '" << format << "'\n";
+  if (format != "text" && format != "json" && format != "csv") {
+    err << kProgram << " summary: --format must be text, json or csv, not '" << format << "'\n";
+    return kExitUsage;
+  }
+  const std::string table = parsed->has("table") ? parsed->flags.at("table") : "";
+  if (format == "csv" && !IsSummaryCsvTable(table)) {
+    err << kProgram << " summary: --format csv needs --table kernels|windows|minutes|copies|"
+        << "steps|ranks" << (table.empty() ? "" : absl::StrCat(", not '", table, "'")) << "\n";
+    return kExitUsage;
+  }
+  if (format != "csv" && !table.empty()) {
+    err << kProgram << " summary: --table goes with --format csv\n";
     return kExitUsage;
   }
   model::ModelOptions model_options;
-  if (parsed->has("idle-gap-ms")) {
-    const std::string& v = parsed->flags.at("idle-gap-ms");
-    double ms = 0;
-    if (!absl::SimpleAtod(v, &ms) || !(ms > 0) || ms > 3.6e6) {
-      err << kProgram << " summary: --idle-gap-ms must be a number of milliseconds > 0, not '"
-          << v << "'\n";
-      return kExitUsage;
-    }
-    model_options.idle_gap_threshold_ns = static_cast<uint64_t>(ms * 1e6);
-  }
   analyses::ReportOptions options;
-  if (parsed->has("top")) {
-    const std::string& v = parsed->flags.at("top");
-    uint32_t n = 0;
-    if (!absl::SimpleAtoi(v, &n) || n > 10000) {
-      err << kProgram << " summary: --top must be a whole number 0..10000, not '" << v << "'\n";
-      return kExitUsage;
-    }
-    options.top_kernels = n;
+  size_t top = options.top_kernels;
+  if (const std::string error = ParseCommonFlags(*parsed, &model_options, &top); !error.empty()) {
+    err << kProgram << " summary: " << error << "\n";
+    return kExitUsage;
   }
+  options.top_kernels = top;
   if (parsed->positional.empty()) {
     err << kProgram << " summary: no trace files given; usage: " << kProgram
-        << " summary [--format text|json] [--idle-gap-ms MS] [--top N] FILE...\n";
+        << " summary [--format text|json|csv] [--table T] [--idle-gap-ms MS] [--window-ms MS] "
+        << "[--top N] FILE...\n";
     return kExitUsage;
   }
   const std::unique_ptr<SummaryResult> result =
@@ -1060,7 +1328,9 @@ int RunSummary(const std::vector<std::string>& args, std::ostream& out, std::ost
     }
   }
   if (readable > 0) {
-    out << (format == "json" ? RenderSummaryJson(*result) : RenderSummaryText(*result));
+    out << (format == "json"  ? RenderSummaryJson(*result)
+            : format == "csv" ? RenderSummaryCsv(*result, table)
+                              : RenderSummaryText(*result));
   }
   return code;
 }

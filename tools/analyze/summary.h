@@ -7,6 +7,7 @@
 //
 //   gpscope-analyze summary run.gpscope
 //   gpscope-analyze summary --format json --idle-gap-ms 5 --top 20 node*.gpscope
+//   gpscope-analyze summary --format csv --table windows --window-ms 50 run.gpscope
 //
 // One streaming pass (model::BuildModel), then pure analyses
 // (analyses::ComputeSummary, analyses::EvaluateRules) and a renderer: text
@@ -20,7 +21,7 @@
 // steady window; whole-run numbers say so.
 //
 //   schema                  "gpscope.summary/1"
-//   options                 {idle_gap_threshold_ns, long_gap_ns, top_kernels}
+//   options                 {idle_gap_threshold_ns, long_gap_ns, top_kernels, window_ns}
 //   events                  events read, all processes
 //   files[]                 {path, error (null or text), frames, damaged_regions,
 //                            skipped_bytes, truncated}
@@ -67,7 +68,11 @@
 //                           top[]: {name (mangled), demangled, count, total_ns, share,
 //                           mean_ns, median_ns, min_ns, max_ns, p95_ns, p99_ns, stddev_ns,
 //                           tiny_count, shorter_than_launch, est_sm_efficiency (or null),
-//                           blocks: {min, max}}}
+//                           blocks: {min, max}, collective ("all_reduce", ... for NCCL
+//                           kernels, else null), est_occupancy (or null)},
+//                           est_occupancy (theoretical, from launch shapes and the
+//                           device's SM limits, time-weighted; null when unknown),
+//                           occupancy_known_share (of kernel time)}
 //     copies                {share_of_gpu_time (whole run), rows[], memsets[], window:
 //                           {pageable_count, pageable_ns, d2h_count}}; a row is
 //                           {direction ("H2D", "D2H", "D2D", "P2P", "H2H", ...; "memset"),
@@ -76,13 +81,43 @@
 //                           sync: {count, bytes, duration_ns}}
 //     host                  {queue_delay_ns: Distribution, queue_delay_outliers (> 100 us),
 //                           launches_unmatched, sync_calls (window), sync_blocked_ns (window)}
-//     steps                 null without step markers, else {count (warm-up included),
+//     steps                 null without steps, else {count (warm-up included),
 //                           example_name, period_ns: Distribution, range_ns: Distribution
-//                           (steps after the first), per_step: {compute_ns, copy_ns,
-//                           idle_ns} (means), warmup: Step, slowest[]: Step}; a Step is
+//                           (steps after the first; empty when inferred), per_step:
+//                           {compute_ns, copy_ns, idle_ns, comm_ns (communication kernels
+//                           running, part of compute_ns)} (means), warmup: Step,
+//                           slowest[]: Step (NVTX steps only), source ("nvtx"|"inferred":
+//                           found without NVTX from a repeating event, see
+//                           model::InferredSteps), anchor (inferred: the kernel name,
+//                           "D2H copy", "H2D copy" or "GPU restart after idle"; else null),
+//                           candidates (inferred: series that agreed; else null)}; a Step is
 //                           {index, start_ns, end_ns, period_ns, range_ns, compute_ns,
-//                           copy_ns, idle_ns}
+//                           copy_ns, idle_ns, comm_ns}
 //     late_ops              GPU records that arrived after their time was swept
+//     communication         NCCL kernels (old, older and new names; model/collectives.h):
+//                           {kernels, kernel_ns (whole run), busy_ns (union, window), share
+//                           (busy / window), overlap_ns (non-communication kernels running
+//                           while communication runs, window), overlap (overlap_ns /
+//                           busy_ns, HTA; null without communication), compute_busy_ns
+//                           (union of the other kernels, window), collectives[]: {kind
+//                           ("all_reduce"|"all_gather"|"reduce_scatter"|"broadcast"|
+//                           "reduce"|"all_to_all"|"send_recv"|"other"), count, kernel_ns,
+//                           share_of_comm} (whole run), nvtx_ranges: {count, total_ns}
+//                           (ranges in NCCL's NVTX domain, the process, whole run)}
+//     windows               {requested_ns (--window-ms), width_ns (larger when a long run
+//                           was coarsened: beyond 16384 windows pairs merge), coarsened,
+//                           columns[], rows[][]}: one row per window from the GPU's first
+//                           to last activity, values in `columns` order: start_ns, end_ns,
+//                           busy_ns, busy_share, kernel_count, kernel_mean_ns (null
+//                           without kernels), h2d_bytes, d2h_bytes, d2d_bytes,
+//                           other_copy_bytes, idle_gap_share (idle in gaps >= threshold /
+//                           row length), comm_busy_ns, sm_util_pct, dram_bw_util_pct,
+//                           tensor_util_pct (means of gpm.* samples; null when not
+//                           sampled), cpu_user_pct, cpu_system_pct (the process's
+//                           host.process_cpu_*_pct samples; null when not sampled). The
+//                           column list is append-only (analyses/windows.h)
+//     minutes               the same for 60 s rows from the GPU's first activity
+//                           (requested_ns = width_ns = 60 s)
 //   processes[]
 //     index, process_uid, pid, hostname, path, cmdline[], events, api_calls, gpus[]
 //     launch_call_ns        Distribution of CPU launch-call durations
@@ -93,7 +128,39 @@
 //                           lost_intervals: {count, total_ns, first[]: {start_ns, end_ns,
 //                           reason, detail}}, lost_frames, undecodable_batches, clean_exit,
 //                           end_reason, unavailable[]}
+//     identity              {rank, local_rank, world_size (-1/-1/0 when unknown), job_id}
+//     clocks                {snapshots, offset_ns (CLOCK_REALTIME - CUPTI at the first),
+//                           drift_ns (how far that offset moved over the run)}
+//   ranks                   per-rank comparison (analyses/ranks.h): {matched_collectives,
+//                           stride (sampling), end_spread_ns (median spread of matched
+//                           collectives' ends: the residual clock error), straggler (index
+//                           into rows or null), late_order[] (the straggler ranking: indexes
+//                           into rows with matched collectives, latest mean start first),
+//                           rows[]: {gpu, rank, pid, hostname, device_id,
+//                           label, step_source, step_p50_ns, step_p95_ns (0 without
+//                           steps), window_ns, compute_busy_ns, comm_busy_ns, busy_share,
+//                           idle_ns (window), comm_overlap (or null), collectives (matched),
+//                           wait_ns (time in collectives beyond the fastest GPU's, TB),
+//                           mean_late_ns (start after the other GPUs' median, aligned
+//                           clocks), last_share, clock_offset_ns, clock_drift_ns,
+//                           clock_snapshots}}; rows by rank, unknown (-1) last
 //   warnings[], warnings_omitted
+//
+// CSV (--format csv --table T): one header line, then rows; RFC 4180 quoting;
+// integral numbers as integers, others with 12 significant digits, not
+// sampled as an empty field. Every table starts with gpu (index into gpus[])
+// and rank (-1 unknown), except ranks, which is rows of `ranks` above.
+//   kernels   name, demangled, count, total_ns, share, mean_ns, p50_ns, p95_ns, p99_ns,
+//             min_ns, max_ns, stddev_ns, tiny_count, collective (top --top per GPU)
+//   windows   start_ns, end_ns and the window columns above; minutes the same
+//   copies    direction, memory, count, bytes, duration_ns, gb_per_s, share_of_gpu_time,
+//             sync_count, sync_bytes, sync_duration_ns (memsets as direction "memset")
+//   steps     source, anchor, count, period_p50_ns, period_p95_ns, period_mean_ns,
+//             compute_ns, copy_ns, comm_ns, idle_ns (per-step means), warmup_period_ns
+//   ranks     gpu, rank, pid, hostname, device_id, step_source, step_p50_ns, step_p95_ns,
+//             window_ns, compute_busy_ns, comm_busy_ns, idle_ns, busy_share, comm_overlap,
+//             collectives, wait_ns, mean_late_ns, last_share, straggler (1 or 0),
+//             clock_offset_ns, clock_drift_ns
 //
 // Exit codes: 0 ok (also with damaged data, see completeness), 1 a file could
 // not be read, 2 bad usage.
@@ -104,6 +171,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tools/analyses/gpu_report.h"
@@ -126,8 +194,19 @@ std::unique_ptr<SummaryResult> ComputeSummaryResult(const std::vector<std::strin
 
 std::string RenderSummaryText(const SummaryResult& result);
 std::string RenderSummaryJson(const SummaryResult& result);
+// One CSV table (IsSummaryCsvTable): kernels, windows, minutes, copies,
+// steps or ranks; empty for another name.
+std::string RenderSummaryCsv(const SummaryResult& result, std::string_view table);
+bool IsSummaryCsvTable(std::string_view table);
 
-// The command: `summary [--format text|json] [--idle-gap-ms N] [--top N] FILE...`.
+struct ParsedArgs;
+// --idle-gap-ms, --window-ms and --top, as summary and diff take them; an
+// error message (without the program name) or "".
+std::string ParseCommonFlags(const ParsedArgs& parsed, model::ModelOptions* model_options,
+                             size_t* top);
+
+// The command: `summary [--format text|json|csv] [--table T] [--idle-gap-ms N]
+// [--window-ms N] [--top N] FILE...`.
 int RunSummary(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace gpscope::analyze

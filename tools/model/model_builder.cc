@@ -10,7 +10,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "tools/model/collectives.h"
 #include "tools/model/interval_union.h"
+#include "tools/model/occupancy.h"
 #include "tools/model/reorder_queue.h"
 #include "tools/model/top_k.h"
 #include "tools/reader/batch_decode.h"
@@ -65,6 +67,9 @@ enum MetricKind : uint8_t {
   kMetricDramUtil,
   kMetricClockReasons,
   kMetricOtherProcessSm,
+  kMetricTensorUtil,
+  kMetricCpuUser,
+  kMetricCpuSystem,
 };
 
 ApiClass ClassifyApiName(std::string_view raw) {
@@ -107,6 +112,11 @@ MetricKind ClassifyMetric(const proto::MetricDescriptor& d, uint32_t own_pid) {
     if (n == "gpm.sm_util") return kMetricSmUtil;
     if (n == "gpm.dram_bw_util") return kMetricDramUtil;
     if (n == "nvml.clock_event_reasons") return kMetricClockReasons;
+    if (n == "gpm.tensor_util") return kMetricTensorUtil;
+  }
+  if (d.scope() == proto::SCOPE_PROCESS && d.pid() == own_pid) {
+    if (n == "host.process_cpu_user_pct") return kMetricCpuUser;
+    if (n == "host.process_cpu_system_pct") return kMetricCpuSystem;
   }
   if (d.scope() == proto::SCOPE_PROCESS && n == "nvml.process_sm_util" && d.pid() != own_pid) {
     return kMetricOtherProcessSm;
@@ -264,6 +274,7 @@ struct PendingStep {
   bool final = false;          // the last step: its period is only its range
   std::array<uint64_t, kMaxStepGpus> kernel_ns{};
   std::array<uint64_t, kMaxStepGpus> busy_ns{};
+  std::array<uint64_t, kMaxStepGpus> comm_ns{};
   uint64_t attributed_end_ns() const { return period_end_ns != 0 ? period_end_ns : range_end_ns; }
 };
 
@@ -271,6 +282,13 @@ struct GpuState {
   GpuModel m;
   IntervalUnion all;
   IntervalUnion kernels;
+  IntervalUnion comm;     // communication kernels
+  IntervalUnion compute;  // the other kernels
+  uint64_t overlap_at_ns = 0;  // comm/compute overlap is counted up to here
+  std::array<uint32_t, kCollectiveKinds> collective_seq{};
+  PeriodTracker d2h_period;      // D2H copies
+  PeriodTracker h2d_period;      // H2D copies
+  PeriodTracker restart_period;  // ends of idle gaps >= the threshold
   std::vector<uint32_t> name_slot;  // name id -> index into by_name, kNoSlot when none
   std::vector<KernelStats> by_name;
   std::vector<uint32_t> by_name_id;  // name id of by_name[i]
@@ -282,6 +300,7 @@ struct GpuState {
   GapRecord first_long_gap;
   GapRecord last_long_gap;
   uint32_t sm_count = 0;
+  SmLimits limits;  // from DeviceInfo, for the occupancy estimate
   size_t step_slot = kMaxStepGpus;  // < kMaxStepGpus: attributed steps
   uint64_t watermark_ns = 0;        // start of the latest op swept
 
@@ -304,7 +323,13 @@ struct ProcessState {
   std::vector<std::string> strings;  // by InternedString id
   std::vector<uint8_t> api_class;    // by name id, ApiClass
   std::vector<int8_t> step_name;     // by name id: -1 unknown, 0 no, 1 yes
+  std::vector<int8_t> nccl_domain;   // by name id: -1 unknown, 0 no, 1 NCCL's NVTX domain
   std::vector<uint64_t> config_blocks;  // by LaunchConfig id: grid size, 0 unknown
+  std::vector<LaunchShape> config_shapes;  // by LaunchConfig id
+  // By LaunchConfig id: theoretical occupancy on config_occupancy_gpu (-2:
+  // not computed yet, -1: unknown).
+  std::vector<float> config_occupancy;
+  std::vector<uint32_t> config_occupancy_gpu;
   absl::flat_hash_map<uint32_t, proto::DeviceInfo> devices;
   absl::flat_hash_map<uint32_t, uint32_t> gpu_of_device;
   std::vector<std::unique_ptr<GpuState>> gpus;
@@ -410,10 +435,17 @@ class ModelBuilder::Impl {
       p.m.cmdline.assign(h.cmdline().begin(), h.cmdline().end());
       p.m.exe_path = h.exe_path();
       p.m.rank = h.identity().rank();
+      p.m.local_rank = h.identity().local_rank();
+      p.m.world_size = h.identity().world_size();
+      p.m.job_id = h.identity().job_id();
+      for (const proto::ClockSnapshot& c : h.clocks()) p.m.clocks.Add(c.cupti_ns(), c.realtime_ns());
       for (const proto::DeviceInfo& d : h.devices()) AddDevice(p, d);
     } else if (chunk.has_end()) {
       p.m.clean_end = true;
       p.m.end_reason = chunk.end().reason();
+      if (chunk.end().has_clock()) {
+        p.m.clocks.Add(chunk.end().clock().cupti_ns(), chunk.end().clock().realtime_ns());
+      }
     } else if (chunk.has_batch()) {
       AddBatch(context, chunk.batch(), p);
     }
@@ -477,7 +509,25 @@ class ModelBuilder::Impl {
       g.m.device = d;
       g.m.has_device_info = true;
       g.sm_count = d.sm_count();
+      g.limits = LimitsOf(d);
     }
+  }
+
+  static SmLimits LimitsOf(const proto::DeviceInfo& d) {
+    return {d.max_threads_per_sm(), d.max_blocks_per_sm(), d.max_registers_per_sm(),
+            d.max_shared_memory_per_sm_bytes()};
+  }
+
+  // Occupancy of a launch config on GPU `gpu` of p, computed once per config
+  // (again only if the config runs on another GPU).
+  double ConfigOccupancy(ProcessState& p, uint32_t config, uint32_t gpu) {
+    if (config >= p.config_occupancy.size()) return -1;
+    float& occ = p.config_occupancy[config];
+    if (occ < -1.5f || p.config_occupancy_gpu[config] != gpu) {
+      occ = static_cast<float>(TheoreticalOccupancy(p.config_shapes[config], p.gpus[gpu]->limits));
+      p.config_occupancy_gpu[config] = gpu;
+    }
+    return occ;
   }
 
   GpuState& Gpu(ProcessState& p, uint32_t device_id) {
@@ -490,11 +540,13 @@ class ModelBuilder::Impl {
       g->m.pid = p.m.pid;
       g->m.device_id = device_id;
       g->m.timeline = Timeline(kGpuFieldCount, p.anchor_ns);
+      g->m.windows = Timeline(kWindowFieldCount, p.anchor_ns, kMaxWindowRows, options_.window_ns);
       auto d = p.devices.find(device_id);
       if (d != p.devices.end()) {
         g->m.device = d->second;
         g->m.has_device_info = true;
         g->sm_count = d->second.sm_count();
+        g->limits = LimitsOf(d->second);
       }
       if (p.gpus.size() < kMaxStepGpus) g->step_slot = p.gpus.size();
       p.gpus.push_back(std::move(g));
@@ -529,6 +581,13 @@ class ModelBuilder::Impl {
     return ClassifyApiCbid(a.domain, a.cbid);
   }
 
+  bool IsNcclDomain(ProcessState& p, uint32_t domain_id) {
+    if (domain_id == 0 || domain_id >= p.nccl_domain.size()) return false;
+    int8_t& s = p.nccl_domain[domain_id];
+    if (s < 0) s = ClassifyCommRange(p.String(domain_id), "") != CollectiveKind::kNone ? 1 : 0;
+    return s == 1;
+  }
+
   bool IsStep(ProcessState& p, uint32_t name_id) {
     if (name_id == 0 || name_id >= p.step_name.size()) return false;
     int8_t& s = p.step_name[name_id];
@@ -547,15 +606,26 @@ class ModelBuilder::Impl {
         p.strings.resize(n);
         p.api_class.resize(n, kApiUnknown);
         p.step_name.resize(n, -1);
+        p.nccl_domain.resize(n, -1);
       }
       p.strings[id] = s.value();
       p.api_class[id] = kApiUnknown;
       p.step_name[id] = -1;
+      p.nccl_domain[id] = -1;
     }
     for (const proto::LaunchConfig& c : b.launch_configs()) {
       if (c.id() > (1u << 20)) continue;
-      if (c.id() >= p.config_blocks.size()) p.config_blocks.resize(c.id() + 1 + c.id() / 2, 0);
+      if (c.id() >= p.config_blocks.size()) {
+        const size_t n = c.id() + 1 + c.id() / 2;
+        p.config_blocks.resize(n, 0);
+        p.config_shapes.resize(n);
+        p.config_occupancy.resize(n, -2.0f);
+        p.config_occupancy_gpu.resize(n, kNoSlot);
+      }
       p.config_blocks[c.id()] = uint64_t{c.grid_x()} * c.grid_y() * c.grid_z();
+      p.config_shapes[c.id()] = {c.block_x() * c.block_y() * c.block_z(), c.registers_per_thread(),
+                                 c.static_shared_memory_bytes() + c.dynamic_shared_memory_bytes()};
+      p.config_occupancy[c.id()] = -2.0f;
     }
     for (const proto::DeviceInfo& d : b.devices()) AddDevice(p, d);
     for (const proto::MetricDescriptor& d : b.metric_descriptors()) {
@@ -572,6 +642,7 @@ class ModelBuilder::Impl {
       p.metric_pid[d.id()] = d.pid();
       if (kind == kMetricOtherProcessSm) p.metric_label[d.id()] = d.label();
     }
+    for (const proto::ClockSnapshot& c : b.clocks()) p.m.clocks.Add(c.cupti_ns(), c.realtime_ns());
     for (const proto::DropNotice& d : b.drops()) p.m.dropped[d.reason()] += d.count();
     for (const proto::LostInterval& l : b.lost_intervals()) {
       ++p.m.lost_interval_count;
@@ -639,6 +710,7 @@ class ModelBuilder::Impl {
     p.anchor_ns = t;
     p.anchored = true;
     p.m.timeline = Timeline(kProcessFieldCount, t);
+    p.m.windows = Timeline(kProcessWindowFieldCount, t, kMaxWindowRows, options_.window_ns);
   }
 
   void AddApiCalls(ProcessState& p) {
@@ -697,6 +769,7 @@ class ModelBuilder::Impl {
       GpuModel& m = g.m;
       const uint64_t duration = k.end_ns - k.start_ns;
       KernelStats& s = g.Kernel(k.name_id);
+      if (s.duration_ns.empty()) s.collective = ClassifyCommKernel(p.String(k.name_id));
       s.duration_ns.Add(duration);
       if (duration > s.longest.length_ns() || s.duration_ns.count() == 1) {
         s.longest = {k.start_ns, k.end_ns};
@@ -711,6 +784,8 @@ class ModelBuilder::Impl {
       Timeline& t = m.timeline;
       t.Add(kKernelNs, k.start_ns, static_cast<double>(duration));
       t.Add(kKernelCount, k.start_ns, 1);
+      m.windows.Add(kWinKernelCount, k.start_ns, 1);
+      m.windows.Add(kWinKernelNs, k.start_ns, static_cast<double>(duration));
       const uint64_t blocks =
           k.launch_config_id < p.config_blocks.size() ? p.config_blocks[k.launch_config_id] : 0;
       if (blocks > 0 && g.sm_count > 0) {
@@ -724,6 +799,15 @@ class ModelBuilder::Impl {
         m.est_sm_ns += est;
         m.shape_known_ns += duration;
         t.Add(kEstSmNs, k.start_ns, est);
+      }
+      if (g.limits.known()) {
+        const double occ = ConfigOccupancy(p, k.launch_config_id, p.last_gpu);
+        if (occ >= 0) {
+          s.occupancy_ns += occ * static_cast<double>(duration);
+          s.occupancy_known_ns += duration;
+          m.occupancy_ns += occ * static_cast<double>(duration);
+          m.occupancy_known_ns += duration;
+        }
       }
       const uint32_t slot = StreamSlot(p, p.last_gpu, k.context_id, k.stream_id);
       Push(p, GpuOp{k.start_ns, k.end_ns, k.correlation_id, slot, k.name_id, kOpKernel});
@@ -754,13 +838,19 @@ class ModelBuilder::Impl {
       t.Add(kCopyNs, c.start_ns, static_cast<double>(duration));
       t.Add(kCopyCount, c.start_ns, 1);
       if (c.copy_kind == proto::MEMCPY_DTOH) t.Add(kD2hCopyCount, c.start_ns, 1);
+      m.windows.Add(c.copy_kind == proto::MEMCPY_HTOD   ? kWinH2dBytes
+                    : c.copy_kind == proto::MEMCPY_DTOH ? kWinD2hBytes
+                    : c.copy_kind == proto::MEMCPY_DTOD ? kWinD2dBytes
+                                                        : kWinOtherCopyBytes,
+                    c.start_ns, static_cast<double>(c.bytes));
       if (host_kind == proto::MEMORY_PAGEABLE) {
         t.Add(kPageableCopyNs, c.start_ns, static_cast<double>(duration));
         t.Add(kPageableCopyCount, c.start_ns, 1);
         if (g.pageable.Accepts(duration)) g.pageable.Add(duration, Interval{c.start_ns, c.end_ns});
       }
       const uint32_t slot = StreamSlot(p, p.last_gpu, c.context_id, c.stream_id);
-      Push(p, GpuOp{c.start_ns, c.end_ns, c.correlation_id, slot, 0, kOpMemcpy});
+      // name_id carries the copy kind: the sweep tracks D2H/H2D periods.
+      Push(p, GpuOp{c.start_ns, c.end_ns, c.correlation_id, slot, c.copy_kind, kOpMemcpy});
     }
   }
 
@@ -791,6 +881,14 @@ class ModelBuilder::Impl {
   void AddNvtx(ProcessState& p) {
     for (const format::NvtxRangeEvent& r : events_.nvtx_ranges) {
       Span(p, r.start_ns, r.end_ns);
+      if (IsNcclDomain(p, r.domain_id)) {
+        const uint64_t length = r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0;
+        ++p.m.comm_ranges;
+        p.m.comm_range_ns += length;
+        p.m.timeline.Add(kCommRangeCount, r.start_ns, 1);
+        p.m.timeline.Add(kCommRangeNs, r.start_ns, static_cast<double>(length));
+        continue;
+      }
       if (!IsStep(p, r.name_id)) continue;
       if (!p.step_thread_set) {
         p.step_thread_set = true;
@@ -823,6 +921,13 @@ class ModelBuilder::Impl {
       if (s.metric_id >= p.metric_kind.size()) continue;
       const uint8_t kind = p.metric_kind[s.metric_id];
       if (kind == kMetricOther) continue;
+      if (kind == kMetricCpuUser || kind == kMetricCpuSystem) {  // the process, not a GPU
+        const bool user = kind == kMetricCpuUser;
+        p.m.has_cpu_samples = true;
+        p.m.windows.Add(user ? kPWinCpuUserSum : kPWinCpuSystemSum, s.timestamp_ns, s.value);
+        p.m.windows.Add(user ? kPWinCpuUserSamples : kPWinCpuSystemSamples, s.timestamp_ns, 1);
+        continue;
+      }
       GpuState& g = Gpu(p, p.metric_device[s.metric_id]);
       Timeline& t = g.m.timeline;
       switch (kind) {
@@ -830,11 +935,20 @@ class ModelBuilder::Impl {
           g.m.has_sm_util = true;
           t.Add(kSmUtilSum, s.timestamp_ns, s.value);
           t.Add(kSmUtilSamples, s.timestamp_ns, 1);
+          g.m.windows.Add(kWinSmUtilSum, s.timestamp_ns, s.value);
+          g.m.windows.Add(kWinSmUtilSamples, s.timestamp_ns, 1);
           break;
         case kMetricDramUtil:
           g.m.has_dram_util = true;
           t.Add(kDramUtilSum, s.timestamp_ns, s.value);
           t.Add(kDramUtilSamples, s.timestamp_ns, 1);
+          g.m.windows.Add(kWinDramUtilSum, s.timestamp_ns, s.value);
+          g.m.windows.Add(kWinDramUtilSamples, s.timestamp_ns, 1);
+          break;
+        case kMetricTensorUtil:
+          g.m.has_tensor_util = true;
+          g.m.windows.Add(kWinTensorUtilSum, s.timestamp_ns, s.value);
+          g.m.windows.Add(kWinTensorUtilSamples, s.timestamp_ns, 1);
           break;
         case kMetricClockReasons: {
           const uint64_t reasons = s.value >= 0 && s.value < 1.8e19 ? static_cast<uint64_t>(s.value) : 0;
@@ -913,6 +1027,15 @@ class ModelBuilder::Impl {
     if (op.kind == kOpKernel && g.kernels.Add(op.start_ns, op.end_ns, &closed)) {
       Busy(p, g, closed, /*kernels=*/true);
     }
+    KernelStats* kernel = nullptr;
+    if (op.kind == kOpKernel) {
+      kernel = &g.Kernel(op.name_id);
+      kernel->period.Add(op.start_ns);
+      SweepComm(p, g, *kernel, op);
+    } else if (op.kind == kOpMemcpy) {
+      if (op.name_id == proto::MEMCPY_DTOH) g.d2h_period.Add(op.start_ns);
+      if (op.name_id == proto::MEMCPY_HTOD) g.h2d_period.Add(op.start_ns);
+    }
 
     // HTA per-stream idle.
     StreamModel& sm = s.model;
@@ -946,8 +1069,8 @@ class ModelBuilder::Impl {
     sm.busy_ns += op.end_ns - op.start_ns;
     sm.last_ns = std::max(sm.last_ns, op.end_ns);
 
-    if (op.kind != kOpKernel) return;
-    KernelStats& k = g.Kernel(op.name_id);
+    if (kernel == nullptr) return;
+    KernelStats& k = *kernel;
     if (api == nullptr) {
       ++m.launches_unmatched;
       return;
@@ -964,10 +1087,69 @@ class ModelBuilder::Impl {
     }
   }
 
+  // Counts comm/compute overlap up to `to_ns`. Ops arrive in start order, so
+  // before an op starting at to_ns changes a union, the open intervals are
+  // all of each union in [overlap_at_ns, to_ns): closed ones end earlier.
+  void Overlap(GpuState& g, uint64_t to_ns) {
+    if (to_ns <= g.overlap_at_ns) return;
+    if (g.comm.open() && g.compute.open()) {
+      const uint64_t lo =
+          std::max({g.overlap_at_ns, g.comm.current().start_ns, g.compute.current().start_ns});
+      const uint64_t hi = std::min({to_ns, g.comm.current().end_ns, g.compute.current().end_ns});
+      if (hi > lo) {
+        g.m.comm.overlap_ns += hi - lo;
+        g.m.timeline.AddSpan(kCommOverlapNs, lo, hi);
+      }
+    }
+    g.overlap_at_ns = to_ns;
+  }
+
+  // Communication vs compute kernels: unions, overlap, per-kind stats and
+  // the sampled records for matching collectives across ranks.
+  void SweepComm(ProcessState& p, GpuState& g, const KernelStats& k, const GpuOp& op) {
+    Overlap(g, op.start_ns);
+    Interval closed;
+    if (k.collective == CollectiveKind::kNone) {
+      if (g.compute.Add(op.start_ns, op.end_ns, &closed)) {
+        g.m.timeline.AddSpan(kComputeBusyNs, closed.start_ns, closed.end_ns);
+      }
+      return;
+    }
+    if (g.comm.Add(op.start_ns, op.end_ns, &closed)) CommBusy(p, g, closed);
+    CommStats& c = g.m.comm;
+    const uint64_t duration = op.end_ns - op.start_ns;
+    ++c.kernels;
+    c.kernel_ns += duration;
+    const size_t kind = static_cast<size_t>(k.collective);
+    ++c.by_kind[kind].count;
+    c.by_kind[kind].kernel_ns += duration;
+    const uint32_t seq = g.collective_seq[kind]++;
+    std::vector<CollectiveRecord>& records = g.m.collectives;
+    if (seq % g.m.collective_stride != 0) return;
+    records.push_back({op.start_ns, op.end_ns, seq, k.collective});
+    if (records.size() > kMaxCollectiveRecords) {
+      g.m.collective_stride *= 2;
+      const uint32_t stride = g.m.collective_stride;
+      records.erase(std::remove_if(records.begin(), records.end(),
+                                   [stride](const CollectiveRecord& r) { return r.seq % stride != 0; }),
+                    records.end());
+    }
+  }
+
+  void CommBusy(ProcessState& p, GpuState& g, const Interval& closed) {
+    g.m.timeline.AddSpan(kCommBusyNs, closed.start_ns, closed.end_ns);
+    g.m.windows.AddSpan(kWinCommBusyNs, closed.start_ns, closed.end_ns);
+    AttributeToSteps(p, g, closed, &PendingStep::comm_ns);
+  }
+
   void DeviceGap(ProcessState& p, GpuState& g, uint64_t a, uint64_t b, const GapSplit& split) {
     (void)p;
     const uint64_t gap = b - a;
     const bool large = gap >= options_.idle_gap_threshold_ns;
+    if (large) {
+      g.m.windows.AddSpan(kWinGapNs, a, b);
+      g.restart_period.Add(b);
+    }
     Timeline& t = g.m.timeline;
     uint64_t at = a;
     if (split.sync_ns > 0) {
@@ -995,6 +1177,12 @@ class ModelBuilder::Impl {
   // A merged busy interval is final: count it and share it out to steps.
   void Busy(ProcessState& p, GpuState& g, const Interval& closed, bool kernels) {
     g.m.timeline.AddSpan(kernels ? kKernelBusyNs : kBusyNs, closed.start_ns, closed.end_ns);
+    if (!kernels) g.m.windows.AddSpan(kWinBusyNs, closed.start_ns, closed.end_ns);
+    AttributeToSteps(p, g, closed, kernels ? &PendingStep::kernel_ns : &PendingStep::busy_ns);
+  }
+
+  using StepCounter = std::array<uint64_t, kMaxStepGpus> PendingStep::*;
+  void AttributeToSteps(ProcessState& p, GpuState& g, const Interval& closed, StepCounter counter) {
     if (g.step_slot >= kMaxStepGpus || p.steps.empty()) return;
     auto it = std::upper_bound(
         p.steps.begin(), p.steps.end(), closed.start_ns,
@@ -1003,7 +1191,7 @@ class ModelBuilder::Impl {
       const uint64_t lo = std::max(closed.start_ns, it->start_ns);
       const uint64_t hi = std::min(closed.end_ns, it->attributed_end_ns());
       if (hi <= lo) continue;
-      (kernels ? it->kernel_ns : it->busy_ns)[g.step_slot] += hi - lo;
+      ((*it).*counter)[g.step_slot] += hi - lo;
     }
   }
 
@@ -1013,6 +1201,7 @@ class ModelBuilder::Impl {
     for (const auto& g : p.gpus) {
       if (g->all.open()) t = std::min(t, g->all.current().start_ns);
       if (g->kernels.open()) t = std::min(t, g->kernels.current().start_ns);
+      if (g->comm.open()) t = std::min(t, g->comm.current().start_ns);
     }
     return t;
   }
@@ -1030,6 +1219,7 @@ class ModelBuilder::Impl {
       r.compute_ns = std::min(s.kernel_ns[g.step_slot], busy);
       r.copy_ns = busy - r.compute_ns;
       r.idle_ns = r.period_ns() - busy;
+      r.comm_ns = std::min(s.comm_ns[g.step_slot], r.compute_ns);
       StepStats& st = g.m.steps;
       ++st.count;
       if (st.example_name.empty()) st.example_name = p.step_example;
@@ -1048,6 +1238,7 @@ class ModelBuilder::Impl {
       st.compute_ns += r.compute_ns;
       st.copy_ns += r.copy_ns;
       st.idle_ns += r.idle_ns;
+      st.comm_ns += r.comm_ns;
       if (g.slowest_steps.Accepts(r.period_ns())) g.slowest_steps.Add(r.period_ns(), r);
     }
   }
@@ -1074,6 +1265,65 @@ class ModelBuilder::Impl {
     p.syncs.PruneBefore(StaleBefore(p));
   }
 
+  // Steps without NVTX markers: see InferredSteps in trace_model.h.
+  void InferSteps(const ProcessState& p, GpuState& g) {
+    struct Candidate {
+      double period_ns;
+      const PeriodTracker* tracker;
+      std::string anchor;
+    };
+    std::vector<Candidate> candidates;
+    const uint64_t span = g.m.last_ns > g.m.first_ns ? g.m.last_ns - g.m.first_ns : 0;
+    auto consider = [&](const PeriodTracker& t, std::string anchor) {
+      if (t.count < kMinInferredSteps || t.interval_ns.empty()) return;
+      // A step holds more than the one event: at least two ops per period.
+      if (2 * t.count > g.m.ops) return;
+      if (2 * (t.last_ns - t.first_ns) < span) return;
+      const double p50 = t.interval_ns.Percentile(50);
+      if (p50 < static_cast<double>(kMinInferredPeriodNs)) return;
+      const double mean = t.interval_ns.mean();
+      if (mean < 0.75 * p50 || mean > 1.25 * p50) return;
+      if (t.interval_ns.Percentile(95) > 2 * p50) return;
+      candidates.push_back({p50, &t, std::move(anchor)});
+    };
+    for (size_t i = 0; i < g.by_name.size(); ++i) {
+      consider(g.by_name[i].period, p.String(g.by_name_id[i]));
+    }
+    consider(g.d2h_period, "D2H copy");
+    consider(g.h2d_period, "H2D copy");
+    consider(g.restart_period, "GPU restart after idle");
+    if (candidates.empty()) return;
+    std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+      return a.period_ns != b.period_ns ? a.period_ns < b.period_ns : a.anchor < b.anchor;
+    });
+    // Groups of periods within 5% of the group's first; the largest group
+    // wins, then the longer period.
+    size_t best = 0, best_size = 0;
+    for (size_t i = 0; i < candidates.size();) {
+      size_t j = i;
+      while (j < candidates.size() && candidates[j].period_ns <= 1.05 * candidates[i].period_ns) ++j;
+      if (j - i >= best_size) {
+        best = i;
+        best_size = j - i;
+      }
+      i = j;
+    }
+    // The group's representative: the series with the most instances.
+    const Candidate* pick = &candidates[best];
+    for (size_t i = best; i < best + best_size; ++i) {
+      if (candidates[i].tracker->count > pick->tracker->count) pick = &candidates[i];
+    }
+    InferredSteps& out = g.m.inferred_steps;
+    out.found = true;
+    out.anchor = pick->anchor;
+    out.count = pick->tracker->count;
+    out.candidates = best_size;
+    out.period_ns = pick->tracker->interval_ns;
+    out.first_start_ns = pick->tracker->first_ns;
+    out.second_start_ns = pick->tracker->second_ns;
+    out.last_start_ns = pick->tracker->last_ns;
+  }
+
   void FinishProcess(ProcessState& p) {
     p.queue.Drain([this, &p](const GpuOp& op) { Sweep(p, op); });
     for (auto& gp : p.gpus) {
@@ -1081,6 +1331,11 @@ class ModelBuilder::Impl {
       Interval closed;
       if (g.all.Finish(&closed)) Busy(p, g, closed, false);
       if (g.kernels.Finish(&closed)) Busy(p, g, closed, true);
+      Overlap(g, std::numeric_limits<uint64_t>::max());
+      if (g.comm.Finish(&closed)) CommBusy(p, g, closed);
+      if (g.compute.Finish(&closed)) {
+        g.m.timeline.AddSpan(kComputeBusyNs, closed.start_ns, closed.end_ns);
+      }
     }
     if (!p.steps.empty() && p.steps.back().period_end_ns == 0) {
       p.steps.back().period_end_ns = p.steps.back().range_end_ns;
@@ -1100,6 +1355,9 @@ class ModelBuilder::Impl {
       m.busy_ns = g.all.busy_ns();
       m.kernel_busy_ns = g.kernels.busy_ns();
       m.first_ns = g.all.first_start_ns();
+      m.comm.busy_ns = g.comm.busy_ns();
+      m.comm.compute_busy_ns = g.compute.busy_ns();
+      if (m.steps.count == 0) InferSteps(p, g);
       for (size_t i = 0; i < g.by_name.size(); ++i) {
         KernelStats& k = g.by_name[i];
         if (k.duration_ns.count() == 0) continue;

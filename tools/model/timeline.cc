@@ -5,11 +5,13 @@
 
 namespace gpscope::model {
 
-Timeline::Timeline(int fields, uint64_t anchor_ns, size_t max_windows)
+Timeline::Timeline(int fields, uint64_t anchor_ns, size_t max_windows, uint64_t first_width_ns)
     : fields_(fields),
-      // Aligned to the first width, so coarsening keeps windows aligned.
-      anchor_ns_(anchor_ns & ~((uint64_t{1} << kFirstShift) - 1)),
-      max_windows_(std::max<size_t>(max_windows, 2)) {}
+      max_windows_(std::max<size_t>(max_windows, 2)),
+      first_width_ns_(std::max<uint64_t>(first_width_ns, 1)),
+      width_ns_(first_width_ns_) {
+  anchor_ns_ = anchor_ns - anchor_ns % first_width_ns_;
+}
 
 void Timeline::Coarsen() {
   const size_t f = static_cast<size_t>(fields_);
@@ -23,18 +25,26 @@ void Timeline::Coarsen() {
   }
   windows_ = merged;
   values_.resize(windows_ * f);
-  ++shift_;
+  width_ns_ *= 2;
 }
 
 size_t Timeline::Index(uint64_t t_ns) {
   const uint64_t offset = t_ns > anchor_ns_ ? t_ns - anchor_ns_ : 0;
-  while ((offset >> shift_) >= max_windows_) Coarsen();
-  const size_t index = static_cast<size_t>(offset >> shift_);
+  // Powers of two (the default) divide with a shift: this runs per event.
+  auto index_of = [&] {
+    return (width_ns_ & (width_ns_ - 1)) == 0 ? offset >> __builtin_ctzll(width_ns_)
+                                              : offset / width_ns_;
+  };
+  uint64_t index = index_of();
+  while (index >= max_windows_) {
+    Coarsen();
+    index = index_of();
+  }
   if (index >= windows_) {
-    windows_ = index + 1;
+    windows_ = static_cast<size_t>(index) + 1;
     values_.resize(windows_ * static_cast<size_t>(fields_), 0.0);
   }
-  return index;
+  return static_cast<size_t>(index);
 }
 
 void Timeline::Add(int field, uint64_t t_ns, double value) {
@@ -44,20 +54,30 @@ void Timeline::Add(int field, uint64_t t_ns, double value) {
 }
 
 void Timeline::AddSpan(int field, uint64_t start_ns, uint64_t end_ns) {
-  if (fields_ == 0 || end_ns <= start_ns) return;
+  if (end_ns <= start_ns) return;
+  AddSpread(field, start_ns, end_ns, static_cast<double>(end_ns - start_ns));
+}
+
+void Timeline::AddSpread(int field, uint64_t start_ns, uint64_t end_ns, double value) {
+  if (fields_ == 0) return;
+  if (end_ns <= start_ns) {
+    Add(field, start_ns, value);
+    return;
+  }
+  const double per_ns = value / static_cast<double>(end_ns - start_ns);
   start_ns = std::max(start_ns, anchor_ns_);
-  if (end_ns <= start_ns) {  // wholly before the anchor
+  if (end_ns <= start_ns) {  // wholly before the anchor: dropped, like the part before it
     Add(field, anchor_ns_, 0.0);
     return;
   }
   Index(end_ns - 1);  // coarsen first, so the indexes below stay valid
   const size_t f = static_cast<size_t>(fields_);
-  size_t index = static_cast<size_t>((start_ns - anchor_ns_) >> shift_);
+  size_t index = static_cast<size_t>((start_ns - anchor_ns_) / width_ns_);
   uint64_t t = start_ns;
   while (t < end_ns) {
-    const uint64_t window_end = anchor_ns_ + ((static_cast<uint64_t>(index) + 1) << shift_);
+    const uint64_t window_end = anchor_ns_ + (static_cast<uint64_t>(index) + 1) * width_ns_;
     const uint64_t piece_end = std::min(end_ns, window_end);
-    values_[index * f + static_cast<size_t>(field)] += static_cast<double>(piece_end - t);
+    values_[index * f + static_cast<size_t>(field)] += per_ns * static_cast<double>(piece_end - t);
     t = piece_end;
     ++index;
   }
@@ -67,13 +87,17 @@ double Timeline::Sum(int field, uint64_t from_ns, uint64_t to_ns) const {
   if (fields_ == 0 || to_ns <= from_ns || windows_ == 0) return 0.0;
   const size_t f = static_cast<size_t>(fields_);
   const uint64_t width = window_ns();
+  // Only the windows that meet [from_ns, to_ns): window 0 also holds what
+  // came before the anchor.
+  const size_t first =
+      from_ns <= anchor_ns_ ? 0 : static_cast<size_t>(std::min<uint64_t>((from_ns - anchor_ns_) / width, windows_));
   double sum = 0;
-  for (size_t w = 0; w < windows_; ++w) {
-    const uint64_t w_start = anchor_ns_ + (static_cast<uint64_t>(w) << shift_);
+  for (size_t w = first; w < windows_; ++w) {
+    const uint64_t w_start = anchor_ns_ + static_cast<uint64_t>(w) * width;
     const uint64_t w_end = w_start + width;
-    // Window 0 also holds what came before the anchor.
     const uint64_t lo = w == 0 ? 0 : w_start;
-    if (w_end <= from_ns || lo >= to_ns) continue;
+    if (lo >= to_ns) break;
+    if (w_end <= from_ns) continue;
     const double v = values_[w * f + static_cast<size_t>(field)];
     if (v == 0.0) continue;
     const uint64_t a = std::max(from_ns, w_start);

@@ -3,17 +3,19 @@
 // example over the steady state once the warm-up is known) without keeping
 // events.
 //
-// Windows start at ~1 ms (2^20 ns). When a run outgrows `max_windows`, pairs
-// of windows merge and the width doubles, so memory stays bounded (fields x
-// max_windows doubles) and the resolution is run length / max_windows at
-// worst. Values of a span (busy time, a gap) are split over the windows it
-// covers; Sum() prorates the windows at its ends, assuming values are spread
-// evenly inside a window.
+// Windows start at `first_width_ns` (default ~1 ms, 2^20 ns). When a run
+// outgrows `max_windows`, pairs of windows merge and the width doubles, so
+// memory stays bounded (fields x max_windows doubles) and the resolution is
+// run length / max_windows at worst. Values of a span (busy time, a gap) are
+// split over the windows it covers; Sum() prorates the windows at its ends,
+// assuming values are spread evenly inside a window.
 //
 //   Timeline t(kFieldCount, /*anchor_ns=*/first_event_ns);
 //   t.AddSpan(kBusy, interval.start_ns, interval.end_ns);
 //   t.Add(kKernelCount, kernel.start_ns, 1);
 //   double busy_ns = t.Sum(kBusy, steady_start_ns, steady_end_ns);
+//   // or window by window (exact, no proration):
+//   for (size_t w = 0; w < t.windows(); ++w) t.Value(kBusy, w) ...
 //
 // Times before the anchor count in the first window.
 // Thread model: a value type.
@@ -29,22 +31,38 @@ namespace gpscope::model {
 class Timeline {
  public:
   static constexpr int kFirstShift = 20;  // 1.05 ms windows to begin with
+  static constexpr uint64_t kDefaultFirstWidthNs = uint64_t{1} << kFirstShift;
   static constexpr size_t kDefaultMaxWindows = 4096;
 
   Timeline() = default;
-  Timeline(int fields, uint64_t anchor_ns, size_t max_windows = kDefaultMaxWindows);
+  // The anchor is rounded down to a multiple of the first width, so that
+  // coarsening keeps windows aligned.
+  Timeline(int fields, uint64_t anchor_ns, size_t max_windows = kDefaultMaxWindows,
+           uint64_t first_width_ns = kDefaultFirstWidthNs);
 
   bool valid() const { return fields_ > 0; }
+  int fields() const { return fields_; }
   void Add(int field, uint64_t t_ns, double value);
   // Adds the length of [start_ns, end_ns), split over the windows it covers.
   void AddSpan(int field, uint64_t start_ns, uint64_t end_ns);
+  // Adds `value` spread evenly over [start_ns, end_ns) (all of it at
+  // start_ns when the span is empty); like AddSpan, the share that falls
+  // before the anchor is dropped.
+  void AddSpread(int field, uint64_t start_ns, uint64_t end_ns, double value);
   // The field's total over [from_ns, to_ns).
   double Sum(int field, uint64_t from_ns, uint64_t to_ns) const;
   double Total(int field) const;
+  // The field's value in window `window` (< windows()).
+  double Value(int field, size_t window) const {
+    return values_[window * static_cast<size_t>(fields_) + static_cast<size_t>(field)];
+  }
 
   uint64_t anchor_ns() const { return anchor_ns_; }
-  uint64_t window_ns() const { return uint64_t{1} << shift_; }
+  uint64_t window_ns() const { return width_ns_; }
+  uint64_t window_start_ns(size_t window) const { return anchor_ns_ + window * width_ns_; }
   size_t windows() const { return windows_; }
+  size_t max_windows() const { return max_windows_; }
+  uint64_t first_width_ns() const { return first_width_ns_; }
 
  private:
   // Window index of t, growing (and coarsening) storage to hold it.
@@ -54,7 +72,8 @@ class Timeline {
   int fields_ = 0;
   uint64_t anchor_ns_ = 0;
   size_t max_windows_ = kDefaultMaxWindows;
-  int shift_ = kFirstShift;
+  uint64_t first_width_ns_ = kDefaultFirstWidthNs;
+  uint64_t width_ns_ = kDefaultFirstWidthNs;
   size_t windows_ = 0;
   std::vector<double> values_;  // windows_ x fields_
 };

@@ -32,6 +32,8 @@
 #include <vector>
 
 #include "gpscope/trace.pb.h"
+#include "tools/model/clock_align.h"
+#include "tools/model/collectives.h"
 #include "tools/model/interval_union.h"
 #include "tools/model/log_histogram.h"
 #include "tools/model/timeline.h"
@@ -94,14 +96,52 @@ enum GpuField : int {
   kThrottledSamples,     // ...with a power or thermal slowdown reason set
   kOtherProcessSmSum,    // nvml.process_sm_util of other processes (percent)
   kOtherProcessSmSamples,
+  kCommBusyNs,           // union of communication (NCCL) kernels
+  kCommOverlapNs,        // non-communication kernels running while communication runs
+  kComputeBusyNs,        // union of non-communication kernels
   kGpuFieldCount
 };
+
+// Counters of GpuModel::windows: one row per window of ModelOptions::window_ns
+// (the `windows` table of summary --format json/csv).
+enum WindowField : int {
+  kWinBusyNs = 0,      // union of kernels, copies and memsets
+  kWinKernelCount,     // kernels starting in the window
+  kWinKernelNs,        // their summed durations
+  kWinH2dBytes,        // copy bytes by direction (at the copy's start)
+  kWinD2hBytes,
+  kWinD2dBytes,
+  kWinOtherCopyBytes,  // P2P, H2H, arrays
+  kWinGapNs,           // device idle in gaps >= the idle-gap threshold
+  kWinCommBusyNs,      // union of communication kernels
+  kWinSmUtilSum,       // sampled gpm.sm_util (percent), sum and count
+  kWinSmUtilSamples,
+  kWinDramUtilSum,     // gpm.dram_bw_util
+  kWinDramUtilSamples,
+  kWinTensorUtilSum,   // gpm.tensor_util
+  kWinTensorUtilSamples,
+  kWindowFieldCount
+};
+
+// Counters of ProcessModel::windows (same width and anchor as the GPUs').
+enum ProcessWindowField : int {
+  kPWinCpuUserSum = 0,  // host.process_cpu_user_pct samples (percent of one core)
+  kPWinCpuUserSamples,
+  kPWinCpuSystemSum,    // host.process_cpu_system_pct
+  kPWinCpuSystemSamples,
+  kProcessWindowFieldCount
+};
+// Windows beyond this many merge pairwise (the width doubles): 16384 x 100 ms
+// is 27 minutes at the default width; memory stays fields x this x 8 bytes.
+inline constexpr size_t kMaxWindowRows = 16384;
 
 // Counters a ProcessModel keeps over time (host-side events).
 enum ProcessField : int {
   kSyncCalls = 0,     // blocking sync API calls (at their start)
   kSyncBlockedNs,
   kSyncRecords,       // CUPTI synchronization records (cudaStreamWaitEvent excluded)
+  kCommRangeCount,    // NVTX ranges in NCCL's domain (host side of collectives)
+  kCommRangeNs,
   kProcessFieldCount
 };
 
@@ -118,6 +158,26 @@ struct GapRecord {
   uint64_t length_ns() const { return end_ns - start_ns; }
 };
 
+// The period of a repeating event (a kernel name, D2H copies, GPU restarts
+// after an idle gap), for finding steps without NVTX markers: instance
+// times in start order; the interval from the first instance (warm-up) is
+// left out of `interval_ns`.
+struct PeriodTracker {
+  uint64_t count = 0;
+  uint64_t first_ns = 0;
+  uint64_t second_ns = 0;
+  uint64_t last_ns = 0;
+  LogHistogram interval_ns;  // second -> third, ...: count - 2 intervals
+  void Add(uint64_t t_ns) {
+    if (count > 0 && t_ns < last_ns) return;  // a late record: order unknown
+    if (count == 0) first_ns = t_ns;
+    if (count == 1) second_ns = t_ns;
+    if (count >= 2) interval_ns.Add(t_ns - last_ns);
+    last_ns = t_ns;
+    ++count;
+  }
+};
+
 struct KernelStats {
   std::string name;             // as recorded (mangled)
   LogHistogram duration_ns;
@@ -129,6 +189,10 @@ struct KernelStats {
   uint64_t max_blocks = 0;
   uint64_t min_blocks = 0;
   Interval longest;             // the longest instance
+  double occupancy_ns = 0;       // sum of theoretical occupancy x duration (occupancy.h)
+  uint64_t occupancy_known_ns = 0;  // kernel time whose occupancy was known
+  CollectiveKind collective = CollectiveKind::kNone;  // communication (NCCL) or not
+  PeriodTracker period;         // instances in start order
 };
 
 // Copies (or memsets) of one kind: count, bytes, GPU time; `sync_*` for the
@@ -164,6 +228,7 @@ struct StepRecord {
   uint64_t compute_ns = 0;  // kernels running
   uint64_t copy_ns = 0;     // only copies/memsets running
   uint64_t idle_ns = 0;
+  uint64_t comm_ns = 0;     // communication kernels running (part of compute_ns)
   uint64_t period_ns() const { return end_ns - start_ns; }
 };
 
@@ -182,11 +247,62 @@ struct StepStats {
   uint64_t compute_ns = 0;   // sums over steps after the first
   uint64_t copy_ns = 0;
   uint64_t idle_ns = 0;
+  uint64_t comm_ns = 0;
   std::vector<StepRecord> slowest;  // up to 5, longest period first
   uint64_t second_start_ns = 0;     // start of the steady state
   uint64_t last_start_ns = 0;       // start of the last step: end of the steady state
   uint64_t last_end_ns = 0;
 };
+
+// Steps found without NVTX markers, from the period of a repeating event:
+// each regular series (a kernel name, D2H copies, H2D copies, GPU restarts
+// after an idle gap >= the threshold) with >= kMinInferredSteps instances,
+// at most half of the GPU's ops (a step holds more than its marker),
+// a median period >= kMinInferredPeriodNs, covering >= half the GPU span,
+// whose mean period is within 25% of its median and whose P95 is at most
+// twice it, is a candidate; candidates with periods within 5% of each other
+// form a group, and the group with the most members wins (ties: the longer
+// period): many once-per-step kernels share the step's period, while a
+// once-per-evaluation kernel stands alone. The first instance is warm-up;
+// periods run from the second instance to the last.
+inline constexpr uint64_t kMinInferredSteps = 5;
+inline constexpr uint64_t kMinInferredPeriodNs = 100'000;
+struct InferredSteps {
+  bool found = false;
+  std::string anchor;        // the kernel name, or "D2H copy", "H2D copy", "GPU restart after idle"
+  uint64_t count = 0;        // instances (steps), warm-up included
+  uint64_t candidates = 0;   // series in the winning group
+  LogHistogram period_ns;    // after the first step
+  uint64_t first_start_ns = 0;
+  uint64_t second_start_ns = 0;
+  uint64_t last_start_ns = 0;
+};
+
+// Communication kernels of one kind on one GPU.
+struct CollectiveStats {
+  uint64_t count = 0;
+  uint64_t kernel_ns = 0;  // summed durations
+};
+
+struct CommStats {
+  uint64_t kernels = 0;
+  uint64_t kernel_ns = 0;
+  uint64_t busy_ns = 0;          // union of communication kernels
+  uint64_t compute_busy_ns = 0;  // union of the other kernels
+  uint64_t overlap_ns = 0;       // both at once (HTA's overlap numerator)
+  std::array<CollectiveStats, kCollectiveKinds> by_kind{};
+};
+
+// One communication kernel, for matching collectives across ranks: the
+// seq-th kernel of its kind on this GPU (in start order). Kept for seq %
+// stride == 0 only; the stride doubles when kMaxCollectiveRecords fill.
+struct CollectiveRecord {
+  uint64_t start_ns = 0;  // CUPTI ns of this process
+  uint64_t end_ns = 0;
+  uint32_t seq = 0;
+  CollectiveKind kind = CollectiveKind::kNone;
+};
+inline constexpr size_t kMaxCollectiveRecords = 1 << 16;
 
 // Another process seen on this GPU by NVML (nvml.process_sm_util).
 struct OtherProcess {
@@ -214,6 +330,8 @@ struct GpuModel {
   uint64_t tiny_kernels = 0;
   double est_sm_ns = 0;
   uint64_t shape_known_ns = 0;  // kernel time whose launch shape was known
+  double occupancy_ns = 0;      // sum of theoretical occupancy x duration
+  uint64_t occupancy_known_ns = 0;
   std::vector<KernelStats> kernels;  // by name, only names seen; unordered
   LogHistogram kernel_duration_ns;   // all kernels
   std::array<std::array<CopyStats, kMemoryKinds>, kCopyKinds> copies{};  // [copy kind][host memory kind]
@@ -237,6 +355,12 @@ struct GpuModel {
   StepStats steps;
   bool has_sm_util = false;
   bool has_dram_util = false;
+  bool has_tensor_util = false;
+  Timeline windows;        // WindowField counters at ModelOptions::window_ns
+  CommStats comm;
+  std::vector<CollectiveRecord> collectives;  // in start order, sampled (see above)
+  uint32_t collective_stride = 1;
+  InferredSteps inferred_steps;  // filled only without NVTX steps
   uint64_t throttle_reasons_seen = 0;   // OR of every clock event reasons sample
   std::map<uint32_t, OtherProcess> other_processes;  // by pid
 };
@@ -255,7 +379,15 @@ struct ProcessModel {
   std::string hostname;
   std::vector<std::string> cmdline;
   std::string exe_path;
-  int32_t rank = -1;
+  int32_t rank = -1;        // Identity: -1 when unknown
+  int32_t local_rank = -1;
+  int32_t world_size = 0;
+  std::string job_id;
+  ClockAlign clocks;        // CUPTI ns -> CLOCK_REALTIME (header, flushes, end)
+  Timeline windows;         // ProcessWindowField counters, like GpuModel::windows
+  bool has_cpu_samples = false;
+  uint64_t comm_ranges = 0;     // NVTX ranges in NCCL's domain
+  uint64_t comm_range_ns = 0;
   bool clean_end = false;
   int end_reason = 0;  // proto::EndReason
   uint64_t chunks = 0;
@@ -291,6 +423,8 @@ struct ModelOptions {
   // queue delays leave the op unmatched.
   uint64_t api_retention_ns = 5'000'000'000;
   size_t max_warnings = 1000;
+  // Width of the `windows` table (summary --window-ms, 50..200 ms).
+  uint64_t window_ns = 100'000'000;
 };
 
 struct TraceModel {

@@ -14,6 +14,11 @@ void JsonWriter::BeforeValue() {
     return;
   }
   if (has_items_.empty()) return;
+  if (inline_.back()) {
+    if (has_items_.back()) out_->append(", ");
+    has_items_.back() = true;
+    return;
+  }
   if (has_items_.back()) out_->push_back(',');
   has_items_.back() = true;
   out_->push_back('\n');
@@ -22,8 +27,10 @@ void JsonWriter::BeforeValue() {
 
 void JsonWriter::Close(char bracket) {
   const bool had_items = has_items_.back();
+  const bool was_inline = inline_.back();
   has_items_.pop_back();
-  if (had_items) {
+  inline_.pop_back();
+  if (had_items && !was_inline) {
     out_->push_back('\n');
     out_->append(2 * has_items_.size(), ' ');
   }
@@ -35,6 +42,7 @@ JsonWriter& JsonWriter::BeginObject() {
   BeforeValue();
   out_->push_back('{');
   has_items_.push_back(false);
+  inline_.push_back(!inline_.empty() && inline_.back());
   return *this;
 }
 
@@ -47,6 +55,15 @@ JsonWriter& JsonWriter::BeginArray() {
   BeforeValue();
   out_->push_back('[');
   has_items_.push_back(false);
+  inline_.push_back(!inline_.empty() && inline_.back());
+  return *this;
+}
+
+JsonWriter& JsonWriter::BeginInlineArray() {
+  BeforeValue();
+  out_->push_back('[');
+  has_items_.push_back(false);
+  inline_.push_back(true);
   return *this;
 }
 
@@ -94,6 +111,12 @@ JsonWriter& JsonWriter::Bool(bool value) {
   BeforeValue();
   out_->append(value ? "true" : "false");
   return *this;
+}
+
+JsonWriter& JsonWriter::IndexOrNull(int64_t index) { return index >= 0 ? Int(index) : Null(); }
+
+JsonWriter& JsonWriter::NonNegativeOrNull(double value) {
+  return value >= 0 ? Double(value) : Null();
 }
 
 JsonWriter& JsonWriter::Null() {

@@ -26,6 +26,9 @@ class JsonWriter {
   JsonWriter& BeginObject();
   JsonWriter& EndObject();
   JsonWriter& BeginArray();
+  // An array written on one line, items separated by ", " (for table rows);
+  // everything inside it is inline too.
+  JsonWriter& BeginInlineArray();
   JsonWriter& EndArray();
   JsonWriter& Key(std::string_view key);
   JsonWriter& String(std::string_view value);
@@ -34,6 +37,10 @@ class JsonWriter {
   JsonWriter& Double(double value);  // non-finite values become null
   JsonWriter& Bool(bool value);
   JsonWriter& Null();
+  // An index into an array of the document, or null when negative (none).
+  JsonWriter& IndexOrNull(int64_t index);
+  // A measurement whose "unknown" is a negative sentinel (-1): null then.
+  JsonWriter& NonNegativeOrNull(double value);
 
   // `text` as a JSON string literal, quotes included.
   static std::string Quote(std::string_view text);
@@ -44,6 +51,7 @@ class JsonWriter {
 
   std::string* out_;
   std::vector<bool> has_items_;  // one per open object/array
+  std::vector<bool> inline_;     // one per open object/array: written on one line
   bool after_key_ = false;
 };
 

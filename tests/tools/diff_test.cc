@@ -1,0 +1,176 @@
+// tests/tools/diff_test.cc: `gpscope-analyze diff BASE NEW` on synthetic
+// runs: an unchanged run, a slower one (regression, exit 3 only with
+// --fail-on-regression), new and vanished kernels, findings that appear,
+// the JSON keys and usage errors.
+#include "tools/analyze/diff.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/testing/synth.h"
+#include "tests/testing/trace_builder.h"
+#include "tools/analyze/cli.h"
+
+namespace gpscope::analyze {
+namespace {
+
+using testing::Synth;
+using testing::TraceBuilder;
+
+constexpr uint64_t kUs = 1'000;
+constexpr uint64_t kMs = 1'000'000;
+
+std::string TempPath(const std::string& name) {
+  return ::testing::TempDir() + "diff_test." + std::to_string(getpid()) + "." + name + ".gpscope";
+}
+
+struct Output {
+  int code;
+  std::string out, err;
+};
+
+Output RunCli(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  const int code = Run(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+// A training loop; `slow` stretches the kernels, `extra` adds a kernel name,
+// `starve` adds a data-loading wait per step.
+std::string WriteRun(const std::string& name, double slow, const char* extra, uint64_t starve_ns) {
+  TraceBuilder trace;
+  Synth s(trace);
+  testing::LoopOptions o;
+  o.kernel_ns = static_cast<uint64_t>(1'900 * kUs * slow);
+  o.step_ns = static_cast<uint64_t>(19 * kMs * slow) + starve_ns;
+  if (starve_ns == 0) {
+    testing::HealthyLoop(s, o);
+  } else {
+    uint64_t h = 2'000'000'000;
+    for (int step = 0; step < 40; ++step) {
+      const uint64_t start = h;
+      uint64_t t = h;
+      for (int k = 0; k < 4; ++k) t = s.Kernel(t + 2 * kUs, o.kernel_ns, "gemm_bf16_tn");
+      s.Step(start, t + 50 * kUs, static_cast<uint64_t>(step));
+      h = std::max(t, s.gpu_free_ns()) + starve_ns;
+    }
+  }
+  if (extra != nullptr) {
+    for (int i = 0; i < 10; ++i) s.Kernel(3'000'000'000 + i * kMs, 100 * kUs, extra);
+  }
+  s.p().WriteEnd();
+  const std::string path = TempPath(name);
+  EXPECT_TRUE(trace.WriteFile(path));
+  return path;
+}
+
+TEST(DiffTest, SameRunHasNoChangesAndNoRegression) {
+  const std::string a = WriteRun("same", 1.0, nullptr, 0);
+  const Output o = RunCli({"diff", "--fail-on-regression", "1", a, a});
+  EXPECT_EQ(o.code, kExitOk) << o.err << o.out;
+  EXPECT_NE(o.out.find("REGRESSIONS: none"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("0 new, 0 vanished"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("FINDINGS: 0 appeared, 0 disappeared, 0 changed severity"),
+            std::string::npos);
+  for (const std::string line : {"step time P50", "GPU busy share", "kernel time"}) {
+    EXPECT_NE(o.out.find(line), std::string::npos) << line;
+  }
+  for (const std::string& l : std::vector<std::string>{o.out}) {
+    size_t start = 0;
+    while (start < l.size()) {
+      const size_t end = l.find('\n', start);
+      EXPECT_LE(end - start, 100u) << l.substr(start, end - start);
+      start = end + 1;
+    }
+  }
+  unlink(a.c_str());
+}
+
+TEST(DiffTest, SlowerRunIsARegressionOnlyBeyondTheThreshold) {
+  const std::string base = WriteRun("base", 1.0, "vanishing_kernel", 0);
+  const std::string slow = WriteRun("slow", 1.3, "new_kernel", 0);
+  const std::unique_ptr<SummaryResult> b =
+      ComputeSummaryResult({base}, model::ModelOptions{}, analyses::ReportOptions{});
+  const std::unique_ptr<SummaryResult> n =
+      ComputeSummaryResult({slow}, model::ModelOptions{}, analyses::ReportOptions{});
+  const RunDiff d = ComputeDiff(*b, *n, DiffOptions{});
+  const DiffNumber& p50 = d.numbers[0];
+  ASSERT_EQ(p50.key, "step_p50_ns");
+  ASSERT_TRUE(p50.base.known && p50.now.known);
+  EXPECT_NEAR(p50.now.value / p50.base.value, 1.3, 0.02);
+  EXPECT_EQ(d.new_kernels, 1u);
+  EXPECT_EQ(d.vanished_kernels, 1u);
+  bool saw_new = false, saw_vanished = false;
+  for (const KernelDiff& k : d.kernels) {
+    saw_new |= k.name == "new_kernel" && k.status == "new" && k.now.count == 10;
+    saw_vanished |= k.name == "vanishing_kernel" && k.status == "vanished" && k.base.count == 10;
+    if (k.name == "gemm_bf16_tn") {
+      EXPECT_EQ(k.status, "changed");
+      EXPECT_NEAR(static_cast<double>(k.now.total_ns) / static_cast<double>(k.base.total_ns), 1.3,
+                  0.01);
+    }
+  }
+  EXPECT_TRUE(saw_new && saw_vanished);
+  ASSERT_FALSE(d.regressions.empty());
+  EXPECT_NE(d.regressions[0].find("step_p50_ns grew 3"), std::string::npos) << d.regressions[0];
+  // Listed always; exit 3 only with the option and beyond its threshold.
+  EXPECT_EQ(RunCli({"diff", base, slow}).code, kExitOk);
+  EXPECT_EQ(RunCli({"diff", "--fail-on-regression", "10", base, slow}).code, kExitRegression);
+  EXPECT_EQ(RunCli({"diff", "--fail-on-regression", "50", base, slow}).code, kExitOk);
+  // Faster is not a regression.
+  EXPECT_EQ(RunCli({"diff", "--fail-on-regression", "10", slow, base}).code, kExitOk);
+  unlink(base.c_str());
+  unlink(slow.c_str());
+}
+
+TEST(DiffTest, AppearedFindingIsListedAndJsonHasTheDocumentedKeys) {
+  const std::string base = WriteRun("healthy", 1.0, nullptr, 0);
+  const std::string starved = WriteRun("starved", 1.0, nullptr, 25 * kMs);
+  const Output o = RunCli({"diff", "--format", "json", base, starved});
+  ASSERT_EQ(o.code, kExitOk) << o.err;
+  for (const char* key : {"\"schema\": \"gpscope.diff/1\"", "\"numbers\"", "\"kernels\"",
+                          "\"copies\"", "\"findings\"", "\"appeared\"", "\"disappeared\"",
+                          "\"changed\"", "\"regressions\"", "\"key\": \"step_p95_ns\"",
+                          "\"fail_on_regression_pct\": null"}) {
+    EXPECT_NE(o.out.find(key), std::string::npos) << key;
+  }
+  const std::unique_ptr<SummaryResult> b =
+      ComputeSummaryResult({base}, model::ModelOptions{}, analyses::ReportOptions{});
+  const std::unique_ptr<SummaryResult> n =
+      ComputeSummaryResult({starved}, model::ModelOptions{}, analyses::ReportOptions{});
+  const RunDiff d = ComputeDiff(*b, *n, DiffOptions{});
+  ASSERT_FALSE(d.appeared.empty());
+  EXPECT_TRUE(std::any_of(d.appeared.begin(), d.appeared.end(),
+                          [](const FindingRef& f) { return f.rule == "data-starvation"; }));
+  EXPECT_TRUE(std::any_of(d.regressions.begin(), d.regressions.end(), [](const std::string& r) {
+    return r.find("data-starvation") != std::string::npos;
+  }));
+  EXPECT_EQ(RunCli({"diff", "--fail-on-regression", "1000", base, starved}).code, kExitRegression);
+  unlink(base.c_str());
+  unlink(starved.c_str());
+}
+
+TEST(DiffTest, BadUsageExitsTwoWithOneLine) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"diff"},
+           {"diff", "a"},
+           {"diff", "a", "b", "c"},
+           {"diff", "--format", "xml", "a", "b"},
+           {"diff", "--fail-on-regression", "-1", "a", "b"},
+           {"diff", "--window-ms", "500", "a", "b"}}) {
+    const Output o = RunCli(args);
+    EXPECT_EQ(o.code, kExitUsage) << args.back();
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+  }
+  EXPECT_EQ(RunCli({"diff", "/nonexistent/a.gpscope", "/nonexistent/b.gpscope"}).code, kExitFailed);
+  EXPECT_NE(RunCli({"diff", "--help"}).out.find("--fail-on-regression"), std::string::npos);
+  EXPECT_NE(RunCli({"--help"}).out.find("diff"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpscope::analyze

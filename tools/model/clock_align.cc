@@ -1,0 +1,54 @@
+// tools/model/clock_align.cc: see clock_align.h.
+#include "tools/model/clock_align.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gpscope::model {
+
+void ClockAlign::Add(uint64_t cupti_ns, uint64_t realtime_ns) {
+  if (cupti_ns == 0) return;
+  const Point p{cupti_ns, static_cast<int64_t>(realtime_ns - cupti_ns)};
+  auto it = std::lower_bound(points_.begin(), points_.end(), cupti_ns,
+                             [](const Point& a, uint64_t t) { return a.cupti_ns < t; });
+  if (it != points_.end() && it->cupti_ns == cupti_ns) return;  // the same snapshot again
+  points_.insert(it, p);
+  if (points_.size() > kMaxPoints) {
+    // Keep every other one (the first and the last stay).
+    std::vector<Point> kept;
+    kept.reserve(points_.size() / 2 + 2);
+    for (size_t i = 0; i < points_.size(); i += 2) kept.push_back(points_[i]);
+    if (kept.back().cupti_ns != points_.back().cupti_ns) kept.push_back(points_.back());
+    points_ = std::move(kept);
+  }
+}
+
+uint64_t ClockAlign::ToRealtimeNs(uint64_t cupti_ns) const {
+  if (points_.empty()) return cupti_ns;
+  auto it = std::lower_bound(points_.begin(), points_.end(), cupti_ns,
+                             [](const Point& a, uint64_t t) { return a.cupti_ns < t; });
+  int64_t offset = 0;
+  if (it == points_.begin()) {
+    offset = it->offset_ns;
+  } else if (it == points_.end()) {
+    offset = points_.back().offset_ns;
+  } else {
+    const Point& a = *std::prev(it);
+    const Point& b = *it;
+    const double f = static_cast<double>(cupti_ns - a.cupti_ns) /
+                     static_cast<double>(b.cupti_ns - a.cupti_ns);
+    offset = a.offset_ns +
+             static_cast<int64_t>(std::llround(f * static_cast<double>(b.offset_ns - a.offset_ns)));
+  }
+  return cupti_ns + static_cast<uint64_t>(offset);
+}
+
+uint64_t ClockAlign::drift_ns() const {
+  if (points_.empty()) return 0;
+  auto [lo, hi] = std::minmax_element(points_.begin(), points_.end(), [](const Point& a, const Point& b) {
+    return a.offset_ns < b.offset_ns;
+  });
+  return static_cast<uint64_t>(hi->offset_ns - lo->offset_ns);
+}
+
+}  // namespace gpscope::model

@@ -1,0 +1,65 @@
+// tools/render/csv_writer.cc: see csv_writer.h.
+#include "tools/render/csv_writer.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace gpscope::render {
+
+void CsvWriter::Separator() {
+  if (row_open_) out_->push_back(',');
+  row_open_ = true;
+}
+
+CsvWriter& CsvWriter::Field(std::string_view text) {
+  Separator();
+  if (text.find_first_of(",\"\r\n") == std::string_view::npos) {
+    out_->append(text.data(), text.size());
+    return *this;
+  }
+  out_->push_back('"');
+  for (char c : text) {
+    if (c == '"') out_->push_back('"');
+    out_->push_back(c);
+  }
+  out_->push_back('"');
+  return *this;
+}
+
+CsvWriter& CsvWriter::Field(double value) {
+  Separator();
+  if (!std::isfinite(value)) return *this;
+  if (value == std::floor(value) && std::fabs(value) < 1e19) {
+    absl::StrAppendFormat(out_, "%.0f", value);
+  } else {
+    absl::StrAppendFormat(out_, "%.12g", value);
+  }
+  return *this;
+}
+
+CsvWriter& CsvWriter::Field(uint64_t value) {
+  Separator();
+  absl::StrAppend(out_, value);
+  return *this;
+}
+
+CsvWriter& CsvWriter::Field(int64_t value) {
+  Separator();
+  absl::StrAppend(out_, value);
+  return *this;
+}
+
+CsvWriter& CsvWriter::EndRow() {
+  out_->push_back('\n');
+  row_open_ = false;
+  return *this;
+}
+
+CsvWriter& CsvWriter::Row(std::initializer_list<std::string_view> fields) {
+  for (std::string_view f : fields) Field(f);
+  return EndRow();
+}
+
+}  // namespace gpscope::render
