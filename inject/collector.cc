@@ -96,6 +96,8 @@ class Collector : public control::ControlHandler {
   uint64_t process_uid = RandomUid();
   pid_t owner_pid = getpid();
   bool cupti_active = false;  // CUPTI loaded and collecting (not yield mode)
+  CUpti_SubscriberHandle subscriber = nullptr;  // ours, when we hold it
+  bool set_nvtx_env = false;                    // we set NVTX_INJECTION64_PATH
   int fd = -1;
   std::unique_ptr<ChunkWriter> writer;
   std::string trace_path;
@@ -155,7 +157,9 @@ class Collector : public control::ControlHandler {
   bool OpenOutput(std::string* error);
   bool WriteHeader();
   bool EnableCupti(std::string* error);
-  bool SetTracing(bool on);
+  bool SetTracing(bool on, std::string* error = nullptr);
+  void ReleaseCupti();
+  void ReadGlobalDrops();
   void StartControl();
   void ApplyTransitions(const control::Transition* t, size_t n);
   void TickWindow();
@@ -296,7 +300,6 @@ bool Collector::EnableCupti(std::string* error) {
   // Hold the (single) subscriber so another client cannot take the activity
   // callbacks from us (see collector.h). Failure means someone else holds
   // it: we still trace, and say so.
-  CUpti_SubscriberHandle subscriber = nullptr;
   char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
   CUptiResult sub = CUPTI_ERROR_UNKNOWN;
   if (api.cuptiSubscribe_v2 != nullptr) {
@@ -317,6 +320,7 @@ bool Collector::EnableCupti(std::string* error) {
                       api.ErrorString(sub) + "); tracing anyway, that tool may take our buffers";
     GPSCOPE_LOG_WARNING("%s", why.c_str());
     writer->AddCapability({format::MakeStringRef("cupti_subscriber"), false, {why.data(), why.size()}});
+    subscriber = nullptr;
   }
 #ifndef GPSCOPE_DIAG_PROCESS_TID  // bench/: overhead-diagnosis build variants
   api.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
@@ -344,7 +348,10 @@ bool Collector::EnableCupti(std::string* error) {
     // CUPTI's own NVTX handler then turns ranges into MARKER records. A
     // window that waits for an NVTX range keeps markers on throughout;
     // otherwise they follow the window (SetTracing).
-    if (r == CUPTI_SUCCESS) setenv("NVTX_INJECTION64_PATH", api.path.c_str(), 0);
+    if (r == CUPTI_SUCCESS && getenv("NVTX_INJECTION64_PATH") == nullptr) {
+      setenv("NVTX_INJECTION64_PATH", api.path.c_str(), 0);
+      set_nvtx_env = true;
+    }
     if (r == CUPTI_SUCCESS && !windows_use_nvtx_) api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER);
   }
   control::Transitions initial;
@@ -356,10 +363,7 @@ bool Collector::EnableCupti(std::string* error) {
   // records (the range's start is known only when its record arrives);
   // time windows, standby and attach switch the activity kinds.
   if (windows_use_nvtx_ && !capture.standby) {
-    if (!SetTracing(true)) {
-      *error = "enabling kernel activity failed";
-      return false;
-    }
+    if (!SetTracing(true, error)) return false;
     gate_start_ns_ = ~0ull;  // nothing kept before the range starts
     for (const control::Transition& t : initial) ApplyTransitions(&t, 1);
     return true;
@@ -369,11 +373,8 @@ bool Collector::EnableCupti(std::string* error) {
     lost_start_ns_ = NowNs();
     return true;
   }
+  if (!SetTracing(true, error)) return false;
   for (const control::Transition& t : initial) ApplyTransitions(&t, 1);
-  if (!tracing.load()) {
-    *error = "enabling kernel activity failed";
-    return false;
-  }
   return true;
 }
 
@@ -447,8 +448,13 @@ bool Collector::Start() {
     format::CapabilityRecord cap{format::MakeStringRef("cupti"), false,
                                  {error.data(), error.size()}};
     writer->AddCapability(cap);
-    writer->Flush();
     g_collector.store(nullptr, std::memory_order_release);
+    ReleaseCupti();  // the application's own profiler may have it
+    format::ProcessEndRecord end{};
+    end.clock = Snapshot();
+    end.end_ns = end.clock.cupti_ns;
+    end.reason = kEndExit;
+    writer->WriteEnd(end);  // a complete (empty) trace, not a killed one
     return false;
   } else {
     cupti_active = true;
@@ -468,10 +474,37 @@ bool Collector::Start() {
   return true;
 }
 
+// Start-up thread, when gpscope gives up on CUPTI after subscribing: leave
+// it as we found it, so the application (or its profiler) can use it.
+void Collector::ReleaseCupti() {
+  SetTracing(false);
+  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT,
+                               CUPTI_ACTIVITY_KIND_MARKER}) {
+    api.cuptiActivityDisable(k);
+  }
+  if (subscriber != nullptr) {
+    api.cuptiUnsubscribe(subscriber);
+    subscriber = nullptr;
+  }
+  if (set_nvtx_env) unsetenv("NVTX_INJECTION64_PATH");
+}
+
+// Writer thread, after each flush. CUPTI counts records it dropped per
+// buffer queue; BufferCompleted reads the per-context count with every
+// buffer, but drops after the last buffer handed back (no free buffer at the
+// end of a burst) are only seen by asking here (null context: all queues).
+void Collector::ReadGlobalDrops() {
+  size_t dropped = 0;
+  if (api.cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS &&
+      dropped > 0) {
+    cupti_dropped.fetch_add(dropped, std::memory_order_relaxed);
+  }
+}
+
 // Turns GPU activity collection on or off. The start-up thread before the
 // writer runs, then only the writer thread. CONCURRENT_KERNEL, not KERNEL:
 // the latter serializes all kernels.
-bool Collector::SetTracing(bool on) {
+bool Collector::SetTracing(bool on, std::string* error) {
   if (tracing.load(std::memory_order_relaxed) == on) return true;
   static constexpr CUpti_ActivityKind kOptional[] = {
       CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
@@ -480,7 +513,13 @@ bool Collector::SetTracing(bool on) {
   if (on) {
     CUptiResult r = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     if (r != CUPTI_SUCCESS) {
-      GPSCOPE_LOG_ERROR("enabling kernel activity failed: %s", api.ErrorString(r));
+      // One line: the caller logs *error when it wants it, else we do.
+      std::string why = std::string("enabling kernel activity failed: ") + api.ErrorString(r);
+      if (error != nullptr) {
+        *error = why;
+      } else {
+        GPSCOPE_LOG_ERROR("%s", why.c_str());
+      }
       return false;
     }
     for (size_t i = 0; i < sizeof(kOptional) / sizeof(kOptional[0]); ++i) {
@@ -632,10 +671,15 @@ void Collector::StartControl() {
       control::ParseControlConfig(+[](const char* n) -> const char* { return getenv(n); }, &problems);
   for (const std::string& p : problems) GPSCOPE_LOG_WARNING("%s", p.c_str());
   if (!ctl.enabled) return;
+  // A GPSCOPE_CONTROL_DIR that ParseControlConfig refused (it said so) must
+  // not come back through ControlDirCandidates, which reads it again.
   std::vector<std::string> dirs =
       ctl.dir.empty()
-          ? control::ControlDirCandidates(+[](const char* n) -> const char* { return getenv(n); },
-                                          geteuid())
+          ? control::ControlDirCandidates(
+                +[](const char* n) -> const char* {
+                  return strcmp(n, "GPSCOPE_CONTROL_DIR") == 0 ? nullptr : getenv(n);
+                },
+                geteuid())
           : std::vector<std::string>{ctl.dir};
   std::string error;
   for (const std::string& dir : dirs) {
@@ -1054,7 +1098,10 @@ void Collector::WriterLoop() {
     Drain();
     if (final_requested.load(std::memory_order_acquire)) break;
     if (ClockNs(CLOCK_MONOTONIC) >= next_flush_ns) {
-      if (cupti_active) api.cuptiActivityFlushAll(0);  // completed buffers only; no device sync
+      if (cupti_active) {
+        api.cuptiActivityFlushAll(0);  // completed buffers only; no device sync
+        ReadGlobalDrops();
+      }
       Drain();
       ReportLosses(false);
       AddClockSnapshot();
@@ -1067,7 +1114,10 @@ void Collector::WriterLoop() {
   }
 
   // Final: force out partially filled buffers, then the end chunk.
-  if (cupti_active) api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (cupti_active) {
+    api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    ReadGlobalDrops();
+  }
   Drain();
   ReportLosses(true);
   format::ProcessEndRecord end{};

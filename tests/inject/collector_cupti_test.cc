@@ -1,0 +1,1031 @@
+// The collector's CUPTI path inside the real injected library, without a
+// GPU: a forked child dlopens libgpscope_inject.so, calls
+// InitializeInjection with GPSCOPE_CUPTI_PATH naming the stand-in libcupti
+// (tests/inject/fake_cupti.cc), starts the fake's "device" workload and exits
+// (or is killed); the test reads the trace back with tools/reader and checks
+// it against what the fake produced: kernels, copies, memsets, syncs, API
+// calls and NVTX ranges field by field, the activity kinds and call ids
+// enabled, periodic and forced flushes, and every kind of loss accounting.
+//
+// The last three cases are regression tests for collector bugs this fake
+// found (drops after the last buffer, giving up on CUPTI without releasing
+// it, two lines for one problem).
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "inject/api_cbids.h"
+#include "tools/reader/batch_decode.h"
+#include "tools/reader/trace_reader.h"
+
+namespace gpscope {
+namespace {
+
+uint64_t RealtimeNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uint64_t MonotonicMs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000ull + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
+}
+
+void SleepMs(int ms) {
+  timespec ts{ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, nullptr);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
+// Kernel i of the fake's workload, restated from fake_cupti.cc's header.
+constexpr const char* kKernelNames[3] = {
+    "_Z6vecAddPKfS0_Pfi", "_ZN4gemm6kernelILi128EEEvPKfS2_Pf",
+    "void at::native::elementwise_kernel<128, 4>(int, at::native::Add)"};
+constexpr uint32_t kFirstCorrelation = 1000;
+
+// Everything the trace of one process holds, decoded.
+struct Trace : reader::ChunkVisitor {
+  std::map<uint32_t, std::string> strings;
+  std::map<uint32_t, proto::LaunchConfig> launches;
+  std::vector<proto::DeviceInfo> devices;
+  std::vector<proto::ContextInfo> contexts;
+  std::vector<proto::DropNotice> drops;
+  std::vector<proto::CapabilityNotice> capabilities;
+  std::vector<proto::ClockSnapshot> clocks;  // those of the batches
+  std::vector<format::KernelEvent> kernels;
+  std::vector<format::MemcpyEvent> memcpys;
+  std::vector<format::MemsetEvent> memsets;
+  std::vector<format::SyncEvent> syncs;
+  std::vector<format::ApiCallEvent> api_calls;
+  std::vector<format::NvtxRangeEvent> ranges;
+  std::vector<format::NvtxMarkEvent> marks;
+  std::vector<format::OverheadEvent> overheads;
+  std::optional<proto::ProcessHeader> header;
+  std::optional<proto::ProcessEnd> end;
+  uint64_t chunks = 0;
+  uint64_t events = 0;
+
+  absl::Status OnChunk(const reader::ChunkContext&, const proto::Chunk& c) override {
+    ++chunks;
+    if (c.has_header()) header = c.header();
+    if (c.has_end()) end = c.end();
+    if (!c.has_batch()) return absl::OkStatus();
+    const proto::EventBatch& b = c.batch();
+    for (const auto& s : b.strings()) strings[s.id()] = s.value();
+    for (const auto& l : b.launch_configs()) launches[l.id()] = l;
+    devices.insert(devices.end(), b.devices().begin(), b.devices().end());
+    contexts.insert(contexts.end(), b.contexts().begin(), b.contexts().end());
+    drops.insert(drops.end(), b.drops().begin(), b.drops().end());
+    capabilities.insert(capabilities.end(), b.capabilities().begin(), b.capabilities().end());
+    clocks.insert(clocks.end(), b.clocks().begin(), b.clocks().end());
+    reader::DecodedBatch d;
+    absl::Status st = reader::DecodeBatch(b, &d);
+    if (!st.ok()) return st;
+    events += d.event_count();
+    kernels.insert(kernels.end(), d.kernels.begin(), d.kernels.end());
+    memcpys.insert(memcpys.end(), d.memcpys.begin(), d.memcpys.end());
+    memsets.insert(memsets.end(), d.memsets.begin(), d.memsets.end());
+    syncs.insert(syncs.end(), d.syncs.begin(), d.syncs.end());
+    api_calls.insert(api_calls.end(), d.api_calls.begin(), d.api_calls.end());
+    ranges.insert(ranges.end(), d.nvtx_ranges.begin(), d.nvtx_ranges.end());
+    marks.insert(marks.end(), d.nvtx_marks.begin(), d.nvtx_marks.end());
+    overheads.insert(overheads.end(), d.overheads.begin(), d.overheads.end());
+    return absl::OkStatus();
+  }
+
+  std::string Str(uint32_t id) const {
+    auto it = strings.find(id);
+    return it == strings.end() ? "<undefined " + std::to_string(id) + ">" : it->second;
+  }
+  uint64_t Dropped(proto::DropReason reason) const {
+    uint64_t n = 0;
+    for (const auto& d : drops) n += d.reason() == reason ? d.count() : 0;
+    return n;
+  }
+  int DropNotices(proto::DropReason reason) const {
+    int n = 0;
+    for (const auto& d : drops) n += d.reason() == reason ? 1 : 0;
+    return n;
+  }
+  std::vector<const proto::CapabilityNotice*> Unavailable(const std::string& component) const {
+    std::vector<const proto::CapabilityNotice*> out;
+    for (const auto& c : capabilities) {
+      if (c.component() == component && !c.available()) out.push_back(&c);
+    }
+    return out;
+  }
+};
+
+// The fake's counters and call log (FAKE_CUPTI_STATS).
+struct FakeStats {
+  std::map<std::string, std::vector<std::string>> values;
+  struct Call {
+    uint64_t seq;
+    std::string op;
+    uint32_t arg;
+    uint32_t value;
+  };
+  std::vector<Call> calls;
+
+  uint64_t N(const std::string& key) const {
+    auto it = values.find(key);
+    return it == values.end() || it->second.empty() ? UINT64_MAX
+                                                    : std::stoull(it->second[0]);
+  }
+  std::set<uint32_t> Set(const std::string& key) const {
+    std::set<uint32_t> out;
+    auto it = values.find(key);
+    if (it != values.end()) {
+      for (const std::string& v : it->second) out.insert(static_cast<uint32_t>(std::stoul(v)));
+    }
+    return out;
+  }
+  std::vector<Call> Calls(const std::string& op) const {
+    std::vector<Call> out;
+    for (const Call& c : calls) {
+      if (c.op == op) out.push_back(c);
+    }
+    return out;
+  }
+  std::string Text(const std::string& key) const {
+    auto it = values.find(key);
+    return it == values.end() || it->second.empty() ? "" : it->second[0];
+  }
+};
+
+bool ParseStats(const std::string& path, FakeStats* out) {
+  std::string text = ReadFile(path);
+  if (text.empty()) return false;
+  for (const std::string& line : Lines(text)) {
+    std::istringstream in(line);
+    std::string key;
+    in >> key;
+    if (key == "event") {
+      FakeStats::Call c;
+      uint64_t time_ns;
+      in >> c.seq >> time_ns >> c.op >> c.arg >> c.value;
+      out->calls.push_back(c);
+      continue;
+    }
+    std::vector<std::string>& v = out->values[key];
+    for (std::string word; in >> word;) v.push_back(word);
+  }
+  return true;
+}
+
+// What the child does once InitializeInjection returned and the fake's
+// workload is started.
+enum class Then {
+  kExit,              // exit(0) once the workload is written
+  kExitAfterFlushes,  // ... and the fake saw at least 2 non-forced flushes
+  kStay,              // stay alive until killed
+};
+
+using Env = std::vector<std::pair<std::string, std::string>>;
+
+class CollectorCuptiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/collector_cupti_" + std::to_string(getpid()) + "_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    ASSERT_EQ(system(("rm -rf '" + dir_ + "' && mkdir -p '" + dir_ + "'").c_str()), 0);
+    trace_dir_ = dir_ + "/trace";
+    // Socket paths are short (sun_path): the control socket gets its own.
+    static int serial = 0;
+    control_dir_ = "/tmp/gpsct" + std::to_string(getpid()) + "_" + std::to_string(serial++);
+    ASSERT_EQ(system(("rm -rf '" + control_dir_ + "'").c_str()), 0);
+  }
+  void TearDown() override {
+    if (child_ > 0) {  // a failed assertion left it running
+      kill(child_, SIGKILL);
+      waitpid(child_, nullptr, 0);
+    }
+    ASSERT_EQ(system(("rm -rf '" + control_dir_ + "'").c_str()), 0);
+    if (!HasFailure()) {  // a failed case's files stay for a look
+      ASSERT_EQ(system(("rm -rf '" + dir_ + "'").c_str()), 0);
+    }
+  }
+
+  // Forks the traced "application". GPSCOPE_* defaults for these tests,
+  // then `env` on top.
+  void Start(const Env& env, Then then, const char* cupti_path = GPSCOPE_FAKE_CUPTI) {
+    fflush(stdout);
+    fflush(stderr);
+    start_ns_ = RealtimeNs();
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) RunChild(env, then, cupti_path);
+    child_ = pid;
+  }
+
+  [[noreturn]] void RunChild(const Env& env, Then then, const char* cupti_path) {
+    int err = open((dir_ + "/stderr.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (err < 0 || dup2(err, STDERR_FILENO) < 0) _exit(20);
+    setenv("GPSCOPE_OUTPUT", trace_dir_.c_str(), 1);
+    setenv("GPSCOPE_FILE_MODE", "process", 1);
+    setenv("GPSCOPE_CUPTI_PATH", cupti_path, 1);
+    setenv("GPSCOPE_METRICS", "0", 1);
+    setenv("GPSCOPE_FLUSH_INTERVAL_MS", "100", 1);
+    setenv("GPSCOPE_BUFFER_KB", "64", 1);
+    setenv("GPSCOPE_LOG_LEVEL", "warning", 1);
+    setenv("FAKE_CUPTI_STATS", (dir_ + "/fake_stats.txt").c_str(), 1);
+    setenv("GPSCOPE_CONTROL_DIR", control_dir_.c_str(), 1);
+    for (const char* v : {"NVTX_INJECTION64_PATH", "GPSCOPE_CUPTI_MODE", "GPSCOPE_STANDBY",
+                          "GPSCOPE_CAPTURE_DELAY_S", "GPSCOPE_CAPTURE_DURATION_S",
+                          "GPSCOPE_CAPTURE_RANGE", "GPSCOPE_CAPTURE_RANGE_COUNT",
+                          "GPSCOPE_CAPTURE_STEPS"}) {
+      unsetenv(v);
+    }
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    void* lib = dlopen(GPSCOPE_INJECT_LIB, RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) _exit(10);
+    auto init = reinterpret_cast<int (*)()>(dlsym(lib, "InitializeInjection"));
+    if (init == nullptr || init() != 1) _exit(11);
+    if (FILE* f = fopen((dir_ + "/child.txt").c_str(), "w")) {
+      const char* nvtx = getenv("NVTX_INJECTION64_PATH");
+      fprintf(f, "nvtx=%s\n", nvtx != nullptr ? nvtx : "");
+      fclose(f);
+    }
+    // The fake is loaded only if the collector got that far.
+    void* fake = dlopen(cupti_path, RTLD_NOW | RTLD_NOLOAD);
+    if (fake != nullptr && dlsym(fake, "fake_cupti_start") != nullptr) {
+      auto start = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cupti_start"));
+      auto wait_done = reinterpret_cast<int (*)(int)>(dlsym(fake, "fake_cupti_wait_done"));
+      auto stat = reinterpret_cast<uint64_t (*)(const char*)>(dlsym(fake, "fake_cupti_stat"));
+      if (start == nullptr || wait_done == nullptr || stat == nullptr) _exit(12);
+      if (start() != 0) _exit(13);
+      if (then == Then::kStay) {
+        for (;;) pause();
+      }
+      if (wait_done(8000) != 1) _exit(14);
+      const uint64_t deadline = MonotonicMs() + 8000;
+      while (then == Then::kExitAfterFlushes && stat("flushes") < 2) {
+        if (MonotonicMs() > deadline) _exit(15);
+        SleepMs(5);
+      }
+    } else if (then == Then::kStay) {
+      for (;;) pause();
+    }
+    exit(0);  // atexit: the collector's final flush
+  }
+
+  // Waits for the child; its status.
+  int Wait() {
+    int status = 0;
+    EXPECT_EQ(waitpid(child_, &status, 0), child_);
+    end_ns_ = RealtimeNs();
+    child_pid_ = static_cast<uint32_t>(child_);
+    child_ = -1;
+    return status;
+  }
+
+  void RunToExit(const Env& env, Then then = Then::kExit) {
+    ASSERT_NO_FATAL_FAILURE(Start(env, then));
+    int status = Wait();
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "child status " << status << "; stderr:\n" << Stderr();
+  }
+
+  std::vector<std::string> TraceFiles() const {
+    std::vector<std::string> files;
+    if (DIR* d = opendir(trace_dir_.c_str())) {
+      while (dirent* e = readdir(d)) {
+        std::string n = e->d_name;
+        if (n.size() > 8 && n.substr(n.size() - 8) == ".gpscope") {
+          files.push_back(trace_dir_ + "/" + n);
+        }
+      }
+      closedir(d);
+    }
+    return files;
+  }
+
+  // Reads the one trace file into *t; *index gets the reader's view.
+  void ReadTrace(Trace* t, reader::TraceIndex* index = nullptr) {
+    std::vector<std::string> files = TraceFiles();
+    ASSERT_EQ(files.size(), 1u) << "one trace file expected in " << trace_dir_;
+    absl::StatusOr<reader::TraceIndex> read = reader::ReadTraces(files, *t);
+    ASSERT_TRUE(read.ok()) << read.status();
+    ASSERT_TRUE(read->warnings.empty()) << read->warnings[0];
+    ASSERT_EQ(read->processes.size(), 1u);
+    if (index != nullptr) *index = *read;
+  }
+
+  void ReadStats(FakeStats* s) {
+    ASSERT_TRUE(ParseStats(dir_ + "/fake_stats.txt", s)) << "no stats from the fake";
+  }
+
+  std::vector<std::string> StderrLines() const { return Lines(Stderr()); }
+  std::string Stderr() const { return ReadFile(dir_ + "/stderr.txt"); }
+
+  // Polls the trace of the running child until it holds `kernels` kernels.
+  bool WaitForKernels(size_t kernels, int timeout_ms, Trace* out) {
+    const uint64_t deadline = MonotonicMs() + static_cast<uint64_t>(timeout_ms);
+    for (;;) {
+      std::vector<std::string> files = TraceFiles();
+      if (files.size() == 1) {
+        Trace t;
+        absl::StatusOr<reader::TraceIndex> read = reader::ReadTraces(files, t);
+        if (read.ok() && t.kernels.size() >= kernels) {
+          *out = std::move(t);
+          return true;
+        }
+      }
+      if (MonotonicMs() > deadline) return false;
+      SleepMs(10);
+    }
+  }
+
+  // Checks kernel i of the workload as the fake states it, t0 its start.
+  static void ExpectKernel(const Trace& t, const format::KernelEvent& k, uint64_t i,
+                           uint64_t t0) {
+    SCOPED_TRACE("kernel " + std::to_string(i));
+    EXPECT_EQ(t.Str(k.name_id), kKernelNames[i % 3]);
+    EXPECT_EQ(k.start_ns, t0 + 10000 * i);
+    EXPECT_EQ(k.end_ns, k.start_ns + 2000 + i);
+    EXPECT_EQ(k.device_id, 0u);
+    EXPECT_EQ(k.context_id, 1u);
+    EXPECT_EQ(k.stream_id, 7 + 6 * (i % 2));
+    EXPECT_EQ(k.correlation_id, kFirstCorrelation + i);
+    EXPECT_EQ(k.graph_id, i % 10 == 9 ? 5u : 0u);
+    EXPECT_EQ(k.graph_node_id, i % 10 == 9 ? 0x1000 + i : 0u);
+    auto it = t.launches.find(k.launch_config_id);
+    ASSERT_NE(it, t.launches.end()) << "launch config " << k.launch_config_id;
+    const proto::LaunchConfig& l = it->second;
+    EXPECT_EQ(l.grid_x(), 1 + i % 5);
+    EXPECT_EQ(l.grid_y(), 2u);
+    EXPECT_EQ(l.grid_z(), 1u);
+    EXPECT_EQ(l.block_x(), 128u << (i % 2));
+    EXPECT_EQ(l.block_y(), 1u);
+    EXPECT_EQ(l.block_z(), 1u);
+    EXPECT_EQ(l.registers_per_thread(), 32u);
+    EXPECT_EQ(l.static_shared_memory_bytes(), 1024u);
+    EXPECT_EQ(l.dynamic_shared_memory_bytes(), 256 * (i % 2));
+    EXPECT_EQ(l.cluster_x(), 1u);
+  }
+
+  // The kernels hold exactly the workload's kernels 0..n-1 (any order).
+  static void ExpectKernelPrefix(const Trace& t, uint64_t n, uint64_t t0) {
+    ASSERT_EQ(t.kernels.size(), n);
+    std::map<uint32_t, const format::KernelEvent*> by_correlation;
+    for (const auto& k : t.kernels) by_correlation[k.correlation_id] = &k;
+    ASSERT_EQ(by_correlation.size(), n) << "repeated correlation ids";
+    uint64_t i = 0;
+    for (const auto& [corr, k] : by_correlation) {
+      ASSERT_EQ(corr, kFirstCorrelation + i) << "kernels missing before " << corr;
+      ExpectKernel(t, *k, i, t0);
+      if (::testing::Test::HasFailure()) return;  // one kernel's failures are enough
+      ++i;
+    }
+  }
+
+  std::string dir_, trace_dir_, control_dir_;
+  pid_t child_ = -1;
+  uint32_t child_pid_ = 0;
+  uint64_t start_ns_ = 0, end_ns_ = 0;
+};
+
+TEST_F(CollectorCuptiTest, KernelsRoundTripWithNamesShapesStreamsAndTimestamps) {
+  // 600 kernels (+ their launch calls) fill several 64 KiB buffers.
+  ASSERT_NO_FATAL_FAILURE(RunToExit({{"FAKE_CUPTI_KERNELS", "600"}}));
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  FakeStats s;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&s));
+  const uint64_t t0 = s.N("t0");
+  EXPECT_GE(t0, start_ns_);
+  EXPECT_LE(t0, end_ns_);
+  EXPECT_GE(s.N("first_delivered"), 3u) << "the workload should span several buffers";
+  EXPECT_EQ(s.N("kernels_delivered"), 600u);
+  EXPECT_EQ(s.N("nonzero_buffers"), 0u);
+  EXPECT_EQ(s.N("misaligned_buffers"), 0u);
+  ASSERT_NO_FATAL_FAILURE(ExpectKernelPrefix(t, 600, t0));
+  // Buffer order is launch order.
+  for (size_t i = 1; i < t.kernels.size(); ++i) {
+    EXPECT_EQ(t.kernels[i].correlation_id, t.kernels[i - 1].correlation_id + 1);
+  }
+  // Names are interned once each.
+  std::set<std::string> names;
+  for (const auto& [id, name] : t.strings) EXPECT_TRUE(names.insert(name).second) << name;
+
+  // One launch call per kernel, same correlation id, on the launching thread
+  // (system thread ids: the child's main thread); cudaGetLastError, not in
+  // gpscope's call list, is absent.
+  ASSERT_EQ(t.api_calls.size(), 600u);
+  for (size_t i = 0; i < t.api_calls.size(); ++i) {
+    const format::ApiCallEvent& a = t.api_calls[i];
+    SCOPED_TRACE("api call " + std::to_string(i));
+    EXPECT_EQ(a.domain, static_cast<uint32_t>(proto::API_RUNTIME));
+    EXPECT_EQ(a.cbid, static_cast<uint32_t>(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
+    EXPECT_EQ(t.Str(a.api_name_id), "cudaLaunchKernel_v7000");
+    EXPECT_EQ(a.correlation_id, kFirstCorrelation + i);
+    EXPECT_EQ(a.start_ns, t0 + 10000 * i - 5000);
+    EXPECT_EQ(a.end_ns, t0 + 10000 * i - 2000);
+    EXPECT_EQ(a.thread_id, child_pid_);
+    EXPECT_EQ(a.return_value, 0u);
+    if (HasFailure()) break;
+  }
+  EXPECT_TRUE(t.drops.empty());
+  ASSERT_TRUE(t.end.has_value());
+  EXPECT_EQ(t.end->events_dropped(), 0u);
+  EXPECT_EQ(t.header->cupti_api_version(), static_cast<uint32_t>(CUPTI_API_VERSION));
+  EXPECT_EQ(t.header->pid(), child_pid_);
+  EXPECT_TRUE(StderrLines().empty()) << Stderr();
+}
+
+TEST_F(CollectorCuptiTest, CopiesMemsetsSyncsApiCallsMarkersAndOverheadsConvertWithTheirFields) {
+  ASSERT_NO_FATAL_FAILURE(RunToExit({{"FAKE_CUPTI_MIXED", "1"}}));
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  FakeStats s;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&s));
+  const uint64_t t0 = s.N("t0");
+  const uint32_t tid = child_pid_;
+
+  ASSERT_EQ(t.devices.size(), 1u);
+  const proto::DeviceInfo& d = t.devices[0];
+  EXPECT_EQ(d.device_id(), 0u);
+  EXPECT_EQ(d.name(), "Fake H200");
+  EXPECT_EQ(d.uuid(), "GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf");
+  EXPECT_EQ(d.compute_capability_major(), 9u);
+  EXPECT_EQ(d.compute_capability_minor(), 0u);
+  EXPECT_EQ(d.sm_count(), 132u);
+  EXPECT_EQ(d.global_memory_bytes(), 150754820096ull);
+  EXPECT_EQ(d.global_memory_bandwidth_kbps(), 4800000000ull);
+  EXPECT_EQ(d.core_clock_khz(), 1980000u);
+  EXPECT_EQ(d.max_threads_per_sm(), 2048u);
+  EXPECT_EQ(d.max_blocks_per_sm(), 32u);
+  EXPECT_EQ(d.max_registers_per_sm(), 65536u);
+  EXPECT_EQ(d.max_shared_memory_per_sm_bytes(), 233472u);
+  EXPECT_EQ(d.l2_cache_bytes(), 52428800u);
+  ASSERT_EQ(t.contexts.size(), 1u);
+  EXPECT_EQ(t.contexts[0].context_id(), 1u);
+  EXPECT_EQ(t.contexts[0].device_id(), 0u);
+  EXPECT_EQ(t.contexts[0].null_stream_id(), 7u);
+
+  ASSERT_EQ(t.memcpys.size(), 3u);
+  const format::MemcpyEvent& h2d = t.memcpys[0];
+  EXPECT_EQ(h2d.start_ns, t0 + 2000);
+  EXPECT_EQ(h2d.end_ns, t0 + 8000);
+  EXPECT_EQ(h2d.bytes, 1048576u);
+  EXPECT_EQ(h2d.copy_kind, static_cast<uint32_t>(proto::MEMCPY_HTOD));
+  EXPECT_EQ(h2d.src_kind, static_cast<uint32_t>(proto::MEMORY_PAGEABLE));
+  EXPECT_EQ(h2d.dst_kind, static_cast<uint32_t>(proto::MEMORY_DEVICE));
+  EXPECT_EQ(h2d.flags, 0u);
+  EXPECT_EQ(h2d.stream_id, 7u);
+  EXPECT_EQ(h2d.context_id, 1u);
+  EXPECT_EQ(h2d.correlation_id, 2000u);
+  EXPECT_EQ(h2d.dst_device_id, 0u);
+  const format::MemcpyEvent& d2h = t.memcpys[1];
+  EXPECT_EQ(d2h.start_ns, t0 + 12000);
+  EXPECT_EQ(d2h.end_ns, t0 + 13000);
+  EXPECT_EQ(d2h.bytes, 4096u);
+  EXPECT_EQ(d2h.copy_kind, static_cast<uint32_t>(proto::MEMCPY_DTOH));
+  EXPECT_EQ(d2h.src_kind, static_cast<uint32_t>(proto::MEMORY_DEVICE));
+  EXPECT_EQ(d2h.dst_kind, static_cast<uint32_t>(proto::MEMORY_PINNED));
+  EXPECT_EQ(d2h.flags, 1u);  // async
+  EXPECT_EQ(d2h.stream_id, 13u);
+  EXPECT_EQ(d2h.correlation_id, 2101u) << "the runtime call's correlation id";
+  const format::MemcpyEvent& p2p = t.memcpys[2];
+  EXPECT_EQ(p2p.start_ns, t0 + 14000);
+  EXPECT_EQ(p2p.end_ns, t0 + 20000);
+  EXPECT_EQ(p2p.bytes, 8388608u);
+  EXPECT_EQ(p2p.copy_kind, static_cast<uint32_t>(proto::MEMCPY_PTOP));
+  EXPECT_EQ(p2p.device_id, 0u);
+  EXPECT_EQ(p2p.dst_device_id, 1u);
+  EXPECT_EQ(p2p.stream_id, 13u);
+  EXPECT_EQ(p2p.correlation_id, 2200u);
+  EXPECT_EQ(p2p.flags, 1u);
+
+  ASSERT_EQ(t.memsets.size(), 1u);
+  const format::MemsetEvent& ms = t.memsets[0];
+  EXPECT_EQ(ms.start_ns, t0 + 21000);
+  EXPECT_EQ(ms.end_ns, t0 + 22000);
+  EXPECT_EQ(ms.bytes, 65536u);
+  EXPECT_EQ(ms.value, 0xabu);
+  EXPECT_EQ(ms.memory_kind, static_cast<uint32_t>(proto::MEMORY_DEVICE));
+  EXPECT_EQ(ms.flags, 1u);
+  EXPECT_EQ(ms.stream_id, 7u);
+  EXPECT_EQ(ms.correlation_id, 2300u);
+
+  ASSERT_EQ(t.syncs.size(), 2u);
+  EXPECT_EQ(t.syncs[0].sync_kind, static_cast<uint32_t>(proto::SYNC_STREAM_SYNCHRONIZE));
+  EXPECT_EQ(t.syncs[0].start_ns, t0 + 23500);
+  EXPECT_EQ(t.syncs[0].end_ns, t0 + 29500);
+  EXPECT_EQ(t.syncs[0].stream_id, 7u);
+  EXPECT_EQ(t.syncs[0].event_id, 0xffffffffu);
+  EXPECT_EQ(t.syncs[0].context_id, 1u);
+  EXPECT_EQ(t.syncs[0].correlation_id, 2400u);
+  EXPECT_EQ(t.syncs[1].sync_kind, static_cast<uint32_t>(proto::SYNC_EVENT_SYNCHRONIZE));
+  EXPECT_EQ(t.syncs[1].start_ns, t0 + 31000);
+  EXPECT_EQ(t.syncs[1].stream_id, 0xffffffffu);
+  EXPECT_EQ(t.syncs[1].event_id, 42u);
+  EXPECT_EQ(t.syncs[1].correlation_id, 2401u);
+
+  // The selected calls only: cuCtxGetCurrent and cudaGetDevice are not.
+  struct Call {
+    uint32_t domain, cbid, corr;
+    uint64_t start, end;
+    const char* name;
+  };
+  const Call want[] = {
+      {proto::API_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, 2000, 1000, 9000,
+       "cudaMemcpy_v3020"},
+      {proto::API_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, 2101, 10000, 11000,
+       "cudaMemcpyAsync_v3020"},
+      {proto::API_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, 2400, 23000,
+       30000, "cudaStreamSynchronize_v3020"},
+      {proto::API_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 2500, 33000, 34000,
+       "cuLaunchKernel"},
+  };
+  ASSERT_EQ(t.api_calls.size(), std::size(want));
+  for (size_t i = 0; i < std::size(want); ++i) {
+    SCOPED_TRACE(want[i].name);
+    EXPECT_EQ(t.api_calls[i].domain, want[i].domain);
+    EXPECT_EQ(t.api_calls[i].cbid, want[i].cbid);
+    EXPECT_EQ(t.api_calls[i].correlation_id, want[i].corr);
+    EXPECT_EQ(t.api_calls[i].start_ns, t0 + want[i].start);
+    EXPECT_EQ(t.api_calls[i].end_ns, t0 + want[i].end);
+    EXPECT_EQ(t.api_calls[i].thread_id, tid);
+    EXPECT_EQ(t.Str(t.api_calls[i].api_name_id), want[i].name);
+  }
+
+  // NVTX: start/end pairs become ranges (in the order they close), the
+  // instantaneous marker a mark; the default domain is "".
+  ASSERT_EQ(t.ranges.size(), 2u);
+  EXPECT_EQ(t.Str(t.ranges[0].name_id), "ncclAllReduce");
+  EXPECT_EQ(t.Str(t.ranges[0].domain_id), "NCCL");
+  EXPECT_EQ(t.ranges[0].start_ns, t0 + 15000);
+  EXPECT_EQ(t.ranges[0].end_ns, t0 + 19000);
+  EXPECT_EQ(t.ranges[0].thread_id, tid);
+  EXPECT_EQ(t.Str(t.ranges[1].name_id), "train_step");
+  EXPECT_EQ(t.ranges[1].domain_id, 0u);
+  EXPECT_EQ(t.ranges[1].start_ns, t0 + 500);
+  EXPECT_EQ(t.ranges[1].end_ns, t0 + 35000);
+  EXPECT_EQ(t.ranges[1].thread_id, tid);
+  ASSERT_EQ(t.marks.size(), 1u);
+  EXPECT_EQ(t.Str(t.marks[0].name_id), "checkpoint");
+  EXPECT_EQ(t.Str(t.marks[0].domain_id), "app");
+  EXPECT_EQ(t.marks[0].timestamp_ns, t0 + 20500);
+  EXPECT_EQ(t.marks[0].thread_id, tid);
+
+  ASSERT_EQ(t.overheads.size(), 2u);
+  EXPECT_EQ(t.overheads[0].overhead_kind,
+            static_cast<uint32_t>(proto::OVERHEAD_CUPTI_BUFFER_FLUSH));
+  EXPECT_EQ(t.overheads[0].start_ns, t0 + 36000);
+  EXPECT_EQ(t.overheads[0].end_ns, t0 + 36500);
+  EXPECT_EQ(t.overheads[0].thread_id, tid);
+  EXPECT_EQ(t.overheads[1].overhead_kind,
+            static_cast<uint32_t>(proto::OVERHEAD_DRIVER_COMPILER));
+  EXPECT_EQ(t.overheads[1].thread_id, 0u);
+  EXPECT_EQ(t.overheads[1].device_id, 0u);
+  EXPECT_TRUE(t.kernels.empty());
+  EXPECT_TRUE(t.drops.empty());
+}
+
+TEST_F(CollectorCuptiTest, EnablesConcurrentKernelAndTheSelectedCallsBeforeTheApplicationRuns) {
+  ASSERT_NO_FATAL_FAILURE(RunToExit({{"FAKE_CUPTI_KERNELS", "1"}}));
+  FakeStats s;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&s));
+  // CONCURRENT_KERNEL, not KERNEL (which serializes kernels); no whole
+  // RUNTIME/DRIVER kind (~8 records per kernel in PyTorch).
+  const std::set<uint32_t> kinds = {
+      CUPTI_ACTIVITY_KIND_MEMCPY,   CUPTI_ACTIVITY_KIND_MEMSET,
+      CUPTI_ACTIVITY_KIND_DEVICE,   CUPTI_ACTIVITY_KIND_CONTEXT,
+      CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MARKER,
+      CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_MEMCPY2,
+      CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
+  EXPECT_EQ(s.Set("kinds"), kinds) << "at exit";
+  // ... and already so when the application's first CUDA work ran (the
+  // workload start): replay the call log up to there.
+  std::set<uint32_t> at_start;
+  for (const FakeStats::Call& c : s.calls) {
+    if (c.op == "start") break;
+    if (c.op == "enable_kind" && c.value == 1) at_start.insert(c.arg);
+    if (c.op == "disable_kind") at_start.erase(c.arg);
+  }
+  EXPECT_EQ(at_start, kinds) << "at the first CUDA work";
+
+  // The call ids gpscope lists, each enabled through the right domain's function.
+  const std::set<uint32_t> runtime(std::begin(inject::kRuntimeCbids),
+                                   std::end(inject::kRuntimeCbids));
+  const std::set<uint32_t> driver(std::begin(inject::kDriverCbids),
+                                  std::end(inject::kDriverCbids));
+  EXPECT_EQ(s.Set("runtime_cbids"), runtime);
+  EXPECT_EQ(s.Set("driver_cbids"), driver);
+  // ... and that list covers what the analyses need and skips the chatter.
+  for (uint32_t id : {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+                      CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020,
+                      CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
+                      CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+                      CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020,
+                      CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+                      CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020}) {
+    EXPECT_EQ(runtime.count(id), 1u) << "runtime cbid " << id;
+  }
+  for (uint32_t id : {CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
+                      CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,
+                      CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020,
+                      CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020}) {
+    EXPECT_EQ(runtime.count(id), 0u) << "runtime cbid " << id;
+  }
+  EXPECT_EQ(driver.count(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel), 1u);
+  EXPECT_EQ(driver.count(CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent), 0u);
+  EXPECT_LE(runtime.size() + driver.size(), 80u);
+
+  // All of it inside InitializeInjection, before the application's first
+  // CUDA work (the workload start): attributes only apply before the first
+  // context, and late enabling stalls (kineto#542).
+  const auto start = s.Calls("start");
+  ASSERT_EQ(start.size(), 1u);
+  for (const char* op : {"enable_kind", "disable_kind", "runtime_api", "driver_api", "attribute",
+                         "register", "thread_id_type", "subscribe_v2"}) {
+    const auto calls = s.Calls(op);
+    if (std::string(op) != "disable_kind") {
+      EXPECT_FALSE(calls.empty()) << op;
+    }
+    for (const auto& c : calls) EXPECT_LT(c.seq, start[0].seq) << op << " " << c.arg;
+  }
+  EXPECT_TRUE(s.Calls("subscribe").empty()) << "cuptiSubscribe_v2 succeeded; no fallback";
+  EXPECT_EQ(s.Text("subscriber_name"), "gpscope");
+  EXPECT_EQ(s.N("subscribers"), 1u);
+  EXPECT_EQ(s.N("thread_id_type"), static_cast<uint64_t>(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM));
+  EXPECT_EQ(s.N("zeroed_attr"), 1u);
+  // CUPTI's NVTX handler is the library that was loaded.
+  EXPECT_EQ(ReadFile(dir_ + "/child.txt"), std::string("nvtx=") + GPSCOPE_FAKE_CUPTI + "\n");
+}
+
+TEST_F(CollectorCuptiTest, ApiAndNvtxOffEnableNeitherCallRecordsNorMarkers) {
+  ASSERT_NO_FATAL_FAILURE(
+      RunToExit({{"FAKE_CUPTI_MIXED", "1"}, {"GPSCOPE_API", "0"}, {"GPSCOPE_NVTX", "0"}}));
+  FakeStats s;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&s));
+  EXPECT_TRUE(s.Set("runtime_cbids").empty());
+  EXPECT_TRUE(s.Set("driver_cbids").empty());
+  EXPECT_EQ(s.Set("kinds").count(CUPTI_ACTIVITY_KIND_MARKER), 0u);
+  EXPECT_EQ(s.Set("kinds").count(CUPTI_ACTIVITY_KIND_RUNTIME), 0u);
+  EXPECT_EQ(ReadFile(dir_ + "/child.txt"), "nvtx=\n");
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  EXPECT_TRUE(t.api_calls.empty());
+  EXPECT_TRUE(t.ranges.empty());
+  EXPECT_TRUE(t.marks.empty());
+  EXPECT_EQ(t.memcpys.size(), 3u);
+  EXPECT_EQ(t.syncs.size(), 2u);
+}
+
+TEST_F(CollectorCuptiTest, PeriodicFlushWritesEventsWhileRunningAndSigkillLeavesAReadableFile) {
+  ASSERT_NO_FATAL_FAILURE(Start({{"FAKE_CUPTI_KERNELS", "200"}}, Then::kStay));
+  // 200 kernels fit one buffer that only the periodic cuptiActivityFlushAll(0)
+  // hands over; the flush interval is 100 ms.
+  Trace live;
+  ASSERT_TRUE(WaitForKernels(200, 5000, &live)) << "no periodic flush within 5 s";
+  EXPECT_EQ(live.kernels.size(), 200u);
+  EXPECT_FALSE(live.end.has_value());
+  EXPECT_EQ(waitpid(child_, nullptr, WNOHANG), 0) << "the child should still run";
+  // Each periodic chunk carries a clock snapshot (CUPTI time <-> wall time).
+  ASSERT_FALSE(live.clocks.empty());
+  EXPECT_GE(live.clocks[0].cupti_ns(), start_ns_);
+  EXPECT_LE(live.clocks[0].cupti_ns(), RealtimeNs());
+  EXPECT_NE(live.clocks[0].monotonic_ns(), 0u);
+  ASSERT_EQ(kill(child_, SIGKILL), 0);
+  int status = Wait();
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+
+  Trace t;
+  reader::TraceIndex index;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t, &index));  // no warnings: whole frames only
+  EXPECT_FALSE(t.end.has_value());
+  EXPECT_FALSE(index.processes[0].end.has_value());
+  EXPECT_EQ(index.processes[0].lost_chunks, 0u);
+  EXPECT_FALSE(index.files[0].truncated);
+  EXPECT_EQ(t.kernels.size(), 200u);
+}
+
+TEST_F(CollectorCuptiTest, CleanExitWritesTheEndChunkWithItsCounts) {
+  ASSERT_NO_FATAL_FAILURE(
+      RunToExit({{"FAKE_CUPTI_KERNELS", "50"}, {"FAKE_CUPTI_MIXED", "1"}}));
+  Trace t;
+  reader::TraceIndex index;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t, &index));
+  FakeStats s;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&s));
+  ASSERT_TRUE(t.end.has_value());
+  EXPECT_EQ(t.end->reason(), proto::END_EXIT);
+  EXPECT_EQ(t.end->signal(), 0);
+  EXPECT_EQ(t.end->chunks_written(), t.chunks);
+  EXPECT_EQ(t.end->events_written(), t.events);
+  // 50 kernels + 50 launches + the mixed script's 15 events.
+  EXPECT_EQ(t.events, 115u);
+  EXPECT_EQ(t.end->events_dropped(), 0u);
+  EXPECT_FALSE(t.end->flush_timed_out());
+  EXPECT_GE(t.end->end_ns(), s.N("t0"));
+  EXPECT_LE(t.end->end_ns(), end_ns_);
+  EXPECT_EQ(t.end->clock().cupti_ns(), t.end->end_ns());
+  EXPECT_EQ(index.processes[0].lost_chunks, 0u);
+  EXPECT_EQ(s.N("forced_flushes"), 1u);
+}
+
+TEST_F(CollectorCuptiTest, ForcedFlushAtExitDeliversTheBufferARunningKernelHeldBack) {
+  // The last kernel never finishes: cuptiActivityFlushAll(0) keeps its buffer,
+  // only the forced flush at exit hands it over; that kernel and 3 without
+  // timestamps (device buffer full) are counted, not written.
+  ASSERT_NO_FATAL_FAILURE(RunToExit({{"FAKE_CUPTI_KERNELS", "20"},
+                                     {"FAKE_CUPTI_INCOMPLETE", "3"},
+                                     {"FAKE_CUPTI_IN_FLIGHT", "1"}},
+                                    Then::kExitAfterFlushes));
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  FakeStats s;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&s));
+  EXPECT_GE(s.N("flushes"), 2u);
+  EXPECT_EQ(s.N("forced_flushes"), 1u);
+  EXPECT_EQ(s.N("kernels_delivered"), 24u);
+  ASSERT_NO_FATAL_FAILURE(ExpectKernelPrefix(t, 20, s.N("t0")));
+  EXPECT_EQ(t.Dropped(proto::DROP_CUPTI_INCOMPLETE_RECORD), 4u);
+  ASSERT_TRUE(t.end.has_value());
+  EXPECT_EQ(t.end->events_dropped(), 4u);
+}
+
+TEST_F(CollectorCuptiTest, CuptiReportedDropsBecomeADropNoticeWithTheCount) {
+  ASSERT_NO_FATAL_FAILURE(RunToExit({{"FAKE_CUPTI_KERNELS", "10"}, {"FAKE_CUPTI_DROPPED", "37"}}));
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  FakeStats s;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&s));
+  EXPECT_EQ(s.N("dropped_reported"), 37u);
+  EXPECT_EQ(t.Dropped(proto::DROP_CUPTI_REPORTED), 37u);
+  EXPECT_EQ(t.DropNotices(proto::DROP_CUPTI_REPORTED), 1);
+  for (const auto& d : t.drops) EXPECT_FALSE(d.detail().empty());
+  ASSERT_TRUE(t.end.has_value());
+  EXPECT_EQ(t.end->events_dropped(), 37u);
+  EXPECT_EQ(t.kernels.size(), 10u);
+}
+
+TEST_F(CollectorCuptiTest, BusySubscriberGivesOneWarningAndANoticeAndTracingContinues) {
+  ASSERT_NO_FATAL_FAILURE(RunToExit({{"FAKE_CUPTI_KERNELS", "10"},
+                                     {"FAKE_CUPTI_SUBSCRIBE", "busy"},
+                                     {"FAKE_CUPTI_HOLDER", "CUPTI for torch.profiler"}}));
+  std::vector<std::string> lines = StderrLines();
+  ASSERT_EQ(lines.size(), 1u) << Stderr();
+  EXPECT_NE(lines[0].find("CUPTI for torch.profiler"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"), std::string::npos)
+      << lines[0];
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  auto notices = t.Unavailable("cupti_subscriber");
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_NE(notices[0]->reason().find("CUPTI for torch.profiler"), std::string::npos);
+  FakeStats s;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&s));
+  EXPECT_EQ(s.Calls("subscribe_v2").size(), 1u);
+  EXPECT_TRUE(s.Calls("subscribe").empty()) << "the v2 answer is final";
+  ASSERT_NO_FATAL_FAILURE(ExpectKernelPrefix(t, 10, s.N("t0")));
+  ASSERT_TRUE(t.end.has_value());
+}
+
+TEST_F(CollectorCuptiTest, BusySubscriberOnCuptiWithoutSubscribeV2FallsBackAndSaysAnotherClient) {
+  ASSERT_NO_FATAL_FAILURE(Start({{"FAKE_CUPTI_KERNELS", "10"}, {"FAKE_CUPTI_SUBSCRIBE", "busy"}},
+                                Then::kExit, GPSCOPE_FAKE_CUPTI_NO_V2));
+  int status = Wait();
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << Stderr();
+  std::vector<std::string> lines = StderrLines();
+  ASSERT_EQ(lines.size(), 1u) << Stderr();
+  EXPECT_NE(lines[0].find("another client"), std::string::npos) << lines[0];
+  FakeStats s;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&s));
+  EXPECT_EQ(s.Calls("subscribe").size(), 1u);
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  EXPECT_EQ(t.Unavailable("cupti_subscriber").size(), 1u);
+  EXPECT_EQ(t.kernels.size(), 10u);
+}
+
+TEST_F(CollectorCuptiTest, OldCuptiIsOneErrorLineAndTheApplicationRunsUntraced) {
+  ASSERT_NO_FATAL_FAILURE(
+      RunToExit({{"FAKE_CUPTI_KERNELS", "10"}, {"FAKE_CUPTI_VERSION", "120000"}}));
+  std::vector<std::string> lines = StderrLines();
+  ASSERT_EQ(lines.size(), 1u) << Stderr();
+  EXPECT_NE(lines[0].find("120000"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find(std::to_string(CUPTI_API_VERSION)), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("GPSCOPE_CUPTI_PATH"), std::string::npos) << lines[0];
+  EXPECT_TRUE(TraceFiles().empty());
+  FakeStats s;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&s));
+  // CUPTI was left alone: nothing subscribed, registered or enabled.
+  for (const char* op : {"subscribe", "subscribe_v2", "register", "enable_kind", "runtime_api"}) {
+    EXPECT_TRUE(s.Calls(op).empty()) << op;
+  }
+  EXPECT_EQ(s.N("requests"), 0u);
+}
+
+TEST_F(CollectorCuptiTest, LibraryWithoutTheEntryPointsIsOneErrorLine) {
+  // The injected library itself is no libcupti: no cuptiGetVersion.
+  ASSERT_NO_FATAL_FAILURE(Start({}, Then::kExit, GPSCOPE_INJECT_LIB));
+  int status = Wait();
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  std::vector<std::string> lines = StderrLines();
+  ASSERT_EQ(lines.size(), 1u) << Stderr();
+  EXPECT_NE(lines[0].find("no cuptiGetVersion"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("GPSCOPE_CUPTI_PATH"), std::string::npos) << lines[0];
+  EXPECT_TRUE(TraceFiles().empty());
+}
+
+TEST_F(CollectorCuptiTest, OptionalKindRefusedIsOneWarningAndTracingContinues) {
+  ASSERT_NO_FATAL_FAILURE(RunToExit({{"FAKE_CUPTI_KERNELS", "10"},
+                                     {"FAKE_CUPTI_MIXED", "1"},
+                                     {"FAKE_CUPTI_UNSUPPORTED", "38"}}));
+  std::vector<std::string> lines = StderrLines();
+  ASSERT_EQ(lines.size(), 1u) << Stderr();
+  EXPECT_NE(lines[0].find("activity kind 38 unavailable"), std::string::npos) << lines[0];
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  EXPECT_TRUE(t.syncs.empty());
+  EXPECT_EQ(t.memcpys.size(), 3u);
+  EXPECT_EQ(t.kernels.size(), 10u);
+  ASSERT_TRUE(t.end.has_value());
+}
+
+TEST_F(CollectorCuptiTest, KernelKindRefusedNamesTheErrorLeavesANoticeAndTracesNothing) {
+  // (That it takes two lines, and that the notice omits the CUPTI error, is
+  // in collector_cupti_bug_test.)
+  ASSERT_NO_FATAL_FAILURE(
+      RunToExit({{"FAKE_CUPTI_KERNELS", "10"}, {"FAKE_CUPTI_UNSUPPORTED", "10"}}));
+  const std::string err = Stderr();
+  EXPECT_NE(err.find("CUPTI_ERROR_NOT_COMPATIBLE"), std::string::npos) << err;
+  EXPECT_NE(err.find("the application runs untraced"), std::string::npos) << err;
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  EXPECT_EQ(t.Unavailable("cupti").size(), 1u);
+  EXPECT_TRUE(t.kernels.empty());
+  FakeStats s;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&s));
+  EXPECT_EQ(s.N("kernels_written"), 0u);
+  EXPECT_EQ(s.N("requests"), 0u);
+}
+
+TEST_F(CollectorCuptiTest, BuffersStolenByAnotherClientAreCountedAtExit) {
+  // After kernel 300 another client registers its own buffer callbacks: the
+  // buffer CUPTI is filling (ours) goes to it and never comes back.
+  ASSERT_NO_FATAL_FAILURE(
+      RunToExit({{"FAKE_CUPTI_KERNELS", "600"}, {"FAKE_CUPTI_STEAL", "300"}}));
+  FakeStats s;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&s));
+  EXPECT_EQ(s.N("stolen"), 1u);
+  EXPECT_GE(s.N("other_delivered"), 2u);
+  const uint64_t delivered = s.N("kernels_delivered");
+  EXPECT_LT(delivered, 300u);
+  EXPECT_GT(delivered, 0u);
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  ASSERT_NO_FATAL_FAILURE(ExpectKernelPrefix(t, delivered, s.N("t0")));
+  EXPECT_EQ(t.Dropped(proto::DROP_BUFFER_STOLEN), 1u);
+  EXPECT_EQ(t.DropNotices(proto::DROP_BUFFER_STOLEN), 1);
+  ASSERT_TRUE(t.end.has_value());
+}
+
+TEST_F(CollectorCuptiTest, PoolLimitRefusesBuffersCountsThemAndBoundsMemory) {
+  // 4 MiB of 64 KiB buffers = 64; a producer far faster than the writer's
+  // 20 ms drain cycle exhausts them.
+  ASSERT_NO_FATAL_FAILURE(RunToExit({{"FAKE_CUPTI_KERNELS", "100000"},
+                                     {"GPSCOPE_MAX_BUFFER_MB", "4"},
+                                     {"GPSCOPE_API", "0"}}));
+  FakeStats s;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&s));
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  const uint64_t refused = s.N("refused");
+  EXPECT_GT(refused, 0u) << "the pool never ran dry";
+  EXPECT_EQ(t.Dropped(proto::DROP_CUPTI_BUFFER_POOL_EMPTY), refused);
+  EXPECT_EQ(s.N("kernels_written") + s.N("records_dropped"), 100000u);
+  EXPECT_EQ(t.kernels.size(), s.N("kernels_delivered"));
+  EXPECT_EQ(s.N("kernels_delivered"), s.N("kernels_written"));
+  EXPECT_EQ(t.Dropped(proto::DROP_CUPTI_REPORTED), s.N("dropped_reported"));
+  // Bounded: never more than 64 distinct buffers, all inside one 4 MiB region,
+  // each handed out zeroed again.
+  EXPECT_LE(s.N("distinct_buffers"), 64u);
+  EXPECT_LE(s.N("buffer_hi") - s.N("buffer_lo"), 4u << 20);
+  EXPECT_EQ(s.N("nonzero_buffers"), 0u);
+  std::set<uint32_t> seen;
+  for (const auto& k : t.kernels) EXPECT_TRUE(seen.insert(k.correlation_id).second);
+  ASSERT_TRUE(t.end.has_value());
+}
+
+TEST_F(CollectorCuptiTest, SigtermDuringActivityEndsTheTraceAndTheProcessDiesOfSigterm) {
+  ASSERT_NO_FATAL_FAILURE(Start(
+      {{"FAKE_CUPTI_KERNELS", "forever"}, {"FAKE_CUPTI_RATE", "20000"}}, Then::kStay));
+  Trace live;
+  ASSERT_TRUE(WaitForKernels(1, 5000, &live)) << "no kernels within 5 s";
+  ASSERT_EQ(kill(child_, SIGTERM), 0);
+  int status = Wait();
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  ASSERT_TRUE(t.end.has_value());
+  EXPECT_EQ(t.end->reason(), proto::END_SIGNAL);
+  EXPECT_EQ(t.end->signal(), SIGTERM);
+  EXPECT_EQ(t.end->chunks_written(), t.chunks);
+  // Everything up to the forced flush: a gap-free prefix of the launches.
+  ASSERT_GE(t.kernels.size(), live.kernels.size());
+  std::set<uint32_t> corr;
+  for (const auto& k : t.kernels) corr.insert(k.correlation_id);
+  EXPECT_EQ(corr.size(), t.kernels.size());
+  EXPECT_EQ(*corr.begin(), kFirstCorrelation);
+  EXPECT_EQ(*corr.rbegin(), kFirstCorrelation + corr.size() - 1);
+}
+
+// ---- regression tests for bugs found with this fake (fixed) ----
+
+// Was a bug: cuptiActivityGetNumDroppedRecords is read only inside BufferCompleted.
+// Records CUPTI drops after the last buffer it hands back (e.g. refused
+// requests while our pool is empty at the end of a burst: CUPTI then holds no
+// buffer, so even the forced flush at exit completes none) are never read,
+// so the trace and the end chunk say 0 dropped although CUPTI counted them.
+TEST_F(CollectorCuptiTest, DropsCountedAfterTheLastCompletedBufferStillReachTheTrace) {
+  ASSERT_NO_FATAL_FAILURE(
+      RunToExit({{"FAKE_CUPTI_KERNELS", "10"}, {"FAKE_CUPTI_DROPPED_AT_END", "11"}}));
+  FakeStats s;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&s));
+  EXPECT_EQ(s.N("records_dropped"), 11u);
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  EXPECT_EQ(t.kernels.size(), 10u);
+  EXPECT_EQ(s.N("dropped_reported"), 11u)
+      << "the collector never asked CUPTI after the last buffer";
+  EXPECT_EQ(t.Dropped(proto::DROP_CUPTI_REPORTED), 11u);
+  ASSERT_TRUE(t.end.has_value());
+  EXPECT_EQ(t.end->events_dropped(), 11u);
+}
+
+// Was a bug: when enabling CONCURRENT_KERNEL fails, the problem takes two stderr
+// lines (SetTracing logs "enabling kernel activity failed: <error>", then
+// Start logs "enabling kernel activity failed; the application runs
+// untraced"), and the "cupti" capability notice in the trace drops the CUPTI
+// error ("enabling kernel activity failed" only).
+TEST_F(CollectorCuptiTest, KernelKindRefusedIsOneLineAndTheNoticeNamesTheError) {
+  ASSERT_NO_FATAL_FAILURE(
+      RunToExit({{"FAKE_CUPTI_KERNELS", "10"}, {"FAKE_CUPTI_UNSUPPORTED", "10"}}));
+  std::vector<std::string> lines = StderrLines();
+  EXPECT_EQ(lines.size(), 1u) << Stderr();
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  auto notices = t.Unavailable("cupti");
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_NE(notices[0]->reason().find("CUPTI_ERROR_NOT_COMPATIBLE"), std::string::npos)
+      << notices[0]->reason();
+}
+
+// Was a bug: when enabling CONCURRENT_KERNEL fails, Start() says "the application
+// runs untraced" but keeps the CUPTI subscriber and the activity callbacks it
+// registered, so the application's own profiler still cannot subscribe; and
+// the trace it leaves has no end chunk (it reads as a killed process).
+TEST_F(CollectorCuptiTest, GivingUpOnCuptiReleasesTheSubscriber) {
+  ASSERT_NO_FATAL_FAILURE(
+      RunToExit({{"FAKE_CUPTI_KERNELS", "10"}, {"FAKE_CUPTI_UNSUPPORTED", "10"}}));
+  FakeStats s;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&s));
+  EXPECT_EQ(s.N("subscribers"), 0u) << "gpscope still holds the CUPTI subscriber";
+  EXPECT_EQ(s.Calls("unsubscribe").size(), 1u);
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  EXPECT_TRUE(t.end.has_value()) << "the untraced process's trace reads as killed";
+}
+
+}  // namespace
+}  // namespace gpscope

@@ -1,0 +1,1108 @@
+// tests/inject/fake_cupti.cc: a stand-in libcupti for the collector's tests
+// (tests/inject/collector_cupti_test.cc), so the CUPTI path of the real
+// libgpscope_inject.so runs on a machine without a GPU.
+//
+// It exports every entry point inject/cupti_loader.cc resolves (the required
+// ones and the optional cuptiSubscribe_v2; built with -DFAKE_CUPTI_NO_V2 it
+// leaves that one out, like CUPTI before 12.6), compiled against the
+// installed CUPTI headers: the signatures must match the headers' prototypes
+// and the records it writes are the headers' current structs
+// (CUpti_ActivityKernel10, Memcpy6, MemcpyPtoP4, Memset4, Synchronization2,
+// API, Marker2, Overhead3, Device5, Context3), so layouts cannot drift.
+//
+// Behaviour, as CUPTI documents it:
+//   * cuptiActivityRegisterCallbacks stores the buffer callbacks. A "device"
+//     thread (started by fake_cupti_start(), blocks every signal like a
+//     driver worker) asks BufferRequested for a buffer, writes records into
+//     it back to back (each record's size is that of its kind's struct) and
+//     hands a full buffer to BufferCompleted. A refused request (NULL) drops
+//     that record and counts it; the next record asks again.
+//   * Records are written only for enabled kinds, and API records only for
+//     call ids enabled with cuptiActivityEnableRuntimeApi/DriverApi (or the
+//     whole RUNTIME/DRIVER kind).
+//   * cuptiActivityFlushAll(0) hands over the current buffer unless it holds
+//     a record still in flight; CUPTI_ACTIVITY_FLAG_FLUSH_FORCED hands it
+//     over in any case (the in-flight record keeps end == 0).
+//   * cuptiActivityGetNumDroppedRecords returns the drops since the last
+//     call and resets; cuptiGetTimestamp is CLOCK_REALTIME.
+//   * With ZEROED_OUT_ACTIVITY_BUFFER set, every buffer handed to the fake
+//     is checked to be all zero (counted in nonzero_buffers otherwise).
+//
+// Configuration, read from the environment when the library loads:
+//   FAKE_CUPTI_VERSION=N      cuptiGetVersion's answer (default CUPTI_API_VERSION)
+//   FAKE_CUPTI_SUBSCRIBE=busy cuptiSubscribe(_v2) fail with MULTIPLE_SUBSCRIBERS_
+//                             NOT_SUPPORTED; _v2 names FAKE_CUPTI_HOLDER as holder
+//                             (default "CUPTI for torch.profiler")
+//   FAKE_CUPTI_UNSUPPORTED=K,K activity kinds (numbers) cuptiActivityEnable refuses
+//   FAKE_CUPTI_KERNELS=N|forever  kernels in the workload (default 0)
+//   FAKE_CUPTI_RATE=R         kernels per second (default 0: as fast as possible)
+//   FAKE_CUPTI_MIXED=1        first the fixed "mixed" script (MixedScript below:
+//                             device, context, copies, memset, syncs, API calls,
+//                             NVTX ranges and a mark, overheads)
+//   FAKE_CUPTI_DROPPED=K      CUPTI drops K records at the start of the workload
+//   FAKE_CUPTI_DROPPED_AT_END=K  ... and K more once its last buffer was handed
+//                             back (as when requests are refused at the end of a
+//                             burst: CUPTI then holds no buffer to complete)
+//   FAKE_CUPTI_INCOMPLETE=N   N more kernels with end == 0 (device buffer full)
+//   FAKE_CUPTI_IN_FLIGHT=1    one last kernel that never finishes (end == 0, holds
+//                             its buffer back from non-forced flushes)
+//   FAKE_CUPTI_STEAL=M        after kernel M another client re-registers the buffer
+//                             callbacks: the buffer in flight and all later ones go
+//                             to it (it ignores buffers it did not allocate)
+//   FAKE_CUPTI_STATS=PATH     at unload, write the counters and the call log there
+//
+// Kernel i of the workload (the test states the same independently):
+//   name kKernelNames[i % 3]; grid (1 + i % 5, 2, 1); block (128 << (i % 2), 1, 1);
+//   32 registers, 1024 B static + 256 * (i % 2) B dynamic shared memory;
+//   device 0, context 1, stream 7 + 6 * (i % 2); correlation id 1000 + i;
+//   start t0 + 10000 * i, end start + 2000 + i; every 10th (i % 10 == 9) comes
+//   from graph 5, node 0x1000 + i; preceded by a cudaLaunchKernel_v7000 runtime
+//   record [start - 5000, start - 2000] with the same correlation id and a
+//   cudaGetLastError_v3020 record (not in gpscope's list) with id 0.
+//   t0 is cuptiGetTimestamp() when the workload starts.
+//
+// Control functions (dlsym them from the test's child):
+//   int fake_cupti_start(void)           start the device thread (0, or 1 if running)
+//   int fake_cupti_wait_done(int ms)     1 when the workload is written
+//   uint64_t fake_cupti_stat(const char*) a counter by name (UINT64_MAX if unknown)
+//   void fake_cupti_write_stats(const char* path)
+//
+// A test double: no real CUPTI semantics beyond the above.
+#include <cupti.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+// Everything here is plain data, constant-initialized and never destroyed:
+// the device thread and the collector's callbacks may run during exit.
+constexpr const char* kKernelNames[3] = {
+    "_Z6vecAddPKfS0_Pfi", "_ZN4gemm6kernelILi128EEEvPKfS2_Pf",
+    "void at::native::elementwise_kernel<128, 4>(int, at::native::Add)"};
+
+struct FakeConfig {
+  uint32_t version;
+  bool subscribe_busy;
+  char holder[96];
+  uint64_t unsupported_kinds;  // bit per kind < 64
+  int64_t kernels;             // -1: forever
+  uint64_t rate_per_s;
+  bool mixed;
+  uint64_t dropped_at_start;
+  uint64_t dropped_at_end;
+  uint32_t incomplete;
+  bool in_flight;
+  int64_t steal_after;  // -1: never
+  char stats_path[512];
+};
+FakeConfig g_cfg;
+
+struct Buffer {
+  uint8_t* data;
+  size_t size;
+  size_t used;
+  size_t max_records;
+  size_t records;
+  uint64_t kernels;
+  bool from_first_client;  // requested through the first registered callbacks
+  bool holds_in_flight;
+};
+
+struct LogEntry {
+  uint64_t seq;
+  uint64_t time_ns;
+  const char* op;
+  uint32_t arg;
+  uint32_t value;
+};
+constexpr size_t kLogCap = 8192;
+constexpr size_t kDistinctCap = 4096;
+
+pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
+
+// Guarded by g_mu.
+CUpti_BuffersCallbackRequestFunc g_request = nullptr;
+CUpti_BuffersCallbackCompleteFunc g_complete = nullptr;
+CUpti_BuffersCallbackRequestFunc g_first_request = nullptr;
+CUpti_BuffersCallbackCompleteFunc g_first_complete = nullptr;
+bool g_kind[CUPTI_ACTIVITY_KIND_COUNT];
+bool g_runtime_cbid[CUPTI_RUNTIME_TRACE_CBID_SIZE];
+bool g_driver_cbid[CUPTI_DRIVER_TRACE_CBID_SIZE];
+int g_subscribers = 0;
+char g_subscriber_name[96];
+uint32_t g_thread_id_type = 0;
+uint32_t g_zeroed_attr = 0;
+Buffer g_cur;
+bool g_have_cur = false;
+uint64_t g_pending_dropped = 0;
+bool g_started = false;
+bool g_done = false;
+uint32_t g_app_tid = 0;  // the thread that called fake_cupti_start: "the application"
+LogEntry g_log[kLogCap];
+size_t g_log_n = 0;
+uint64_t g_seq = 0;
+const uint8_t* g_distinct[kDistinctCap];
+
+struct Counters {
+  uint64_t requests, refused, first_delivered, other_delivered, stolen, records_written,
+      kernels_written, kernels_delivered, records_delivered, records_dropped, dropped_reported,
+      flushes, forced_flushes, nonzero_buffers, misaligned_buffers, distinct_buffers,
+      buffer_lo, buffer_hi, log_overflow, get_next_calls, held_buffers, t0;
+};
+Counters g_n;
+
+uint64_t ClockNs(clockid_t id) {
+  timespec ts;
+  clock_gettime(id, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uint32_t Tid() { return static_cast<uint32_t>(syscall(SYS_gettid)); }
+
+// Caller holds g_mu.
+void LogLocked(const char* op, uint32_t arg, uint32_t value) {
+  ++g_seq;
+  if (g_log_n == kLogCap) {
+    ++g_n.log_overflow;
+    return;
+  }
+  g_log[g_log_n++] = {g_seq, ClockNs(CLOCK_REALTIME), op, arg, value};
+}
+
+void Log(const char* op, uint32_t arg, uint32_t value) {
+  pthread_mutex_lock(&g_mu);
+  LogLocked(op, arg, value);
+  pthread_mutex_unlock(&g_mu);
+}
+
+uint64_t EnvU64(const char* name, uint64_t fallback) {
+  const char* v = getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  return strtoull(v, nullptr, 10);
+}
+
+__attribute__((constructor)) void ReadConfig() {
+  g_cfg.version = static_cast<uint32_t>(EnvU64("FAKE_CUPTI_VERSION", CUPTI_API_VERSION));
+  const char* sub = getenv("FAKE_CUPTI_SUBSCRIBE");
+  g_cfg.subscribe_busy = sub != nullptr && strcmp(sub, "busy") == 0;
+  const char* holder = getenv("FAKE_CUPTI_HOLDER");
+  snprintf(g_cfg.holder, sizeof(g_cfg.holder), "%s",
+           holder != nullptr ? holder : "CUPTI for torch.profiler");
+  if (const char* u = getenv("FAKE_CUPTI_UNSUPPORTED")) {
+    for (const char* p = u; *p != '\0';) {
+      char* end = nullptr;
+      unsigned long k = strtoul(p, &end, 10);
+      if (end == p) break;
+      if (k < 64) g_cfg.unsupported_kinds |= 1ull << k;
+      p = *end == ',' ? end + 1 : end;
+    }
+  }
+  const char* kernels = getenv("FAKE_CUPTI_KERNELS");
+  g_cfg.kernels = kernels != nullptr && strcmp(kernels, "forever") == 0
+                      ? -1
+                      : static_cast<int64_t>(EnvU64("FAKE_CUPTI_KERNELS", 0));
+  g_cfg.rate_per_s = EnvU64("FAKE_CUPTI_RATE", 0);
+  g_cfg.mixed = EnvU64("FAKE_CUPTI_MIXED", 0) != 0;
+  g_cfg.dropped_at_start = EnvU64("FAKE_CUPTI_DROPPED", 0);
+  g_cfg.dropped_at_end = EnvU64("FAKE_CUPTI_DROPPED_AT_END", 0);
+  g_cfg.incomplete = static_cast<uint32_t>(EnvU64("FAKE_CUPTI_INCOMPLETE", 0));
+  g_cfg.in_flight = EnvU64("FAKE_CUPTI_IN_FLIGHT", 0) != 0;
+  g_cfg.steal_after = getenv("FAKE_CUPTI_STEAL") != nullptr
+                          ? static_cast<int64_t>(EnvU64("FAKE_CUPTI_STEAL", 0))
+                          : -1;
+  snprintf(g_cfg.stats_path, sizeof(g_cfg.stats_path), "%s",
+           getenv("FAKE_CUPTI_STATS") != nullptr ? getenv("FAKE_CUPTI_STATS") : "");
+}
+
+// The size CUPTI gives a record of this kind (its struct in these headers);
+// 0 for kinds the fake never writes.
+size_t RecordSize(CUpti_ActivityKind kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMCPY2:
+      return sizeof(CUpti_ActivityMemcpyPtoP4);
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      return sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+      return sizeof(CUpti_ActivitySynchronization2);
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+      return sizeof(CUpti_ActivityAPI);
+    case CUPTI_ACTIVITY_KIND_MARKER:
+      return sizeof(CUpti_ActivityMarker2);
+    case CUPTI_ACTIVITY_KIND_OVERHEAD:
+      return sizeof(CUpti_ActivityOverhead3);
+    case CUPTI_ACTIVITY_KIND_DEVICE:
+      return sizeof(CUpti_ActivityDevice5);
+    case CUPTI_ACTIVITY_KIND_CONTEXT:
+      return sizeof(CUpti_ActivityContext3);
+    default:
+      return 0;
+  }
+}
+
+// Records are laid out back to back; every struct is 8-byte aligned
+// (PACKED_ALIGNMENT), so each size is a multiple of 8.
+static_assert(sizeof(CUpti_ActivityKernel10) % 8 == 0 && sizeof(CUpti_ActivityAPI) % 8 == 0 &&
+                  sizeof(CUpti_ActivityMarker2) % 8 == 0 &&
+                  sizeof(CUpti_ActivityContext3) % 8 == 0,
+              "CUPTI records are 8-byte multiples");
+
+bool KindOn(CUpti_ActivityKind k) {
+  return static_cast<uint32_t>(k) < CUPTI_ACTIVITY_KIND_COUNT && g_kind[k];
+}
+
+// Hands a detached buffer to whoever holds the completion callback now.
+// Called without g_mu: the collector's callbacks must not run under our lock.
+void Deliver(const Buffer& b) {
+  pthread_mutex_lock(&g_mu);
+  CUpti_BuffersCallbackCompleteFunc complete = g_complete;
+  const bool to_first = complete == g_first_complete;
+  if (to_first) {
+    ++g_n.first_delivered;
+    g_n.kernels_delivered += b.kernels;
+    g_n.records_delivered += b.records;
+  } else {
+    ++g_n.other_delivered;
+    if (b.from_first_client) ++g_n.stolen;
+  }
+  g_n.held_buffers = 0;
+  pthread_mutex_unlock(&g_mu);
+  if (complete != nullptr) complete(nullptr, 0, b.data, b.size, b.used);
+}
+
+// Caller holds g_mu. Checks a buffer the client just handed over.
+void CheckNewBufferLocked(const uint8_t* data, size_t size) {
+  if (reinterpret_cast<uintptr_t>(data) % 8 != 0) ++g_n.misaligned_buffers;
+  if (g_zeroed_attr != 0) {
+    for (size_t i = 0; i < size; ++i) {
+      if (data[i] != 0) {
+        ++g_n.nonzero_buffers;
+        break;
+      }
+    }
+  }
+  bool seen = false;
+  for (uint64_t i = 0; i < g_n.distinct_buffers && i < kDistinctCap; ++i) {
+    if (g_distinct[i] == data) seen = true;
+  }
+  if (!seen) {
+    if (g_n.distinct_buffers < kDistinctCap) g_distinct[g_n.distinct_buffers] = data;
+    ++g_n.distinct_buffers;
+    const uint64_t lo = reinterpret_cast<uintptr_t>(data);
+    const uint64_t hi = lo + size;
+    if (g_n.buffer_lo == 0 || lo < g_n.buffer_lo) g_n.buffer_lo = lo;
+    if (hi > g_n.buffer_hi) g_n.buffer_hi = hi;
+  }
+}
+
+// Device thread: appends one record to the current buffer, asking the
+// client for buffers as CUPTI does. False when the record was dropped.
+// `after_write` runs under g_mu right after the record is in the buffer.
+template <typename AfterWrite>
+bool EmitThen(const void* record, size_t size, bool kernel, bool in_flight,
+              AfterWrite after_write) {
+  pthread_mutex_lock(&g_mu);
+  for (;;) {
+    if (g_have_cur && (g_cur.used + size > g_cur.size ||
+                       (g_cur.max_records != 0 && g_cur.records >= g_cur.max_records))) {
+      Buffer full = g_cur;
+      g_have_cur = false;
+      pthread_mutex_unlock(&g_mu);
+      Deliver(full);
+      pthread_mutex_lock(&g_mu);
+      continue;
+    }
+    if (!g_have_cur) {
+      CUpti_BuffersCallbackRequestFunc request = g_request;
+      const bool first = request == g_first_request;
+      pthread_mutex_unlock(&g_mu);
+      uint8_t* data = nullptr;
+      size_t bytes = 0, max_records = 0;
+      if (request != nullptr) request(&data, &bytes, &max_records);
+      pthread_mutex_lock(&g_mu);
+      ++g_n.requests;
+      if (data == nullptr || bytes < size) {
+        ++g_n.refused;
+        ++g_n.records_dropped;
+        ++g_pending_dropped;
+        pthread_mutex_unlock(&g_mu);
+        if (data != nullptr) Deliver({data, bytes, 0, 0, 0, 0, first, false});
+        return false;
+      }
+      CheckNewBufferLocked(data, bytes);
+      g_cur = {data, bytes, 0, max_records, 0, 0, first, false};
+      g_have_cur = true;
+      g_n.held_buffers = 1;
+      continue;
+    }
+    memcpy(g_cur.data + g_cur.used, record, size);
+    g_cur.used += size;
+    ++g_cur.records;
+    ++g_n.records_written;
+    if (kernel) {
+      ++g_cur.kernels;
+      ++g_n.kernels_written;
+    }
+    if (in_flight) g_cur.holds_in_flight = true;
+    after_write();
+    pthread_mutex_unlock(&g_mu);
+    return true;
+  }
+}
+
+bool Emit(const void* record, size_t size, bool kernel = false, bool in_flight = false) {
+  return EmitThen(record, size, kernel, in_flight, [] {});
+}
+
+template <typename T>
+void Zero(T* r) {
+  memset(static_cast<void*>(r), 0, sizeof(*r));
+}
+
+// The "other client" of FAKE_CUPTI_STEAL (torch.profiler re-registering the
+// process-global callbacks). Its buffers come from a small static arena;
+// buffers it did not hand out are ignored ("unknown buffer").
+alignas(8) uint8_t g_other_arena[4][64 * 1024];
+uint32_t g_other_next = 0;
+void CUPTIAPI OtherRequest(uint8_t** buffer, size_t* size, size_t* max_records) {
+  uint8_t* b = g_other_arena[g_other_next++ % 4];
+  memset(b, 0, sizeof(g_other_arena[0]));
+  *buffer = b;
+  *size = sizeof(g_other_arena[0]);
+  *max_records = 0;
+}
+void CUPTIAPI OtherComplete(CUcontext, uint32_t, uint8_t*, size_t, size_t) {}
+
+void ApiRecord(CUpti_ActivityKind kind, CUpti_CallbackId cbid, uint64_t start, uint64_t end,
+               uint32_t correlation) {
+  pthread_mutex_lock(&g_mu);
+  bool on = KindOn(kind);
+  if (kind == CUPTI_ACTIVITY_KIND_RUNTIME && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE) {
+    on = on || g_runtime_cbid[cbid];
+  }
+  if (kind == CUPTI_ACTIVITY_KIND_DRIVER && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE) {
+    on = on || g_driver_cbid[cbid];
+  }
+  const uint32_t tid =
+      g_thread_id_type == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM ? g_app_tid : g_app_tid + 0x10000;
+  pthread_mutex_unlock(&g_mu);
+  if (!on) return;
+  CUpti_ActivityAPI a;
+  Zero(&a);
+  a.kind = kind;
+  a.cbid = cbid;
+  a.start = start;
+  a.end = end;
+  a.processId = static_cast<uint32_t>(getpid());
+  a.threadId = tid;
+  a.correlationId = correlation;
+  a.returnValue = 0;
+  Emit(&a, sizeof(a));
+}
+
+bool KernelsOn() {
+  pthread_mutex_lock(&g_mu);
+  bool on = KindOn(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) || KindOn(CUPTI_ACTIVITY_KIND_KERNEL);
+  pthread_mutex_unlock(&g_mu);
+  return on;
+}
+
+bool On(CUpti_ActivityKind k) {
+  pthread_mutex_lock(&g_mu);
+  bool on = KindOn(k);
+  pthread_mutex_unlock(&g_mu);
+  return on;
+}
+
+void FillKernel(uint64_t i, uint64_t t0, CUpti_ActivityKernel10* k) {
+  Zero(k);
+  k->kind = KindOn(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
+                                                          : CUPTI_ACTIVITY_KIND_KERNEL;
+  k->registersPerThread = 32;
+  k->start = t0 + 10000 * i;
+  k->end = k->start + 2000 + i;
+  k->completed = k->end;
+  k->deviceId = 0;
+  k->contextId = 1;
+  k->streamId = static_cast<uint32_t>(7 + 6 * (i % 2));
+  k->gridX = static_cast<int32_t>(1 + i % 5);
+  k->gridY = 2;
+  k->gridZ = 1;
+  k->blockX = 128 << (i % 2);
+  k->blockY = 1;
+  k->blockZ = 1;
+  k->staticSharedMemory = 1024;
+  k->dynamicSharedMemory = static_cast<int32_t>(256 * (i % 2));
+  k->correlationId = static_cast<uint32_t>(1000 + i);
+  k->gridId = static_cast<int64_t>(i);
+  k->name = kKernelNames[i % 3];
+  k->queued = k->start - 1000;
+  k->submitted = k->start - 500;
+  if (i % 10 == 9) {
+    k->graphId = 5;
+    k->graphNodeId = 0x1000 + i;
+  }
+  k->clusterX = 1;
+  k->clusterY = 1;
+  k->clusterZ = 1;
+}
+
+// Pacing for FAKE_CUPTI_RATE: kernel i is due at start + i / rate.
+void Pace(uint64_t i, uint64_t start_mono_ns) {
+  if (g_cfg.rate_per_s == 0) return;
+  const uint64_t due = start_mono_ns + i * 1000000000ull / g_cfg.rate_per_s;
+  timespec ts{static_cast<time_t>(due / 1000000000ull), static_cast<long>(due % 1000000000ull)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) != 0) {
+  }
+}
+
+void Steal() {  // runs under g_mu, right after the record that triggers it
+  g_request = OtherRequest;
+  g_complete = OtherComplete;
+  LogLocked("register_other", 0, 0);
+}
+
+// The fixed "mixed" script of FAKE_CUPTI_MIXED; offsets from t0 in ns.
+void MixedScript(uint64_t t0) {
+  const uint32_t tid = g_app_tid;
+  if (On(CUPTI_ACTIVITY_KIND_DEVICE)) {
+    CUpti_ActivityDevice5 d;
+    Zero(&d);
+    d.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+    d.globalMemoryBandwidth = 4800000000ull;
+    d.globalMemorySize = 150754820096ull;
+    d.l2CacheSize = 52428800;
+    d.numThreadsPerWarp = 32;
+    d.coreClockRate = 1980000;
+    d.numMultiprocessors = 132;
+    d.maxWarpsPerMultiprocessor = 64;
+    d.maxBlocksPerMultiprocessor = 32;
+    d.maxSharedMemoryPerMultiprocessor = 233472;
+    d.maxRegistersPerMultiprocessor = 65536;
+    d.computeCapabilityMajor = 9;
+    d.computeCapabilityMinor = 0;
+    d.id = 0;
+    for (int b = 0; b < 16; ++b) d.uuid.bytes[b] = static_cast<char>(0xa0 + b);
+    d.name = "Fake H200";
+    d.isCudaVisible = 1;
+    Emit(&d, sizeof(d));
+  }
+  if (On(CUPTI_ACTIVITY_KIND_CONTEXT)) {
+    CUpti_ActivityContext3 c;
+    Zero(&c);
+    c.kind = CUPTI_ACTIVITY_KIND_CONTEXT;
+    c.contextId = 1;
+    c.deviceId = 0;
+    c.nullStreamId = 7;
+    Emit(&c, sizeof(c));
+  }
+  auto marker = [&](uint32_t flags, uint32_t id, uint64_t ts, const char* name,
+                    const char* domain) {
+    if (!On(CUPTI_ACTIVITY_KIND_MARKER)) return;
+    CUpti_ActivityMarker2 m;
+    Zero(&m);
+    m.kind = CUPTI_ACTIVITY_KIND_MARKER;
+    m.flags = static_cast<CUpti_ActivityFlag>(flags);
+    m.timestamp = ts;
+    m.id = id;
+    m.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+    m.objectId.pt.processId = static_cast<uint32_t>(getpid());
+    m.objectId.pt.threadId = tid;
+    m.name = name;
+    m.domain = domain;
+    Emit(&m, sizeof(m));
+  };
+  marker(CUPTI_ACTIVITY_FLAG_MARKER_START, 1, t0 + 500, "train_step", nullptr);
+  ApiRecord(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, t0 + 1000,
+            t0 + 9000, 2000);
+  if (On(CUPTI_ACTIVITY_KIND_MEMCPY)) {
+    CUpti_ActivityMemcpy6 m;
+    Zero(&m);
+    m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+    m.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+    m.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    m.bytes = 1048576;
+    m.start = t0 + 2000;
+    m.end = t0 + 8000;
+    m.deviceId = 0;
+    m.contextId = 1;
+    m.streamId = 7;
+    m.correlationId = 2000;
+    Emit(&m, sizeof(m));
+    m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOH;
+    m.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    m.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+    m.flags = CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC;
+    m.bytes = 4096;
+    m.start = t0 + 12000;
+    m.end = t0 + 13000;
+    m.streamId = 13;
+    m.correlationId = 2100;
+    m.runtimeCorrelationId = 2101;
+    Emit(&m, sizeof(m));
+  }
+  ApiRecord(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+            t0 + 10000, t0 + 11000, 2101);
+  marker(CUPTI_ACTIVITY_FLAG_MARKER_START, 2, t0 + 15000, "ncclAllReduce", "NCCL");
+  if (On(CUPTI_ACTIVITY_KIND_MEMCPY2)) {
+    CUpti_ActivityMemcpyPtoP4 p;
+    Zero(&p);
+    p.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+    p.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+    p.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    p.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    p.flags = CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC;
+    p.bytes = 8388608;
+    p.start = t0 + 14000;
+    p.end = t0 + 20000;
+    p.deviceId = 0;
+    p.contextId = 1;
+    p.streamId = 13;
+    p.srcDeviceId = 0;
+    p.srcContextId = 1;
+    p.dstDeviceId = 1;
+    p.dstContextId = 2;
+    p.correlationId = 2200;
+    Emit(&p, sizeof(p));
+  }
+  marker(CUPTI_ACTIVITY_FLAG_MARKER_END, 2, t0 + 19000, nullptr, "NCCL");
+  marker(CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS, 3, t0 + 20500, "checkpoint", "app");
+  if (On(CUPTI_ACTIVITY_KIND_MEMSET)) {
+    CUpti_ActivityMemset4 s;
+    Zero(&s);
+    s.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+    s.value = 0xab;
+    s.bytes = 65536;
+    s.start = t0 + 21000;
+    s.end = t0 + 22000;
+    s.deviceId = 0;
+    s.contextId = 1;
+    s.streamId = 7;
+    s.correlationId = 2300;
+    s.flags = CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC;
+    s.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    Emit(&s, sizeof(s));
+  }
+  ApiRecord(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+            t0 + 23000, t0 + 30000, 2400);
+  if (On(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)) {
+    CUpti_ActivitySynchronization2 y;
+    Zero(&y);
+    y.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+    y.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+    y.start = t0 + 23500;
+    y.end = t0 + 29500;
+    y.correlationId = 2400;
+    y.contextId = 1;
+    y.streamId = 7;
+    y.cudaEventId = 0xffffffffu;
+    Emit(&y, sizeof(y));
+    y.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE;
+    y.start = t0 + 31000;
+    y.end = t0 + 32000;
+    y.correlationId = 2401;
+    y.streamId = 0xffffffffu;
+    y.cudaEventId = 42;
+    Emit(&y, sizeof(y));
+  }
+  ApiRecord(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, t0 + 33000,
+            t0 + 34000, 2500);
+  // Not in gpscope's call list: present only if a whole API kind is on.
+  ApiRecord(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent, t0 + 34100,
+            t0 + 34200, 2501);
+  ApiRecord(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, t0 + 34300,
+            t0 + 34400, 2502);
+  marker(CUPTI_ACTIVITY_FLAG_MARKER_END, 1, t0 + 35000, nullptr, nullptr);
+  if (On(CUPTI_ACTIVITY_KIND_OVERHEAD)) {
+    CUpti_ActivityOverhead3 o;
+    Zero(&o);
+    o.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+    o.overheadKind = CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH;
+    o.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+    o.objectId.pt.processId = static_cast<uint32_t>(getpid());
+    o.objectId.pt.threadId = tid;
+    o.start = t0 + 36000;
+    o.end = t0 + 36500;
+    Emit(&o, sizeof(o));
+    Zero(&o);
+    o.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+    o.overheadKind = CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER;
+    o.objectKind = CUPTI_ACTIVITY_OBJECT_DEVICE;
+    o.objectId.dcs.deviceId = 0;
+    o.start = t0 + 37000;
+    o.end = t0 + 38000;
+    Emit(&o, sizeof(o));
+  }
+}
+
+void* DeviceMain(void*) {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  const uint64_t t0 = ClockNs(CLOCK_REALTIME);
+  const uint64_t start_mono = ClockNs(CLOCK_MONOTONIC);
+  pthread_mutex_lock(&g_mu);
+  g_n.t0 = t0;
+  g_pending_dropped += g_cfg.dropped_at_start;
+  g_n.records_dropped += g_cfg.dropped_at_start;
+  pthread_mutex_unlock(&g_mu);
+
+  if (g_cfg.mixed) MixedScript(t0);
+  uint64_t i = 0;
+  for (; g_cfg.kernels < 0 || i < static_cast<uint64_t>(g_cfg.kernels); ++i) {
+    Pace(i, start_mono);
+    if (!KernelsOn()) continue;
+    CUpti_ActivityKernel10 k;
+    pthread_mutex_lock(&g_mu);
+    FillKernel(i, t0, &k);
+    pthread_mutex_unlock(&g_mu);
+    ApiRecord(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+              k.start - 5000, k.start - 2000, k.correlationId);
+    ApiRecord(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
+              k.start - 1900, k.start - 1800, 0);
+    const bool steal = g_cfg.steal_after >= 0 && i + 1 == static_cast<uint64_t>(g_cfg.steal_after);
+    if (steal) {
+      EmitThen(&k, sizeof(k), true, false, Steal);
+    } else {
+      Emit(&k, sizeof(k), true);
+    }
+  }
+  // Kernels whose timestamps the device could not record.
+  for (uint32_t j = 0; j < g_cfg.incomplete && KernelsOn(); ++j, ++i) {
+    CUpti_ActivityKernel10 k;
+    pthread_mutex_lock(&g_mu);
+    FillKernel(i, t0, &k);
+    pthread_mutex_unlock(&g_mu);
+    k.start = 0;
+    k.end = 0;
+    k.completed = 0;
+    Emit(&k, sizeof(k), true);
+  }
+  if (g_cfg.in_flight && KernelsOn()) {
+    CUpti_ActivityKernel10 k;
+    pthread_mutex_lock(&g_mu);
+    FillKernel(i, t0, &k);
+    pthread_mutex_unlock(&g_mu);
+    k.end = 0;
+    k.completed = 0;
+    Emit(&k, sizeof(k), true, /*in_flight=*/true);
+  }
+  pthread_mutex_lock(&g_mu);
+  if (g_cfg.dropped_at_end > 0) {
+    // Wait (at most 5 s) for a flush to take the last buffer.
+    const uint64_t deadline = ClockNs(CLOCK_MONOTONIC) + 5000000000ull;
+    while (g_have_cur && ClockNs(CLOCK_MONOTONIC) < deadline) {
+      pthread_mutex_unlock(&g_mu);
+      const timespec pause{0, 2000000};
+      nanosleep(&pause, nullptr);
+      pthread_mutex_lock(&g_mu);
+    }
+  }
+  g_pending_dropped += g_cfg.dropped_at_end;
+  g_n.records_dropped += g_cfg.dropped_at_end;
+  g_done = true;
+  pthread_cond_broadcast(&g_cv);
+  pthread_mutex_unlock(&g_mu);
+  return nullptr;
+}
+
+const char* ResultName(CUptiResult r) {
+  switch (r) {
+    case CUPTI_SUCCESS: return "CUPTI_SUCCESS";
+    case CUPTI_ERROR_INVALID_PARAMETER: return "CUPTI_ERROR_INVALID_PARAMETER";
+    case CUPTI_ERROR_INVALID_KIND: return "CUPTI_ERROR_INVALID_KIND";
+    case CUPTI_ERROR_INVALID_OPERATION: return "CUPTI_ERROR_INVALID_OPERATION";
+    case CUPTI_ERROR_MAX_LIMIT_REACHED: return "CUPTI_ERROR_MAX_LIMIT_REACHED";
+    case CUPTI_ERROR_NOT_COMPATIBLE: return "CUPTI_ERROR_NOT_COMPATIBLE";
+    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+      return "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
+    default: return nullptr;
+  }
+}
+
+#define FAKE_CB(domain, name) {domain##_##name, #name}
+struct CallbackName {
+  uint32_t cbid;
+  const char* name;
+};
+constexpr CallbackName kRuntimeNames[] = {
+    FAKE_CB(CUPTI_RUNTIME_TRACE_CBID, cudaLaunchKernel_v7000),
+    FAKE_CB(CUPTI_RUNTIME_TRACE_CBID, cudaGetLastError_v3020),
+    FAKE_CB(CUPTI_RUNTIME_TRACE_CBID, cudaMemcpy_v3020),
+    FAKE_CB(CUPTI_RUNTIME_TRACE_CBID, cudaMemcpyAsync_v3020),
+    FAKE_CB(CUPTI_RUNTIME_TRACE_CBID, cudaStreamSynchronize_v3020),
+    FAKE_CB(CUPTI_RUNTIME_TRACE_CBID, cudaGetDevice_v3020),
+};
+constexpr CallbackName kDriverNames[] = {
+    FAKE_CB(CUPTI_DRIVER_TRACE_CBID, cuLaunchKernel),
+    FAKE_CB(CUPTI_DRIVER_TRACE_CBID, cuCtxGetCurrent),
+};
+#undef FAKE_CB
+
+int g_subscriber_token;
+
+}  // namespace
+
+// ------------------------------------------------------------ CUPTI API --
+
+extern "C" {
+
+CUptiResult CUPTIAPI cuptiGetVersion(uint32_t* version) {
+  if (version == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  *version = g_cfg.version;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult result, const char** str) {
+  if (str == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  *str = ResultName(result);
+  return *str != nullptr ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
+}
+
+CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t* timestamp) {
+  if (timestamp == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  *timestamp = ClockNs(CLOCK_REALTIME);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiSetThreadIdType(CUpti_ActivityThreadIdType type) {
+  pthread_mutex_lock(&g_mu);
+  g_thread_id_type = static_cast<uint32_t>(type);
+  LogLocked("thread_id_type", static_cast<uint32_t>(type), 1);
+  pthread_mutex_unlock(&g_mu);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
+                                                    CUpti_BuffersCallbackCompleteFunc complete) {
+  if (request == nullptr || complete == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  pthread_mutex_lock(&g_mu);
+  g_request = request;
+  g_complete = complete;
+  if (g_first_request == nullptr) {
+    g_first_request = request;
+    g_first_complete = complete;
+  }
+  LogLocked("register", 0, 0);
+  pthread_mutex_unlock(&g_mu);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind) {
+  if (static_cast<uint32_t>(kind) >= CUPTI_ACTIVITY_KIND_COUNT) return CUPTI_ERROR_INVALID_KIND;
+  pthread_mutex_lock(&g_mu);
+  const bool refused = kind < 64 && (g_cfg.unsupported_kinds >> kind & 1) != 0;
+  LogLocked("enable_kind", static_cast<uint32_t>(kind), refused ? 0 : 1);
+  if (!refused) g_kind[kind] = true;
+  pthread_mutex_unlock(&g_mu);
+  return refused ? CUPTI_ERROR_NOT_COMPATIBLE : CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) {
+  if (static_cast<uint32_t>(kind) >= CUPTI_ACTIVITY_KIND_COUNT) return CUPTI_ERROR_INVALID_KIND;
+  pthread_mutex_lock(&g_mu);
+  g_kind[kind] = false;
+  LogLocked("disable_kind", static_cast<uint32_t>(kind), 0);
+  pthread_mutex_unlock(&g_mu);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
+  if (cbid >= CUPTI_RUNTIME_TRACE_CBID_SIZE) return CUPTI_ERROR_INVALID_PARAMETER;
+  pthread_mutex_lock(&g_mu);
+  g_runtime_cbid[cbid] = enable != 0;
+  LogLocked("runtime_api", cbid, enable);
+  pthread_mutex_unlock(&g_mu);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) {
+  if (cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE) return CUPTI_ERROR_INVALID_PARAMETER;
+  pthread_mutex_lock(&g_mu);
+  g_driver_cbid[cbid] = enable != 0;
+  LogLocked("driver_api", cbid, enable);
+  pthread_mutex_unlock(&g_mu);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivitySetAttribute(CUpti_ActivityAttribute attr, size_t* value_size,
+                                               void* value) {
+  if (value_size == nullptr || value == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  uint32_t v = 0;
+  memcpy(&v, value, *value_size < sizeof(v) ? *value_size : sizeof(v));
+  if (*value_size == 1) v &= 0xff;
+  pthread_mutex_lock(&g_mu);
+  if (attr == CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER) g_zeroed_attr = v;
+  LogLocked("attribute", static_cast<uint32_t>(attr), v);
+  pthread_mutex_unlock(&g_mu);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid_bytes,
+                                                CUpti_Activity** record) {
+  if (buffer == nullptr || record == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  __atomic_add_fetch(&g_n.get_next_calls, 1, __ATOMIC_RELAXED);
+  uint8_t* p = buffer;
+  if (*record != nullptr) {
+    const size_t size = RecordSize((*record)->kind);
+    if (size == 0) return CUPTI_ERROR_INVALID_KIND;
+    p = reinterpret_cast<uint8_t*>(*record) + size;
+  }
+  if (p < buffer || p >= buffer + valid_bytes) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  const size_t size = RecordSize(reinterpret_cast<CUpti_Activity*>(p)->kind);
+  if (size == 0 || p + size > buffer + valid_bytes) return CUPTI_ERROR_INVALID_KIND;
+  *record = reinterpret_cast<CUpti_Activity*>(p);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext, uint32_t, size_t* dropped) {
+  if (dropped == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  pthread_mutex_lock(&g_mu);
+  *dropped = static_cast<size_t>(g_pending_dropped);
+  g_n.dropped_reported += g_pending_dropped;
+  g_pending_dropped = 0;
+  pthread_mutex_unlock(&g_mu);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
+  const bool forced = (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0;
+  pthread_mutex_lock(&g_mu);
+  if (g_complete == nullptr) {
+    pthread_mutex_unlock(&g_mu);
+    return CUPTI_ERROR_INVALID_OPERATION;
+  }
+  ++(forced ? g_n.forced_flushes : g_n.flushes);
+  LogLocked(forced ? "flush_forced" : "flush", flag, 0);
+  if (g_have_cur && (forced || (g_cur.used > 0 && !g_cur.holds_in_flight))) {
+    Buffer b = g_cur;
+    g_have_cur = false;
+    pthread_mutex_unlock(&g_mu);
+    Deliver(b);
+    return CUPTI_SUCCESS;
+  }
+  pthread_mutex_unlock(&g_mu);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc,
+                                    void*) {
+  if (subscriber == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  pthread_mutex_lock(&g_mu);
+  const bool busy = g_cfg.subscribe_busy || g_subscribers > 0;
+  LogLocked("subscribe", 0, busy ? 0 : 1);
+  if (!busy) {
+    ++g_subscribers;
+    *subscriber = reinterpret_cast<CUpti_SubscriberHandle>(&g_subscriber_token);
+  }
+  pthread_mutex_unlock(&g_mu);
+  return busy ? CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED : CUPTI_SUCCESS;
+}
+
+#ifndef FAKE_CUPTI_NO_V2
+CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber,
+                                       CUpti_CallbackFunc, void*,
+                                       CUpti_SubscriberParams* params) {
+  if (subscriber == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (params != nullptr && params->structSize == 0) return CUPTI_ERROR_INVALID_PARAMETER;
+  pthread_mutex_lock(&g_mu);
+  const bool busy = g_cfg.subscribe_busy || g_subscribers > 0;
+  LogLocked("subscribe_v2", 0, busy ? 0 : 1);
+  if (busy) {
+    if (params != nullptr && params->oldSubscriberName != nullptr &&
+        params->oldSubscriberSize > 0) {
+      snprintf(params->oldSubscriberName, params->oldSubscriberSize, "%s", g_cfg.holder);
+    }
+  } else {
+    ++g_subscribers;
+    *subscriber = reinterpret_cast<CUpti_SubscriberHandle>(&g_subscriber_token);
+    snprintf(g_subscriber_name, sizeof(g_subscriber_name), "%s",
+             params != nullptr && params->subscriberName != nullptr ? params->subscriberName
+                                                                    : "");
+  }
+  pthread_mutex_unlock(&g_mu);
+  return busy ? CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED : CUPTI_SUCCESS;
+}
+#endif
+
+CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
+  if (subscriber != reinterpret_cast<CUpti_SubscriberHandle>(&g_subscriber_token)) {
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  }
+  pthread_mutex_lock(&g_mu);
+  if (g_subscribers > 0) --g_subscribers;
+  LogLocked("unsubscribe", 0, 0);
+  pthread_mutex_unlock(&g_mu);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle,
+                                         CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  Log("enable_callback", static_cast<uint32_t>(domain) << 16 | (cbid & 0xffff), enable);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle,
+                                       CUpti_CallbackDomain domain) {
+  Log("enable_domain", static_cast<uint32_t>(domain), enable);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid,
+                                          const char** name) {
+  if (name == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  *name = nullptr;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    for (const CallbackName& n : kRuntimeNames) {
+      if (n.cbid == cbid) *name = n.name;
+    }
+  } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    for (const CallbackName& n : kDriverNames) {
+      if (n.cbid == cbid) *name = n.name;
+    }
+  }
+  return *name != nullptr ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
+}
+
+CUptiResult CUPTIAPI cuptiFinalize(void) {
+  Log("finalize", 0, 0);
+  return CUPTI_SUCCESS;
+}
+
+}  // extern "C"
+
+// ------------------------------------------------------ test controls --
+
+FAKE_EXPORT int fake_cupti_start(void) {
+  pthread_mutex_lock(&g_mu);
+  if (g_started) {
+    pthread_mutex_unlock(&g_mu);
+    return 1;
+  }
+  g_started = true;
+  g_app_tid = Tid();
+  LogLocked("start", 0, 0);
+  pthread_mutex_unlock(&g_mu);
+  pthread_t t;
+  if (pthread_create(&t, nullptr, DeviceMain, nullptr) != 0) return 2;
+  pthread_detach(t);
+  return 0;
+}
+
+FAKE_EXPORT int fake_cupti_wait_done(int timeout_ms) {
+  const uint64_t deadline =
+      ClockNs(CLOCK_REALTIME) + static_cast<uint64_t>(timeout_ms) * 1000000ull;
+  timespec ts{static_cast<time_t>(deadline / 1000000000ull),
+              static_cast<long>(deadline % 1000000000ull)};
+  pthread_mutex_lock(&g_mu);
+  while (!g_done) {
+    if (pthread_cond_timedwait(&g_cv, &g_mu, &ts) != 0) break;
+  }
+  const bool done = g_done;
+  pthread_mutex_unlock(&g_mu);
+  return done ? 1 : 0;
+}
+
+FAKE_EXPORT uint64_t fake_cupti_stat(const char* name) {
+  struct Named {
+    const char* name;
+    const uint64_t* value;
+  };
+  const Named named[] = {
+      {"requests", &g_n.requests},
+      {"refused", &g_n.refused},
+      {"first_delivered", &g_n.first_delivered},
+      {"other_delivered", &g_n.other_delivered},
+      {"stolen", &g_n.stolen},
+      {"records_written", &g_n.records_written},
+      {"kernels_written", &g_n.kernels_written},
+      {"kernels_delivered", &g_n.kernels_delivered},
+      {"records_delivered", &g_n.records_delivered},
+      {"records_dropped", &g_n.records_dropped},
+      {"dropped_reported", &g_n.dropped_reported},
+      {"flushes", &g_n.flushes},
+      {"forced_flushes", &g_n.forced_flushes},
+      {"nonzero_buffers", &g_n.nonzero_buffers},
+      {"misaligned_buffers", &g_n.misaligned_buffers},
+      {"distinct_buffers", &g_n.distinct_buffers},
+      {"buffer_lo", &g_n.buffer_lo},
+      {"buffer_hi", &g_n.buffer_hi},
+      {"log_overflow", &g_n.log_overflow},
+      {"get_next_calls", &g_n.get_next_calls},
+      {"held_buffers", &g_n.held_buffers},
+      {"t0", &g_n.t0},
+  };
+  uint64_t v = UINT64_MAX;
+  pthread_mutex_lock(&g_mu);
+  for (const Named& n : named) {
+    if (strcmp(n.name, name) == 0) v = *n.value;
+  }
+  if (strcmp(name, "subscribers") == 0) v = static_cast<uint64_t>(g_subscribers);
+  if (strcmp(name, "done") == 0) v = g_done ? 1 : 0;
+  if (strcmp(name, "pending_dropped") == 0) v = g_pending_dropped;
+  pthread_mutex_unlock(&g_mu);
+  return v;
+}
+
+// One "key value..." line each: the counters above, then
+//   version N / subscriber_name S / thread_id_type N / zeroed_attr N
+//   kinds K K ... (enabled now) / runtime_cbids C C ... / driver_cbids C C ...
+//   event SEQ TIME_NS OP ARG VALUE   (the call log, in order)
+FAKE_EXPORT void fake_cupti_write_stats(const char* path) {
+  FILE* f = fopen(path, "w");
+  if (f == nullptr) return;
+  const char* names[] = {"requests", "refused", "first_delivered", "other_delivered", "stolen",
+                         "records_written", "kernels_written", "kernels_delivered",
+                         "records_delivered", "records_dropped", "dropped_reported", "flushes",
+                         "forced_flushes", "nonzero_buffers", "misaligned_buffers",
+                         "distinct_buffers", "buffer_lo", "buffer_hi", "log_overflow",
+                         "get_next_calls", "held_buffers", "t0", "subscribers", "done",
+                         "pending_dropped"};
+  for (const char* n : names) fprintf(f, "%s %llu\n", n, (unsigned long long)fake_cupti_stat(n));
+  pthread_mutex_lock(&g_mu);
+  fprintf(f, "version %u\nthread_id_type %u\nzeroed_attr %u\nsubscriber_name %s\n", g_cfg.version,
+          g_thread_id_type, g_zeroed_attr, g_subscriber_name);
+  fprintf(f, "kinds");
+  for (uint32_t k = 0; k < CUPTI_ACTIVITY_KIND_COUNT; ++k) {
+    if (g_kind[k]) fprintf(f, " %u", k);
+  }
+  fprintf(f, "\nruntime_cbids");
+  for (uint32_t c = 0; c < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++c) {
+    if (g_runtime_cbid[c]) fprintf(f, " %u", c);
+  }
+  fprintf(f, "\ndriver_cbids");
+  for (uint32_t c = 0; c < CUPTI_DRIVER_TRACE_CBID_SIZE; ++c) {
+    if (g_driver_cbid[c]) fprintf(f, " %u", c);
+  }
+  fprintf(f, "\n");
+  for (size_t i = 0; i < g_log_n; ++i) {
+    fprintf(f, "event %llu %llu %s %u %u\n", (unsigned long long)g_log[i].seq,
+            (unsigned long long)g_log[i].time_ns, g_log[i].op, g_log[i].arg, g_log[i].value);
+  }
+  pthread_mutex_unlock(&g_mu);
+  fclose(f);
+}
+
+namespace {
+// At exit (after the collector's atexit handler: this library was loaded
+// before InitializeInjection registered it).
+__attribute__((destructor)) void WriteStatsAtUnload() {
+  if (g_cfg.stats_path[0] != '\0') fake_cupti_write_stats(g_cfg.stats_path);
+}
+}  // namespace
