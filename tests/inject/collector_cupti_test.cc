@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "inject/api_cbids.h"
+#include "inject/control/control_channel.h"
 #include "tools/reader/batch_decode.h"
 #include "tools/reader/trace_reader.h"
 
@@ -87,6 +88,7 @@ struct Trace : reader::ChunkVisitor {
   std::vector<proto::DropNotice> drops;
   std::vector<proto::CapabilityNotice> capabilities;
   std::vector<proto::ClockSnapshot> clocks;  // those of the batches
+  std::vector<proto::LostInterval> lost;
   std::vector<format::KernelEvent> kernels;
   std::vector<format::MemcpyEvent> memcpys;
   std::vector<format::MemsetEvent> memsets;
@@ -113,6 +115,7 @@ struct Trace : reader::ChunkVisitor {
     drops.insert(drops.end(), b.drops().begin(), b.drops().end());
     capabilities.insert(capabilities.end(), b.capabilities().begin(), b.capabilities().end());
     clocks.insert(clocks.end(), b.clocks().begin(), b.clocks().end());
+    lost.insert(lost.end(), b.lost_intervals().begin(), b.lost_intervals().end());
     reader::DecodedBatch d;
     absl::Status st = reader::DecodeBatch(b, &d);
     if (!st.ok()) return st;
@@ -968,6 +971,90 @@ TEST_F(CollectorCuptiTest, SigtermDuringActivityEndsTheTraceAndTheProcessDiesOfS
   EXPECT_EQ(corr.size(), t.kernels.size());
   EXPECT_EQ(*corr.begin(), kFirstCorrelation);
   EXPECT_EQ(*corr.rbegin(), kFirstCorrelation + corr.size() - 1);
+}
+
+// ---- capture windows and attach (inject/control wired into the collector) ----
+
+// A time window (delay + duration): kernels are traced only inside it, the
+// time outside is recorded as LostInterval(TRACING_DISABLED), and the
+// kernel activity kind is switched on once and off once.
+TEST_F(CollectorCuptiTest, DelayAndDurationWindowTracesOnlyInsideIt) {
+  ASSERT_NO_FATAL_FAILURE(Start({{"FAKE_CUPTI_KERNELS", "forever"},
+                                 {"FAKE_CUPTI_RATE", "2000"},
+                                 {"GPSCOPE_CAPTURE_DELAY_S", "0.3"},
+                                 {"GPSCOPE_CAPTURE_DURATION_S", "0.3"}},
+                                Then::kStay));
+  SleepMs(1200);
+  ASSERT_EQ(kill(child_, SIGTERM), 0);
+  int status = Wait();
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status << Stderr();
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  std::vector<proto::LostInterval> off;
+  for (const auto& l : t.lost) {
+    if (l.reason() == proto::LOST_TRACING_DISABLED) off.push_back(l);
+  }
+  ASSERT_EQ(off.size(), 2u) << "before and after the window";
+  const uint64_t window_start = off[0].end_ns(), window_end = off[1].start_ns();
+  EXPECT_GE(off[0].start_ns(), start_ns_);
+  // The window starts 0.3 s after the collector did and lasts 0.3 s.
+  EXPECT_NEAR(static_cast<double>(window_start - off[0].start_ns()), 0.3e9, 0.1e9);
+  EXPECT_NEAR(static_cast<double>(window_end - window_start), 0.3e9, 0.1e9);
+  ASSERT_GT(t.kernels.size(), 100u);  // 2,000 per second for 0.3 s
+  for (const auto& k : t.kernels) {
+    ASSERT_GE(k.start_ns, window_start);
+    ASSERT_LT(k.start_ns, window_end);
+  }
+  ASSERT_TRUE(t.end.has_value());
+}
+
+// Standby + attach through the control socket, as `gpscope attach` does:
+// nothing is traced until `start`, then exactly the requested window.
+TEST_F(CollectorCuptiTest, StandbyProcessTracesOnlyTheAttachedWindow) {
+  ASSERT_NO_FATAL_FAILURE(Start({{"FAKE_CUPTI_KERNELS", "forever"},
+                                 {"FAKE_CUPTI_RATE", "2000"},
+                                 {"GPSCOPE_STANDBY", "1"}},
+                                Then::kStay));
+  const std::string socket = inject::control::ControlSocketPath(control_dir_, child_);
+  inject::control::ControlClient client;
+  std::string error, reply;
+  const uint64_t deadline = MonotonicMs() + 5000;
+  while (client.Connect(socket, &error) != inject::control::ClientError::kOk) {
+    ASSERT_LT(MonotonicMs(), deadline) << "no control socket at " << socket << ": " << error;
+    SleepMs(10);
+  }
+  ASSERT_EQ(client.Request("status", 2000, &reply, &error), inject::control::ClientError::kOk) << error;
+  EXPECT_NE(reply.find("state=standby tracing=0"), std::string::npos) << reply;
+  SleepMs(300);  // standby: nothing traced
+  const uint64_t asked_ns = RealtimeNs();
+  ASSERT_EQ(client.Request("start 400", 2000, &reply, &error), inject::control::ClientError::kOk) << error;
+  EXPECT_EQ(reply.rfind("ok", 0), 0u) << reply;
+  ASSERT_EQ(client.Request("start 400", 2000, &reply, &error), inject::control::ClientError::kOk);
+  EXPECT_EQ(reply.rfind("error", 0), 0u) << "a second attach while tracing: " << reply;
+  SleepMs(900);
+  ASSERT_EQ(client.Request("status", 2000, &reply, &error), inject::control::ClientError::kOk) << error;
+  EXPECT_NE(reply.find("state=standby tracing=0"), std::string::npos) << reply;
+  client.Close();
+  ASSERT_EQ(kill(child_, SIGTERM), 0);
+  int status = Wait();
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status << Stderr();
+
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  std::vector<proto::LostInterval> off;
+  for (const auto& l : t.lost) {
+    if (l.reason() == proto::LOST_TRACING_DISABLED) off.push_back(l);
+  }
+  ASSERT_EQ(off.size(), 2u);
+  const uint64_t window_start = off[0].end_ns(), window_end = off[1].start_ns();
+  EXPECT_GE(window_start, asked_ns);
+  EXPECT_LT(window_start - asked_ns, 100'000'000u);  // the writer applies it within a tick
+  EXPECT_NEAR(static_cast<double>(window_end - window_start), 0.4e9, 0.1e9);
+  ASSERT_GT(t.kernels.size(), 200u);  // 2,000 per second for 0.4 s
+  for (const auto& k : t.kernels) {
+    ASSERT_GE(k.start_ns, window_start);
+    ASSERT_LT(k.start_ns, window_end);
+  }
 }
 
 // ---- regression tests for bugs found with this fake (fixed) ----

@@ -35,7 +35,8 @@
 //                             (default "CUPTI for torch.profiler")
 //   FAKE_CUPTI_UNSUPPORTED=K,K activity kinds (numbers) cuptiActivityEnable refuses
 //   FAKE_CUPTI_KERNELS=N|forever  kernels in the workload (default 0)
-//   FAKE_CUPTI_RATE=R         kernels per second (default 0: as fast as possible)
+//   FAKE_CUPTI_RATE=R         kernels per second (default 0: as fast as possible);
+//                             paced kernels are stamped with the time they are made
 //   FAKE_CUPTI_MIXED=1        first the fixed "mixed" script (MixedScript below:
 //                             device, context, copies, memset, syncs, API calls,
 //                             NVTX ranges and a mark, overheads)
@@ -669,8 +670,11 @@ void* DeviceMain(void*) {
     Pace(i, start_mono);
     if (!KernelsOn()) continue;
     CUpti_ActivityKernel10 k;
+    // A paced workload stamps each kernel with the time it is produced (as
+    // a GPU would), so capture windows can be checked against real time.
+    const uint64_t base = g_cfg.rate_per_s > 0 ? ClockNs(CLOCK_REALTIME) - 10000 * i : t0;
     pthread_mutex_lock(&g_mu);
-    FillKernel(i, t0, &k);
+    FillKernel(i, base, &k);
     pthread_mutex_unlock(&g_mu);
     ApiRecord(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
               k.start - 5000, k.start - 2000, k.correlationId);
