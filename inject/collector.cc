@@ -615,7 +615,8 @@ void Collector::GetStatus(control::ControlStatus* status) {
     status->remaining_ms = window->remaining_ms(NowNs());
   }
   status->events = events_written.load(std::memory_order_relaxed);
-  status->drops = cupti_dropped.load(std::memory_order_relaxed) + pool.acquire_failures();
+  // Records (refused buffer requests show up as CUPTI-reported drops).
+  status->drops = cupti_dropped.load(std::memory_order_relaxed);
   status->pid = static_cast<uint64_t>(identity.pid);
   status->trace_path = trace_path;
 }

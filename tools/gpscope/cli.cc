@@ -9,6 +9,7 @@
 #include "google/protobuf/stubs/logging.h"
 #include "tools/gpscope/attach.h"
 #include "tools/gpscope/run.h"
+#include "tools/monitor/monitor.h"
 
 #ifndef GPSCOPE_VERSION
 #define GPSCOPE_VERSION "unknown"
@@ -22,8 +23,9 @@ constexpr Command kCommands[] = {
     {"run", "run a command with the collector injected; live progress, report at exit", RunRun},
     {"attach", "trace a running process (started in standby) for a window, then report",
      RunAttach},
-    // {"monitor", "...", RunMonitor},  // tools/monitor (int RunMonitor(args, out, err)):
-    //                                  // one row here and its library in CMakeLists.txt.
+    // Runs its loop on this (the main) thread, before any other thread.
+    {"monitor", "the node monitor: every GPU and process, rotating files, Prometheus",
+     monitor::RunMonitor},
 };
 
 void PrintUsage(std::ostream& out) {

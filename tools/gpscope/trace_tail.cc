@@ -193,7 +193,16 @@ class TraceTail::Counter : public FrameVisitor {
         b.api_calls().start_delta_ns_size() + b.nvtx_ranges().start_delta_ns_size() +
         b.nvtx_marks().timestamp_delta_ns_size() + b.overheads().start_delta_ns_size());
     stats_->metric_samples += static_cast<uint64_t>(b.metrics().timestamp_delta_ns_size());
-    for (const proto::DropNotice& d : b.drops()) stats_->drops += d.count();
+    // Records lost. Some notices count other units for the same loss: a
+    // refused buffer request (POOL_EMPTY) makes CUPTI drop records it then
+    // reports (CUPTI_REPORTED); stolen buffers and failed frames are not
+    // records. Counting those too would report one loss twice.
+    for (const proto::DropNotice& d : b.drops()) {
+      if (d.reason() != proto::DROP_CUPTI_BUFFER_POOL_EMPTY &&
+          d.reason() != proto::DROP_BUFFER_STOLEN && d.reason() != proto::DROP_WRITE_FAILED) {
+        stats_->drops += d.count();
+      }
+    }
   }
  private:
   TailStats* stats_;
