@@ -309,8 +309,9 @@ std::vector<Sharing> SharedWindows(const GpuSeries& g) {
   std::vector<Sharing> out;
   for (const auto& [w, gw] : g.windows) {
     if (gw.pids.size() < 2) continue;
+    const auto& pids = gw.pids;  // clang 14 cannot capture a structured binding
     auto it = std::find_if(out.begin(), out.end(),
-                           [&](const Sharing& s) { return s.pids == gw.pids; });
+                           [&](const Sharing& s) { return s.pids == pids; });
     if (it == out.end()) {
       out.push_back(Sharing{gw.pids, 0, w, w});
       it = out.end() - 1;
