@@ -350,6 +350,23 @@ TEST(RulesTest, PowerCappedClocksYieldClockThrottling) {
   EXPECT_EQ(FindRule(r.findings(), "clock-throttling")->severity, Severity::kCritical);
 }
 
+TEST(RulesTest, PowerCapAloneIsInfoNotAWarning) {
+  // A GPU at its power limit under a dense GEMM (the H200 at 700 W): only
+  // the software power cap bit, in 60% of the samples.
+  TraceBuilder trace;
+  Synth s(trace);
+  HealthyLoop(s, {});
+  AddMetric(s, 1, "nvml.clock_event_reasons", proto::SCOPE_DEVICE, 0, "",
+            [](int i) { return i % 5 < 3 ? 0x4 : 0x1; });
+  s.p().WriteEnd();
+  const Result r = Analyze(trace, "powercap");
+  EXPECT_TRUE(WarningRules(r.findings()).empty()) << Describe(r.findings());
+  const Finding* f = FindRule(r.findings(), "clock-throttling");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kInfo);
+  EXPECT_NE(f->title.find("power limit"), std::string::npos) << f->title;
+}
+
 TEST(RulesTest, SaturatedDramYieldsMemoryBandwidthBound) {
   TraceBuilder trace;
   Synth s(trace);

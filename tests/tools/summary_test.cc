@@ -593,6 +593,32 @@ TEST(RecordedTraceTest, SyncEveryStepYieldsHostSync) {
               0.05);
 }
 
+// Recorded on the H200 with tests/e2e/metrics_workload.py: idle, bf16 matmul,
+// fp32 add on 1 GiB tensors, then another process's matmul (bench/RESULTS.md,
+// session 2, run 3). Real GPM and NVML samples next to the kernels.
+TEST(RecordedTraceTest, H200MetricsPhasesReadAsComputeBoundAndPowerCapped) {
+  const Recorded r = RunRecorded("h200_metrics_phases.gpscope");
+  const Json& g = r.json["gpus"].array[0];
+  EXPECT_EQ(g["four_numbers"]["sm_util"]["source"].string, "measured");
+  EXPECT_GT(g["four_numbers"]["sm_util"]["percent"].number, 80) << r.text;
+  EXPECT_EQ(g["four_numbers"]["dram_bw_util"]["source"].string, "measured");
+  // The window holds the matmul (DRAM ~17%) and add (~90%) phases.
+  EXPECT_GT(g["four_numbers"]["dram_bw_util"]["percent"].number, 30);
+  EXPECT_LT(g["four_numbers"]["dram_bw_util"]["percent"].number, 75);
+  // The other process (started without gpscope) shows up by pid and name.
+  const Json& others = g["sampled"]["other_processes"];
+  ASSERT_EQ(others.array.size(), 1u) << r.text;
+  EXPECT_EQ(others.array[0]["label"].string, "python3");
+  EXPECT_GT(others.array[0]["max_sm_util"].number, 50);
+  // At its 700 W limit under the GEMM the GPU sets only the power-cap
+  // reason: reported, but not as a warning; nothing else is wrong here.
+  EXPECT_TRUE(HasFinding(r.json, "clock-throttling", "info")) << r.text;
+  EXPECT_FALSE(HasFinding(r.json, "clock-throttling", "warning")) << r.text;
+  for (const Json& f : r.json["findings"].array) {
+    EXPECT_EQ(f["severity"].string, "info") << f["rule"].string << "\n" << r.text;
+  }
+}
+
 // ----------------------------------------------------------------- goldens --
 
 // Where two texts first differ, as "line N: expected ... / got ...".

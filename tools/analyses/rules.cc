@@ -399,6 +399,29 @@ void ClockThrottling(const Context& c, const GpuReport& g, Finding f) {
       g.throttled_share >= kThrottledCriticalShare ? Severity::kCritical : Severity::kWarning;
   f.cost_ns = Ns(g.busy_ns * g.throttled_share * kThrottleSlowdown);
   const uint64_t reasons = g.gpu->throttle_reasons_seen & model::kThrottleReasonMask;
+  if (reasons == 0x4) {
+    // Only the software power cap: the GPU ran at its power limit, which
+    // dense GEMMs on an H200 at the default 700 W do by design (seen in
+    // tests/data/h200_metrics_phases.gpscope). Power-bound, not faulty:
+    // worth knowing, not a warning.
+    f.severity = Severity::kInfo;
+    f.title = "GPU at its power limit (clocks lowered by the power cap)";
+    f.summary = absl::StrFormat(
+        "The GPU ran at its power limit in %s of the samples in the steady window and lowered "
+        "its clocks to stay there (software power cap only; no thermal or hardware slowdown).",
+        Percent(g.throttled_share));
+    f.evidence = {{"throttled_share", g.throttled_share, "ratio"},
+                  {"clock_reason_samples", g.clock_reason_samples, "count"},
+                  {"reasons_bitmask", static_cast<double>(reasons), "count"}};
+    f.fixes = {
+        "Expected for compute-bound kernels at full load: judge the kernels by FLOP/s against the "
+        "peak at the clocks they actually ran (nvml.sm_clock_mhz in the report).",
+        "If the power limit is below the GPU's default (nvidia-smi -q -d POWER), ask the "
+        "administrators; do not change power limits yourself on shared machines.",
+    };
+    c.out->push_back(std::move(f));
+    return;
+  }
   std::vector<std::string> names;
   if (reasons & 0x4) names.push_back("software power cap");
   if (reasons & 0x8) names.push_back("hardware slowdown");
@@ -801,7 +824,8 @@ const GpuRule kGpuRules[] = {
      MemoryBandwidthBound},
     {{"clock-throttling", "GPU clocks throttled (power/thermal)",
       "NVML clock event reasons show a power or thermal slowdown in >= 10% of the samples in the "
-      "window; critical >= 50%",
+      "window; critical >= 50%; info only when the software power cap is the only reason (a "
+      "GPU at its power limit)",
       "ours (NVML clock event reasons)"},
      ClockThrottling},
     {{"gpu-shared-nvml", "GPU shared with other processes",
