@@ -162,6 +162,8 @@ class Collector : public control::ControlHandler {
   void ReadGlobalDrops();
   void StartControl();
   void ApplyTransitions(const control::Transition* t, size_t n);
+  void CloseOutsideWindow(uint64_t end_ns);
+  void QueueLocked(const control::Transitions& transitions);
   void TickWindow();
   uint64_t NowNs() const;
   bool InWindow(uint64_t ts_ns) const;
@@ -561,6 +563,27 @@ bool Collector::InWindow(uint64_t ts_ns) const {
   return ts_ns >= gate_start_ns_ && (gate_end_ns_ == 0 || ts_ns < gate_end_ns_);
 }
 
+// Writer thread (or start-up before it runs): ends the time outside a
+// capture window at `end_ns`, as a LostInterval(TRACING_DISABLED).
+void Collector::CloseOutsideWindow(uint64_t end_ns) {
+  if (lost_start_ns_ == 0) return;
+  static constexpr char kDetail[] = "outside the capture window";
+  format::LostIntervalRecord lost{};
+  lost.start_ns = lost_start_ns_;
+  lost.end_ns = end_ns > lost_start_ns_ ? end_ns : lost_start_ns_;
+  lost.reason = kLostTracingDisabled;
+  lost.detail = {kDetail, sizeof(kDetail) - 1};
+  writer->AddLostInterval(lost);
+  lost_start_ns_ = 0;
+}
+
+// Control thread, with window_mu held: hands transitions to the writer.
+void Collector::QueueLocked(const control::Transitions& transitions) {
+  for (const control::Transition& t : transitions) {
+    if (queued_count < sizeof(queued) / sizeof(queued[0])) queued[queued_count++] = t;
+  }
+}
+
 // Start-up thread before the writer runs, then the writer thread only.
 void Collector::ApplyTransitions(const control::Transition* t, size_t n) {
   for (size_t i = 0; i < n; ++i) {
@@ -571,16 +594,7 @@ void Collector::ApplyTransitions(const control::Transition* t, size_t n) {
                                format::MakeStringRef("enabling kernel activity failed")});
         continue;
       }
-      if (lost_start_ns_ != 0) {
-        static constexpr char kDetail[] = "outside the capture window";
-        format::LostIntervalRecord lost{};
-        lost.start_ns = lost_start_ns_;
-        lost.end_ns = t[i].at_ns > lost_start_ns_ ? t[i].at_ns : lost_start_ns_;
-        lost.reason = kLostTracingDisabled;
-        lost.detail = {kDetail, sizeof(kDetail) - 1};
-        writer->AddLostInterval(lost);
-        lost_start_ns_ = 0;
-      }
+      CloseOutsideWindow(t[i].at_ns);
       gate_start_ns_ = t[i].at_ns;
       gate_end_ns_ = 0;
       GPSCOPE_LOG_INFO("capture window starts (%s)", why);
@@ -636,9 +650,7 @@ control::ControlReply Collector::Start(const control::StartRequest& request) {
   {
     std::lock_guard<std::mutex> lock(window_mu);
     r = window->OnAttachRequest(request.duration_ms, NowNs());
-    for (const control::Transition& t : r.transitions) {
-      if (queued_count < sizeof(queued) / sizeof(queued[0])) queued[queued_count++] = t;
-    }
+    QueueLocked(r.transitions);
   }
   wake_cv.notify_all();
   return Reply(r, request.metrics_interval_ms != 0
@@ -651,9 +663,7 @@ control::ControlReply Collector::Stop() {
   {
     std::lock_guard<std::mutex> lock(window_mu);
     r = window->OnStopRequest(NowNs());
-    for (const control::Transition& t : r.transitions) {
-      if (queued_count < sizeof(queued) / sizeof(queued[0])) queued[queued_count++] = t;
-    }
+    QueueLocked(r.transitions);
   }
   wake_cv.notify_all();
   return Reply(r, "stopped");
@@ -1123,15 +1133,7 @@ void Collector::WriterLoop() {
   ReportLosses(true);
   format::ProcessEndRecord end{};
   end.clock = Snapshot();
-  if (lost_start_ns_ != 0) {  // the trace ends outside a capture window
-    static constexpr char kDetail[] = "outside the capture window";
-    format::LostIntervalRecord lost{};
-    lost.start_ns = lost_start_ns_;
-    lost.end_ns = end.clock.cupti_ns > lost_start_ns_ ? end.clock.cupti_ns : lost_start_ns_;
-    lost.reason = kLostTracingDisabled;
-    lost.detail = {kDetail, sizeof(kDetail) - 1};
-    writer->AddLostInterval(lost);
-  }
+  CloseOutsideWindow(end.clock.cupti_ns);  // the trace may end outside a window
   end.end_ns = end.clock.cupti_ns;
   end.reason = end_reason.load();
   end.signal = end_signal.load();
