@@ -16,9 +16,10 @@ cp "$build/inject/libgpscope_inject.so" "$build/tools/gpscope-analyze" \
    "$build/tests/e2e/e2e_workload" "$build/bench/tiny_kernels" \
    "$build/bench/libgpscope_cupti_floor.so" "$build"/bench/libgpscope_inject_diag_*.so \
    "$build/inject/metrics/nvml_probe" "$repo/.carry/bin/"
-# The node monitor, for tests/e2e/monitor_gpu.sh (links neither abseil nor libprotobuf).
-cmake --build "$build" -j"$(nproc)" --target gpscope-monitor
-cp "$build/tools/monitor/gpscope-monitor" "$repo/.carry/bin/"
-ldd "$build/tools/gpscope-analyze" | awk '/=> \// {print $3}' |
-  grep -E 'libabsl|libprotobuf|libzstd' | xargs -r -I{} cp -L {} "$repo/.carry/lib/"
+# The node monitor (tests/e2e/monitor_gpu.sh) and the launcher (tests/e2e/launcher_gpu.sh).
+cmake --build "$build" -j"$(nproc)" --target gpscope-monitor gpscope
+cp "$build/tools/monitor/gpscope-monitor" "$build/tools/gpscope/gpscope" "$repo/.carry/bin/"
+ldd "$build/tools/gpscope-analyze" "$build/tools/gpscope/gpscope" | awk '/=> \// {print $3}' |
+  grep -E 'libabsl|libprotobuf|libzstd' | sort -u | xargs -r -I{} cp -L {} "$repo/.carry/lib/"
 du -sh "$repo/.carry"
+echo "$(git -C "$repo" rev-parse --short HEAD)$(git -C "$repo" diff --quiet HEAD -- inject tools proto bench || echo -dirty)" >"$repo/.carry/COMMIT"

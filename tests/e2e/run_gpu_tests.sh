@@ -154,9 +154,10 @@ PY
     bad "fork: rc=$rc processes=$procs ends=$ends warnings=$warn kernels=$(count "$d" kernel)"; cat "$out/fork.log" | tail -5
   fi
 
+  # Cases 10 and 11 run under `timeout` (rc 124 = hung): a hang fails the case, not the suite.
   # 10. torch.profiler inside the target (hold mode): the app finishes, our trace is complete.
   d=$out/profiler; rm -rf "$d"
-  GPSCOPE_OUTPUT=$d CUDA_INJECTION64_PATH=$LIB python3 "$TRAIN" --steps 50 --profiler >"$out/profiler.log" 2>"$out/profiler.err"
+  GPSCOPE_OUTPUT=$d CUDA_INJECTION64_PATH=$LIB timeout -k 5 120 python3 "$TRAIN" --steps 50 --profiler >"$out/profiler.log" 2>"$out/profiler.err"
   rc=$?
   k=$(count "$d" kernel)
   if [ $rc -eq 0 ] && [ "$k" -ge 500 ]; then
@@ -167,7 +168,7 @@ PY
 
   # 11. Yield mode: the application's profiler gets CUPTI; the trace says what we gave up.
   d=$out/yield; rm -rf "$d"
-  GPSCOPE_CUPTI_MODE=yield GPSCOPE_OUTPUT=$d CUDA_INJECTION64_PATH=$LIB python3 "$TRAIN" --steps 50 --profiler >"$out/yield.log" 2>"$out/yield.err"
+  GPSCOPE_CUPTI_MODE=yield GPSCOPE_OUTPUT=$d CUDA_INJECTION64_PATH=$LIB timeout -k 5 120 python3 "$TRAIN" --steps 50 --profiler >"$out/yield.log" 2>"$out/yield.err"
   rc=$?
   lost=$(count "$d" lost)
   pe=$(python3 -c "import json,sys; print(json.loads(open('$out/yield.log').read().strip().splitlines()[-1])['profiler_events'])" 2>/dev/null || echo 0)

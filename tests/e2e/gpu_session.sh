@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# tests/e2e/gpu_session.sh: several GPU suites in one device call, each under
+# its own time limit, everything they write packed into one archive (the
+# device tool brings back only a few files per call).
+#
+#   gpu_session.sh OUT_DIR SUITE[:SECONDS]...
+#
+# Runs from the repository root with scripts/gpu_bundle.sh's .carry/ beside
+# it. Suites:
+#   e2e        tests/e2e/run_gpu_tests.sh (collector cases 1-12)
+#   launcher   tests/e2e/launcher_gpu.sh (gpscope run / window / attach)
+#   monitor    tests/e2e/monitor_gpu.sh (gpscope-monitor at 1 s and 100 ms)
+#   yield      yield mode + torch.profiler + the sampler forced on: if the
+#              app is still running after 45 s, native stacks of every
+#              thread (eu-stack, carried in .carry/tools) and /proc wchan
+#   rules      tests/e2e/rules_gpu.sh (each finding from a real workload)
+#   overhead_train / overhead_cuda   bench/overhead.py suites
+# Writes OUT_DIR/session.log (one line per suite: rc and seconds) and
+# OUT_DIR/session.tar.gz (all logs and small traces).
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+out=$(mkdir -p "$1" && cd "$1" && pwd); shift
+carry=$repo/.carry
+export LD_LIBRARY_PATH="$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+work=$(mktemp -d /tmp/gpscope-session.XXXXXX)
+log=$out/session.log
+echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)" | tee -a "$log"
+echo "== commit $(cat "$repo/.carry/COMMIT" 2>/dev/null || git -C "$repo" rev-parse --short HEAD 2>/dev/null)" | tee -a "$log"
+
+yield_stacks() {
+  local d=$1/trace
+  mkdir -p "$d"
+  GPSCOPE_CUPTI_MODE=yield GPSCOPE_METRICS=1 GPSCOPE_OUTPUT=$d CUDA_INJECTION64_PATH=$carry/bin/libgpscope_inject.so \
+    python3 -X faulthandler "$repo/bench/workloads/torch_train.py" --steps 50 --profiler >"$1/app.out" 2>"$1/app.err" &
+  local app=$! i
+  for i in $(seq 1 90); do kill -0 "$app" 2>/dev/null || break; sleep 0.5; done
+  if kill -0 "$app" 2>/dev/null; then
+    echo "still running after 45 s: hung" | tee "$1/verdict.txt"
+    for t in /proc/$app/task/*; do
+      echo "$(basename "$t") $(cat "$t/comm") wchan=$(cat "$t/wchan" 2>/dev/null) syscall=$(cut -d' ' -f1 "$t/syscall" 2>/dev/null)"
+    done >"$1/threads.txt"
+    LD_LIBRARY_PATH=$carry/tools "$carry/tools/eu-stack" -p "$app" -s -m >"$1/stacks.txt" 2>&1 ||
+      LD_LIBRARY_PATH=$carry/tools "$carry/tools/eu-stack" -p "$app" >"$1/stacks.txt" 2>&1
+    kill -ABRT "$app"; sleep 2; kill -KILL "$app" 2>/dev/null
+  else
+    wait "$app"; echo "finished, rc $?" | tee "$1/verdict.txt"
+  fi
+  wait "$app" 2>/dev/null
+  return 0
+}
+
+for spec in "$@"; do
+  name=${spec%%:*}; limit=${spec#*:}; [ "$limit" = "$spec" ] && limit=300
+  d=$work/$name; mkdir -p "$d"
+  t0=$(date +%s)
+  case $name in
+    e2e) timeout -k 10 "$limit" bash "$repo/tests/e2e/run_gpu_tests.sh" "$carry/bin" "$d" >"$d/stdout.txt" 2>&1 ;;
+    launcher) timeout -k 10 "$limit" bash "$repo/tests/e2e/launcher_gpu.sh" "$carry/bin" "$d" >"$d/stdout.txt" 2>&1 ;;
+    monitor) timeout -k 10 "$limit" bash "$repo/tests/e2e/monitor_gpu.sh" "$carry/bin" "$d/run" >"$d/stdout.txt" 2>&1 ;;
+    rules) timeout -k 10 "$limit" bash "$repo/tests/e2e/rules_gpu.sh" "$carry/bin" "$d" >"$d/stdout.txt" 2>&1 ;;
+    yield) yield_stacks "$d" >"$d/stdout.txt" 2>&1 ;;
+    overhead_train|overhead_cuda|overhead_tiny)
+      suite=${name#overhead_}; [ "$suite" = train ] && suite=torch_train; [ "$suite" = tiny ] && suite=torch_tiny
+      timeout -k 10 "$limit" python3 "$repo/bench/overhead.py" --inject "$carry/bin/libgpscope_inject.so" \
+        --floor "$carry/bin/libgpscope_cupti_floor.so" --tiny "$carry/bin/tiny_kernels" --suites "$suite" \
+        --no-profiler ${OVERHEAD_ARGS:-} --out "$d/overhead.json" >"$d/stdout.txt" 2>&1 ;;
+    *) echo "unknown suite $name" >"$d/stdout.txt"; false ;;
+  esac
+  rc=$?
+  echo "suite $name rc=$rc $(( $(date +%s) - t0 ))s" | tee -a "$log"
+  tail -40 "$d/stdout.txt" | sed "s/^/  $name| /" >>"$log"
+done
+# Traces above 8 MiB stay behind; their summaries are in the logs.
+find "$work" -type f -size +8M -delete
+tar -C "$work" -czf "$out/session.tar.gz" . && rm -rf "$work"
+ls -la "$out"
