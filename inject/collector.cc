@@ -119,6 +119,12 @@ class Collector : public control::ControlHandler {
   control::Transition queued[4];  // guarded by window_mu
   size_t queued_count = 0;        // guarded by window_mu
   std::atomic<bool> tracing{false};  // GPU activity kinds enabled
+  // Kernel activity stays enabled outside capture windows (records gated,
+  // not switched): enabling CONCURRENT_KERNEL in a running process gave no
+  // kernel records at all after `gpscope attach` on the H200 (and a 0.28 s
+  // stall after a delayed start). GPSCOPE_DIAG_SWITCH_KERNELS=1 restores
+  // switching, to compare on a GPU. Set at start, then read-only.
+  bool kernels_always_on_ = false;
   std::unique_ptr<control::ControlChannel> channel;
   std::atomic<uint64_t> events_written{0};  // for `status`, updated by the writer
 
@@ -373,6 +379,12 @@ bool Collector::EnableCupti(std::string* error) {
   if (initial.empty()) {  // standby or a delayed window
     gate_start_ns_ = ~0ull;
     lost_start_ns_ = NowNs();
+    const char* diag = getenv("GPSCOPE_DIAG_SWITCH_KERNELS");
+    if (diag == nullptr || strcmp(diag, "1") != 0) {
+      CUptiResult r = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+      if (!check(r, "cuptiActivityEnable(CONCURRENT_KERNEL)")) return false;
+      kernels_always_on_ = true;
+    }
     return true;
   }
   if (!SetTracing(true, error)) return false;
@@ -513,7 +525,9 @@ bool Collector::SetTracing(bool on, std::string* error) {
       CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD};
   static bool warned[sizeof(kOptional) / sizeof(kOptional[0])] = {};
   if (on) {
-    CUptiResult r = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    CUptiResult r = kernels_always_on_
+                         ? CUPTI_SUCCESS
+                         : api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     if (r != CUPTI_SUCCESS) {
       // One line: the caller logs *error when it wants it, else we do.
       std::string why = std::string("enabling kernel activity failed: ") + api.ErrorString(r);
@@ -533,7 +547,7 @@ bool Collector::SetTracing(bool on, std::string* error) {
       }
     }
   } else {
-    api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (!kernels_always_on_) api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     for (CUpti_ActivityKind k : kOptional) api.cuptiActivityDisable(k);
   }
   if (config.nvtx && !windows_use_nvtx_) {
@@ -599,8 +613,16 @@ void Collector::ApplyTransitions(const control::Transition* t, size_t n) {
       gate_end_ns_ = 0;
       GPSCOPE_LOG_INFO("capture window starts (%s)", why);
     } else {
-      SetTracing(false);
+      // The window's records now, before the kinds go off and before a
+      // later window moves the gate (which keeps one window at a time);
+      // `gpscope attach` waits for them. Forced: partly filled buffers too.
       gate_end_ns_ = t[i].at_ns;
+      if (cupti_active) {
+        api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        ReadGlobalDrops();
+      }
+      Drain();
+      SetTracing(false);
       lost_start_ns_ = t[i].at_ns;
       GPSCOPE_LOG_INFO("capture window ends (%s)", why);
     }

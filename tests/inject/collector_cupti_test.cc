@@ -976,11 +976,12 @@ TEST_F(CollectorCuptiTest, SigtermDuringActivityEndsTheTraceAndTheProcessDiesOfS
 // ---- capture windows and attach (inject/control wired into the collector) ----
 
 // A time window (delay + duration): kernels are traced only inside it, the
-// time outside is recorded as LostInterval(TRACING_DISABLED), and the
-// kernel activity kind is switched on once and off once.
+// time outside is recorded as LostInterval(TRACING_DISABLED); the kernel
+// kind is on from the start (switched on late, it would record nothing).
 TEST_F(CollectorCuptiTest, DelayAndDurationWindowTracesOnlyInsideIt) {
   ASSERT_NO_FATAL_FAILURE(Start({{"FAKE_CUPTI_KERNELS", "forever"},
                                  {"FAKE_CUPTI_RATE", "2000"},
+                                 {"FAKE_CUPTI_LATE_KERNELS", "dead"},
                                  {"GPSCOPE_CAPTURE_DELAY_S", "0.3"},
                                  {"GPSCOPE_CAPTURE_DURATION_S", "0.3"}},
                                 Then::kStay));
@@ -1009,10 +1010,15 @@ TEST_F(CollectorCuptiTest, DelayAndDurationWindowTracesOnlyInsideIt) {
 }
 
 // Standby + attach through the control socket, as `gpscope attach` does:
-// nothing is traced until `start`, then exactly the requested window.
+// nothing is traced until `start`, then exactly the requested window, in
+// the file while the process still runs. The fake behaves as CUPTI did on
+// the H200: kernel activity switched on in a running process records
+// nothing, so the kernel kind must stay on and the writer gate the records.
 TEST_F(CollectorCuptiTest, StandbyProcessTracesOnlyTheAttachedWindow) {
   ASSERT_NO_FATAL_FAILURE(Start({{"FAKE_CUPTI_KERNELS", "forever"},
                                  {"FAKE_CUPTI_RATE", "2000"},
+                                 {"FAKE_CUPTI_LATE_KERNELS", "dead"},
+                                 {"GPSCOPE_FLUSH_INTERVAL_MS", "100"},
                                  {"GPSCOPE_STANDBY", "1"}},
                                 Then::kStay));
   const std::string socket = inject::control::ControlSocketPath(control_dir_, child_);
@@ -1035,6 +1041,10 @@ TEST_F(CollectorCuptiTest, StandbyProcessTracesOnlyTheAttachedWindow) {
   ASSERT_EQ(client.Request("status", 2000, &reply, &error), inject::control::ClientError::kOk) << error;
   EXPECT_NE(reply.find("state=standby tracing=0"), std::string::npos) << reply;
   client.Close();
+  Trace running;
+  EXPECT_TRUE(WaitForKernels(200, 1000, &running))
+      << "the window's kernels are in the file before the process ends: "
+      << running.kernels.size();
   ASSERT_EQ(kill(child_, SIGTERM), 0);
   int status = Wait();
   ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status << Stderr();

@@ -50,6 +50,10 @@
 //   FAKE_CUPTI_STEAL=M        after kernel M another client re-registers the buffer
 //                             callbacks: the buffer in flight and all later ones go
 //                             to it (it ignores buffers it did not allocate)
+//   FAKE_CUPTI_LATE_KERNELS=dead  CONCURRENT_KERNEL enabled after the workload
+//                             started (fake_cupti_start) is accepted but yields no
+//                             kernel records, as seen on the H200 after `gpscope
+//                             attach` switched it on in a running PyTorch process
 //   FAKE_CUPTI_STATS=PATH     at unload, write the counters and the call log there
 //
 // Kernel i of the workload (the test states the same independently):
@@ -103,6 +107,7 @@ struct FakeConfig {
   uint32_t incomplete;
   bool in_flight;
   int64_t steal_after;  // -1: never
+  bool late_kernels_dead;
   char stats_path[512];
 };
 FakeConfig g_cfg;
@@ -221,6 +226,8 @@ __attribute__((constructor)) void ReadConfig() {
   g_cfg.steal_after = getenv("FAKE_CUPTI_STEAL") != nullptr
                           ? static_cast<int64_t>(EnvU64("FAKE_CUPTI_STEAL", 0))
                           : -1;
+  const char* late = getenv("FAKE_CUPTI_LATE_KERNELS");
+  g_cfg.late_kernels_dead = late != nullptr && strcmp(late, "dead") == 0;
   snprintf(g_cfg.stats_path, sizeof(g_cfg.stats_path), "%s",
            getenv("FAKE_CUPTI_STATS") != nullptr ? getenv("FAKE_CUPTI_STATS") : "");
 }
@@ -813,7 +820,9 @@ CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind) {
   pthread_mutex_lock(&g_mu);
   const bool refused = kind < 64 && (g_cfg.unsupported_kinds >> kind & 1) != 0;
   LogLocked("enable_kind", static_cast<uint32_t>(kind), refused ? 0 : 1);
-  if (!refused) g_kind[kind] = true;
+  const bool dead = g_cfg.late_kernels_dead && g_started &&
+                    kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  if (!refused && !dead) g_kind[kind] = true;
   pthread_mutex_unlock(&g_mu);
   return refused ? CUPTI_ERROR_NOT_COMPATIBLE : CUPTI_SUCCESS;
 }
