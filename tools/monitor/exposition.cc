@@ -247,7 +247,8 @@ std::string MetricStore::Render(ExpositionFormat format) {
     for (uint32_t h : f.series) {
       const Series& s = series_[h];
       if (s.round == 0) continue;
-      if (!f.spec.never_stale && s.round + stale_rounds_ <= round_) continue;
+      const uint64_t stale = f.spec.stale_rounds != 0 ? f.spec.stale_rounds : stale_rounds_;
+      if (!f.spec.never_stale && s.round + stale <= round_) continue;
       if (!header) {
         std::string family_name = f.spec.name;
         // OpenMetrics names a counter family without its _total suffix.

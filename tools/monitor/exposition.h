@@ -45,6 +45,10 @@ struct FamilySpec {
   MetricType type = MetricType::kGauge;
   double scale = 1.0;  // trace value * scale = exposed value (MHz -> Hz)
   bool never_stale = false;
+  // Commits after which a series without a new value leaves the page; 0:
+  // the store's default. Per-process series are read less often than
+  // device ones (every SamplerOptions::process_interval_ms).
+  uint32_t stale_rounds = 0;
 };
 
 // The family for a trace metric of `scope` (proto MetricScope). Known names

@@ -272,6 +272,11 @@ bool Monitor::Sink::OnDescriptor(const gm::MetricDef& def) {
       labels.emplace_back("uuid", uuid);
     }
     if (on_gpu && s.scope == gm::kScopeProcess) {
+      // Read every process_interval_ms, not every round: stale only after
+      // two of those (at 100 ms they would vanish between reads).
+      const uint32_t every = gm::SamplerOptions{}.process_interval_ms;
+      const uint32_t interval = std::max<uint32_t>(1, m_->options_.interval_ms);
+      family.stale_rounds = 2 * std::max<uint32_t>(1, (every + interval - 1) / interval);
       labels.emplace_back("pid", std::to_string(s.pid));
       labels.emplace_back("name", s.label);
       // Replayed pids are not this host's processes: no /proc lookup.

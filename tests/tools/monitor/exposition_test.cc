@@ -135,6 +135,27 @@ TEST(ExpositionTest, StaleSeriesLeaveThePageAndNeverStaleOnesStay) {
   EXPECT_NE(page.find("gpscope_monitor_info 1\n"), std::string::npos);
 }
 
+// Was a bug (seen on the H200 at 100 ms): per-process series are read every
+// second, so with the store's 2-round default they left the page between
+// reads. A family's own stale_rounds keeps them.
+TEST(ExpositionTest, AFamilysOwnStaleRoundsOverrideTheStoreDefault) {
+  MetricStore store(/*stale_rounds=*/2);
+  FamilySpec mem;
+  ASSERT_TRUE(MapTraceMetric("nvml.process_memory_bytes", 2, &mem));
+  mem.stale_rounds = 20;  // read every 1 s, sampled every 100 ms
+  const uint32_t proc = store.AddSeries(mem, {{"gpu", "0"}, {"pid", "42"}});
+  store.Stage(proc, 1024);
+  store.Commit();
+  for (int round = 2; round <= 20; ++round) {
+    store.Commit();
+    ASSERT_NE(store.Render(ExpositionFormat::kPrometheusText).find("pid=\"42\""),
+              std::string::npos)
+        << "round " << round;
+  }
+  store.Commit();  // round 21: 20 rounds without a value
+  EXPECT_EQ(store.Render(ExpositionFormat::kPrometheusText).find("pid=\"42\""), std::string::npos);
+}
+
 TEST(ExpositionTest, RemovedSeriesAreNotRendered) {
   MetricStore store;
   FamilySpec sm;
