@@ -219,6 +219,8 @@ GpuReport ComputeGpu(const model::TraceModel& model, size_t index, const ReportO
     r.occupancy_known_share = static_cast<double>(g.occupancy_known_ns) /
                               static_cast<double>(std::max<uint64_t>(1, g.kernel_ns));
   }
+  r.large_tile_share =
+      static_cast<double>(g.large_tile_ns) / static_cast<double>(std::max<uint64_t>(1, g.kernel_ns));
   std::vector<const model::KernelStats*> kernels;
   for (const model::KernelStats& k : g.kernels) kernels.push_back(&k);
   std::sort(kernels.begin(), kernels.end(), [](const auto* a, const auto* b) {
@@ -246,6 +248,7 @@ GpuReport ComputeGpu(const model::TraceModel& model, size_t index, const ReportO
     if (k.collective != model::CollectiveKind::kNone) row.collective = model::CollectiveName(k.collective);
     if (k.occupancy_known_ns > 0) {
       row.est_occupancy = k.occupancy_ns / static_cast<double>(k.occupancy_known_ns);
+      row.large_tile = k.large_tile_ns * 2 > k.occupancy_known_ns;
     }
     r.top_kernels.push_back(std::move(row));
   }
@@ -380,8 +383,9 @@ SummaryReport ComputeSummary(const model::TraceModel& model, const ReportOptions
     r.launch_call = Describe(p.launch_call_ns);
     r.launch_call_outliers = p.launch_call_outliers;
     for (const auto& [reason, n] : p.dropped) r.dropped += n;
-    r.complete = r.dropped == 0 && p.lost_interval_count == 0 && p.lost_chunks == 0 &&
-                 p.clean_end && p.undecodable_batches == 0;
+    // Time outside a capture window was left out on purpose: not a loss.
+    r.complete = r.dropped == 0 && p.lost_interval_count == p.window_off_count &&
+                 p.lost_chunks == 0 && p.clean_end && p.undecodable_batches == 0;
     report.processes.push_back(std::move(r));
   }
   report.ranks = ComputeRanks(model, report);

@@ -74,6 +74,7 @@ struct KernelRow {
   model::Interval longest;
   std::string collective;  // "all_reduce", ... for communication kernels, else ""
   double est_occupancy = -1;  // theoretical occupancy, time-weighted; -1 unknown
+  bool large_tile = false;    // mostly launched with >= 64 KiB shared memory per block
 };
 
 struct CopyRow {
@@ -152,9 +153,12 @@ struct GpuReport {
   uint64_t launches_matched = 0;
   double est_sm_efficiency = -1;  // over kernels with a known shape
   // Theoretical occupancy of the launch shapes (model/occupancy.h),
-  // weighted by kernel time over the kernels where it is known; -1 unknown.
+  // weighted by kernel time over the kernels where it is known, large-tile
+  // launches (>= 64 KiB shared memory per block: GEMM/attention tiles, low
+  // occupancy by design) left out; -1 unknown.
   double est_occupancy = -1;
   double occupancy_known_share = 0;  // of all kernel time
+  double large_tile_share = 0;       // of all kernel time
   std::vector<KernelRow> top_kernels;
 
   // Copies and memsets (whole run), largest time first.

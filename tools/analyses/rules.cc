@@ -531,10 +531,11 @@ void LowOccupancy(const Context& c, const GpuReport& g, Finding f) {
       Percent(g.est_occupancy));
   f.evidence = {{"est_occupancy", g.est_occupancy, "ratio"},
                 {"occupancy_known_share", g.occupancy_known_share, "ratio"},
+                {"large_tile_share", g.large_tile_share, "ratio"},
                 {"kernel_busy_share", kernel_busy_share, "ratio"}};
   const KernelRow* worst = nullptr;
   for (const KernelRow& k : g.top_kernels) {
-    if (k.est_occupancy >= 0 && k.est_occupancy < kLowOccupancy &&
+    if (k.est_occupancy >= 0 && k.est_occupancy < kLowOccupancy && !k.large_tile &&
         (worst == nullptr || k.duration.total > worst->duration.total)) {
       worst = &k;
     }
@@ -702,25 +703,41 @@ void IncompleteData(const Context& c) {
     const double frames = static_cast<double>(std::max<uint64_t>(1, p.chunks + p.lost_chunks));
     const bool heavy = static_cast<double>(pr.dropped) / events > kIncompleteCriticalShare ||
                        static_cast<double>(p.lost_chunks) / frames > kIncompleteCriticalShare;
-    f.severity = heavy ? Severity::kCritical : Severity::kWarning;
-    f.cost_ns = p.lost_interval_ns;
+    // Time outside capture windows was left out on purpose; it is not a loss.
+    const uint64_t lost_count = p.lost_interval_count - p.window_off_count;
+    const uint64_t lost_ns = p.lost_interval_ns - p.window_off_ns;
+    // A capture window cut from a process that ran on (`gpscope attach`)
+    // has no end record and nothing else missing: say so, as info.
+    const bool open_window_only = !p.clean_end && p.window_off_count > 0 && pr.dropped == 0 &&
+                                  lost_count == 0 && p.lost_chunks == 0 &&
+                                  p.undecodable_batches == 0;
+    f.severity = heavy ? Severity::kCritical
+                       : (open_window_only ? Severity::kInfo : Severity::kWarning);
+    f.cost_ns = lost_ns;
     std::vector<std::string> what;
     if (pr.dropped > 0) what.push_back(absl::StrCat(Count(pr.dropped), " records dropped"));
-    if (p.lost_interval_count > 0) {
-      what.push_back(absl::StrCat(p.lost_interval_count, " intervals not traced (",
-                                  Time(static_cast<double>(p.lost_interval_ns)), ")"));
+    if (lost_count > 0) {
+      what.push_back(absl::StrCat(lost_count, " intervals not traced (",
+                                  Time(static_cast<double>(lost_ns)), ")"));
     }
     if (p.lost_chunks > 0) what.push_back(absl::StrCat(p.lost_chunks, " frames lost"));
     if (p.undecodable_batches > 0) {
       what.push_back(absl::StrCat(p.undecodable_batches, " batches undecodable"));
     }
     if (!p.clean_end) what.push_back("no end record (killed, crashed or still running)");
-    f.summary = absl::StrCat("The trace of this process is incomplete: ",
-                             absl::StrJoin(what, "; "),
-                             ". Counts and times in this report undercount.");
+    f.summary = open_window_only
+                    ? absl::StrCat("No end record: a capture window of a process that was still "
+                                   "running (as `gpscope attach` writes it), or the process was "
+                                   "killed. Outside the window (",
+                                   Time(static_cast<double>(p.window_off_ns)),
+                                   ") nothing was traced, by choice.")
+                    : absl::StrCat("The trace of this process is incomplete: ",
+                                   absl::StrJoin(what, "; "),
+                                   ". Counts and times in this report undercount.");
     f.evidence = {{"dropped_records", static_cast<double>(pr.dropped), "count"},
-                  {"lost_intervals", static_cast<double>(p.lost_interval_count), "count"},
-                  {"lost_interval_ns", static_cast<double>(p.lost_interval_ns), "ns"},
+                  {"lost_intervals", static_cast<double>(lost_count), "count"},
+                  {"lost_interval_ns", static_cast<double>(lost_ns), "ns"},
+                  {"outside_capture_window_ns", static_cast<double>(p.window_off_ns), "ns"},
                   {"lost_frames", static_cast<double>(p.lost_chunks), "count"},
                   {"clean_end", p.clean_end ? 1.0 : 0.0, "bool"}};
     for (const auto& [reason, n] : p.dropped) {
@@ -729,6 +746,7 @@ void IncompleteData(const Context& c) {
     }
     for (const proto::LostInterval& l : p.lost_intervals) {
       if (f.ranges.size() >= kMaxRanges) break;
+      if (l.reason() == proto::LOST_TRACING_DISABLED && !open_window_only) continue;
       f.ranges.push_back({l.start_ns(), l.end_ns() == 0 ? p.last_ns : l.end_ns(), l.detail()});
     }
     for (const auto& [reason, n] : p.dropped) {
@@ -754,12 +772,19 @@ void IncompleteData(const Context& c) {
           break;
       }
     }
-    if (p.lost_interval_count > 0) {
+    bool other_profiler = false, write_error = false;
+    for (const proto::LostInterval& l : p.lost_intervals) {
+      other_profiler |= l.reason() == proto::LOST_YIELDED_TO_OTHER_PROFILER ||
+                        l.reason() == proto::LOST_OTHER_PROFILER_ACTIVE;
+      write_error |= l.reason() == proto::LOST_WRITE_ERROR;
+    }
+    if (other_profiler) {
       f.fixes.push_back(
           "Do not run another CUPTI profiler (nsys, ncu, torch.profiler) at the same time; see "
           "the lost intervals' details.");
     }
-    if (!p.clean_end) {
+    if (write_error) f.fixes.push_back("Writes failed: check free space in GPSCOPE_OUTPUT.");
+    if (!p.clean_end && !open_window_only) {
       f.fixes.push_back(
           "Let the process exit normally (or send SIGTERM, not SIGKILL); if the final flush "
           "timed out, raise GPSCOPE_EXIT_TIMEOUT_MS.");
@@ -835,8 +860,10 @@ const GpuRule kGpuRules[] = {
      OtherProcesses},
     {{"low-occupancy", "Low-occupancy launches",
       "theoretical occupancy of the launch shapes (registers, shared memory, block size vs the "
-      "SM's limits), time-weighted, < 25% while kernels run >= 20% of the window",
-      "TB (est. achieved occupancy), CUDA occupancy calculator, ours (25%)"},
+      "SM's limits), time-weighted, < 25% while kernels run >= 20% of the window; launches "
+      "with >= 64 KiB shared memory per block (GEMM/attention tiles, low occupancy by design) "
+      "left out",
+      "TB (est. achieved occupancy), CUDA occupancy calculator, ours (25%, large tiles)"},
      LowOccupancy},
     {{"low-comm-overlap", "Low communication/computation overlap",
       "communication kernels (NCCL) run >= 10% of the steady window and < 30% of their time "
@@ -899,9 +926,13 @@ std::vector<Finding> EvaluateRules(const model::TraceModel& model, const Summary
   GpuShared(c);
   StragglerRank(c);
   IncompleteData(c);
+  // Warnings and criticals first, each group most costly first: an info
+  // finding (a dominant kernel, a GPU at its power cap) can have a large
+  // "cost" but is not a problem to fix.
   std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
-    return std::make_tuple(b.cost_ns, static_cast<int>(b.severity), a.rule) <
-           std::make_tuple(a.cost_ns, static_cast<int>(a.severity), b.rule);
+    const bool a_act = a.severity != Severity::kInfo, b_act = b.severity != Severity::kInfo;
+    return std::make_tuple(b_act, b.cost_ns, static_cast<int>(b.severity), a.rule) <
+           std::make_tuple(a_act, a.cost_ns, static_cast<int>(a.severity), b.rule);
   });
   return findings;
 }

@@ -9,7 +9,7 @@
 // gpu_report.h), so start-up does not trip them. A healthy compute-bound run
 // yields no finding of warning level or above.
 //
-//   std::vector<Finding> findings = EvaluateRules(model, report);  // most costly first
+//   std::vector<Finding> findings = EvaluateRules(model, report);  // warnings first, most costly first
 //   for (const RuleInfo& r : RuleCatalogue()) ...                  // for --help and docs
 //
 // Sources: "seed" = the project's brief (ANALYSIS-NOTES.md, rules table);

@@ -187,7 +187,7 @@ void RenderFindings(const SummaryResult& r, Text& t) {
   size_t shown = 0;
   for (const Finding& f : findings) shown += f.severity != analyses::Severity::kInfo ? 1 : 0;
   t.Line(absl::StrCat("FINDINGS (", findings.size(), "; ", shown,
-                      " at warning level or above; most costly first)"));
+                      " at warning level or above; those first, most costly first)"));
   if (findings.empty()) {
     t.Line("  none: no rule fired. See the numbers below.");
     return;
@@ -497,9 +497,18 @@ void RenderGpu(const SummaryResult& r, const GpuReport& g, Text& t) {
                                         " of SMs get blocks, weighted by kernel time (estimate)"));
   }
   if (g.est_occupancy >= 0) {
-    t.Row("occupancy", absl::StrCat(Percent(g.est_occupancy),
-                                    " theoretical, from launch shapes, weighted by kernel time (",
-                                    Percent(g.occupancy_known_share), " of it known)"));
+    t.Row("occupancy",
+          absl::StrCat(Percent(g.est_occupancy),
+                       " theoretical, from launch shapes, weighted by kernel time (",
+                       Percent(g.occupancy_known_share), " of it",
+                       g.large_tile_share > 0
+                           ? absl::StrCat("; large-tile GEMM/attention launches, ",
+                                          Percent(g.large_tile_share), ", left out")
+                           : std::string(),
+                       ")"));
+  } else if (g.large_tile_share > 0) {
+    t.Row("occupancy", absl::StrCat("n/a: large-tile launches (>= 64 KiB shared memory per block, ",
+                                    Percent(g.large_tile_share), " of kernel time)"));
   }
   if (g.throttled_share >= 0) {
     t.Row("clocks", absl::StrCat("power/thermal slowdown in ", Percent(g.throttled_share), " of ",
@@ -568,10 +577,14 @@ void RenderCompleteness(const SummaryResult& r, Text& t) {
       parts.push_back(absl::StrCat(Count(pr.dropped), " DROPPED (", absl::StrJoin(reasons, ", "),
                                    ")"));
     }
-    parts.push_back(p.lost_interval_count == 0
+    const uint64_t lost_count = p.lost_interval_count - p.window_off_count;
+    parts.push_back(lost_count == 0
                         ? std::string("no lost intervals")
-                        : absl::StrCat(Count(p.lost_interval_count), " LOST intervals (",
-                                       Time(p.lost_interval_ns), ")"));
+                        : absl::StrCat(Count(lost_count), " LOST intervals (",
+                                       Time(p.lost_interval_ns - p.window_off_ns), ")"));
+    if (p.window_off_count > 0) {
+      parts.push_back(absl::StrCat(Time(p.window_off_ns), " outside capture windows (by choice)"));
+    }
     parts.push_back(p.lost_chunks == 0 ? std::string("0 lost frames")
                                        : absl::StrCat(Count(p.lost_chunks), " LOST frames"));
     if (p.undecodable_batches > 0) {
@@ -825,6 +838,7 @@ void GpuJson(const SummaryResult& r, JsonWriter& j, const GpuReport& g) {
   Dist(j, g.kernel_duration);
   j.Key("est_occupancy").NonNegativeOrNull(g.est_occupancy);
   j.Key("occupancy_known_share").Double(g.occupancy_known_share);
+  j.Key("large_tile_share").Double(g.large_tile_share);
   j.Key("top").BeginArray();
   for (const KernelRow& k : g.top_kernels) {
     const Distribution& d = k.duration;
@@ -941,6 +955,9 @@ void ProcessJson(const SummaryResult& r, JsonWriter& j, const ProcessReport& pr)
   j.Key("dropped_total").Uint(pr.dropped);
   j.Key("lost_intervals").BeginObject();
   j.Key("count").Uint(p.lost_interval_count).Key("total_ns").Uint(p.lost_interval_ns);
+  // Of those, outside capture windows (reason TRACING_DISABLED): by choice.
+  j.Key("outside_window_count").Uint(p.window_off_count);
+  j.Key("outside_window_ns").Uint(p.window_off_ns);
   j.Key("first").BeginArray();
   for (const proto::LostInterval& l : p.lost_intervals) {
     j.BeginObject().Key("start_ns").Uint(l.start_ns()).Key("end_ns").Uint(l.end_ns());

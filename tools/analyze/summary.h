@@ -25,7 +25,7 @@
 //   events                  events read, all processes
 //   files[]                 {path, error (null or text), frames, damaged_regions,
 //                            skipped_bytes, truncated}
-//   findings[]              most costly first:
+//   findings[]              warnings and criticals first, then info; each most costly first:
 //     rule, title, severity ("info"|"warning"|"critical"), cost_ns,
 //     gpu (index into gpus[] or null), process (index into processes[] or null),
 //     scope, summary, evidence[] {key, value, unit ("ratio"|"ns"|"count"|"bytes"|
@@ -71,8 +71,10 @@
 //                           blocks: {min, max}, collective ("all_reduce", ... for NCCL
 //                           kernels, else null), est_occupancy (or null)},
 //                           est_occupancy (theoretical, from launch shapes and the
-//                           device's SM limits, time-weighted; null when unknown),
-//                           occupancy_known_share (of kernel time)}
+//                           device's SM limits, time-weighted, large-tile launches
+//                           left out; null when unknown), occupancy_known_share and
+//                           large_tile_share (>= 64 KiB shared memory per block; both
+//                           of kernel time)}
 //     copies                {share_of_gpu_time (whole run), rows[], memsets[], window:
 //                           {pageable_count, pageable_ns, d2h_count}}; a row is
 //                           {direction ("H2D", "D2H", "D2D", "P2P", "H2H", ...; "memset"),
@@ -125,8 +127,10 @@
 //     sync                  {source ("api"|"records"), threads[]: {thread_id, calls,
 //                           blocked_ns, max_ns}}
 //     completeness          {complete, dropped: {reason: records}, dropped_total,
-//                           lost_intervals: {count, total_ns, first[]: {start_ns, end_ns,
-//                           reason, detail}}, lost_frames, undecodable_batches, clean_exit,
+//                           lost_intervals: {count, total_ns, outside_window_count,
+//                           outside_window_ns (of those, outside capture windows: not a
+//                           loss), first[]: {start_ns, end_ns, reason, detail}},
+//                           lost_frames, undecodable_batches, clean_exit,
 //                           end_reason, unavailable[]}
 //     identity              {rank, local_rank, world_size (-1/-1/0 when unknown), job_id}
 //     clocks                {snapshots, offset_ns (CLOCK_REALTIME - CUPTI at the first),

@@ -647,8 +647,13 @@ class ModelBuilder::Impl {
     for (const proto::LostInterval& l : b.lost_intervals()) {
       ++p.m.lost_interval_count;
       if (p.m.lost_intervals.size() < kKeptLostIntervals) p.m.lost_intervals.push_back(l);
-      if (l.end_ns() > l.start_ns()) p.m.lost_interval_ns += l.end_ns() - l.start_ns();
-      if (l.end_ns() == 0) open_lost_.emplace_back(&p, l.start_ns());
+      const bool window_off = l.reason() == proto::LOST_TRACING_DISABLED;
+      if (window_off) ++p.m.window_off_count;
+      if (l.end_ns() > l.start_ns()) {
+        p.m.lost_interval_ns += l.end_ns() - l.start_ns();
+        if (window_off) p.m.window_off_ns += l.end_ns() - l.start_ns();
+      }
+      if (l.end_ns() == 0) open_lost_.push_back({&p, l.start_ns(), window_off});
     }
     for (const proto::CapabilityNotice& c : b.capabilities()) {
       if (!c.available()) {
@@ -805,8 +810,13 @@ class ModelBuilder::Impl {
         if (occ >= 0) {
           s.occupancy_ns += occ * static_cast<double>(duration);
           s.occupancy_known_ns += duration;
-          m.occupancy_ns += occ * static_cast<double>(duration);
-          m.occupancy_known_ns += duration;
+          if (p.config_shapes[k.launch_config_id].shared_memory_bytes >= kLargeTileSharedBytes) {
+            s.large_tile_ns += duration;
+            m.large_tile_ns += duration;
+          } else {
+            m.occupancy_ns += occ * static_cast<double>(duration);
+            m.occupancy_known_ns += duration;
+          }
         }
       }
       const uint32_t slot = StreamSlot(p, p.last_gpu, k.context_id, k.stream_id);
@@ -1346,8 +1356,10 @@ class ModelBuilder::Impl {
     ProcessModel& pm = p.m;
     pm.sync_from_records = p.sync_api_by_thread.empty() && !p.sync_record_by_thread.empty();
     pm.sync_by_thread = pm.sync_from_records ? p.sync_record_by_thread : p.sync_api_by_thread;
-    for (const auto& [proc, start] : open_lost_) {
-      if (proc == &p && pm.last_ns > start) pm.lost_interval_ns += pm.last_ns - start;
+    for (const OpenLost& o : open_lost_) {
+      if (o.process != &p || pm.last_ns <= o.start_ns) continue;
+      pm.lost_interval_ns += pm.last_ns - o.start_ns;
+      if (o.window_off) pm.window_off_ns += pm.last_ns - o.start_ns;
     }
     for (auto& gp : p.gpus) {
       GpuState& g = *gp;
@@ -1385,7 +1397,12 @@ class ModelBuilder::Impl {
   ModelOptions options_;
   absl::flat_hash_map<uint64_t, size_t> slot_;  // process_uid -> processes_
   std::vector<std::unique_ptr<ProcessState>> processes_;
-  std::vector<std::pair<const ProcessState*, uint64_t>> open_lost_;  // lost until the end
+  struct OpenLost {
+    const ProcessState* process;
+    uint64_t start_ns;
+    bool window_off;  // LOST_TRACING_DISABLED
+  };
+  std::vector<OpenLost> open_lost_;  // lost until the end
   reader::DecodedBatch events_;  // reused across batches
   std::vector<std::string> warnings_;
   uint64_t warnings_omitted_ = 0;

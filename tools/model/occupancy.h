@@ -19,6 +19,12 @@
 
 namespace gpscope::model {
 
+// Launches with at least this much shared memory per block are tiled by
+// design to run one or two blocks per SM (cuBLAS/CUTLASS GEMMs, Flash
+// Attention on Hopper: 12-19% theoretical occupancy while the tensor cores
+// are saturated); their occupancy says nothing about latency hiding.
+inline constexpr uint32_t kLargeTileSharedBytes = 64 * 1024;
+
 struct LaunchShape {
   uint32_t threads_per_block = 0;
   uint32_t registers_per_thread = 0;  // 0: unknown (no register limit applied)

@@ -191,6 +191,7 @@ struct KernelStats {
   Interval longest;             // the longest instance
   double occupancy_ns = 0;       // sum of theoretical occupancy x duration (occupancy.h)
   uint64_t occupancy_known_ns = 0;  // kernel time whose occupancy was known
+  uint64_t large_tile_ns = 0;    // time with >= kLargeTileSharedBytes shared memory per block
   CollectiveKind collective = CollectiveKind::kNone;  // communication (NCCL) or not
   PeriodTracker period;         // instances in start order
 };
@@ -330,8 +331,11 @@ struct GpuModel {
   uint64_t tiny_kernels = 0;
   double est_sm_ns = 0;
   uint64_t shape_known_ns = 0;  // kernel time whose launch shape was known
-  double occupancy_ns = 0;      // sum of theoretical occupancy x duration
+  // Sum of theoretical occupancy x duration, without large-tile launches
+  // (occupancy.h: kLargeTileSharedBytes), which are counted apart.
+  double occupancy_ns = 0;
   uint64_t occupancy_known_ns = 0;
+  uint64_t large_tile_ns = 0;
   std::vector<KernelStats> kernels;  // by name, only names seen; unordered
   LogHistogram kernel_duration_ns;   // all kernels
   std::array<std::array<CopyStats, kMemoryKinds>, kCopyKinds> copies{};  // [copy kind][host memory kind]
@@ -399,6 +403,10 @@ struct ProcessModel {
   std::map<int, uint64_t> dropped;  // proto::DropReason -> records
   uint64_t lost_interval_count = 0;
   uint64_t lost_interval_ns = 0;    // open-ended intervals count up to last_ns
+  // Of those, the time outside capture windows (LOST_TRACING_DISABLED): not
+  // traced by the user's choice (delay, duration, standby, attach).
+  uint64_t window_off_count = 0;
+  uint64_t window_off_ns = 0;
   std::vector<proto::LostInterval> lost_intervals;  // the first 16
   std::vector<std::string> unavailable;  // "gpm: not supported"
 
