@@ -10,9 +10,10 @@
 #   e2e        tests/e2e/run_gpu_tests.sh (collector cases 1-12)
 #   launcher   tests/e2e/launcher_gpu.sh (gpscope run / window / attach)
 #   monitor    tests/e2e/monitor_gpu.sh (gpscope-monitor at 1 s and 100 ms)
-#   yield      yield mode + torch.profiler + the sampler forced on: if the
-#              app is still running after 45 s, native stacks of every
-#              thread (eu-stack, carried in .carry/tools) and /proc wchan
+#   yield      yield mode + torch.profiler + the sampler forced on (one run
+#              per GPSCOPE_METRICS value in YIELD_METRICS, default "1"): if
+#              the app still runs after 35 s, native stacks of every thread
+#              (eu-stack, carried in .carry/tools) and /proc wchan
 #   rules      tests/e2e/rules_gpu.sh (each finding from a real workload)
 #   overhead_train / overhead_cuda   bench/overhead.py suites
 # Writes OUT_DIR/session.log (one line per suite: rc and seconds) and
@@ -27,15 +28,17 @@ log=$out/session.log
 echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)" | tee -a "$log"
 echo "== commit $(cat "$repo/.carry/COMMIT" 2>/dev/null || git -C "$repo" rev-parse --short HEAD 2>/dev/null)" | tee -a "$log"
 
+# One yield-mode run with GPSCOPE_METRICS=$2 into $1: verdict.txt, and on a
+# hang threads.txt and stacks.txt.
 yield_stacks() {
   local d=$1/trace
   mkdir -p "$d"
-  GPSCOPE_CUPTI_MODE=yield GPSCOPE_METRICS=1 GPSCOPE_OUTPUT=$d CUDA_INJECTION64_PATH=$carry/bin/libgpscope_inject.so \
+  GPSCOPE_CUPTI_MODE=yield GPSCOPE_METRICS=$2 GPSCOPE_OUTPUT=$d CUDA_INJECTION64_PATH=$carry/bin/libgpscope_inject.so \
     python3 -X faulthandler "$repo/bench/workloads/torch_train.py" --steps 50 --profiler >"$1/app.out" 2>"$1/app.err" &
   local app=$! i
-  for i in $(seq 1 90); do kill -0 "$app" 2>/dev/null || break; sleep 0.5; done
+  for i in $(seq 1 70); do kill -0 "$app" 2>/dev/null || break; sleep 0.5; done
   if kill -0 "$app" 2>/dev/null; then
-    echo "still running after 45 s: hung" | tee "$1/verdict.txt"
+    echo "GPSCOPE_METRICS=$2: still running after 35 s: hung" | tee "$1/verdict.txt"
     for t in /proc/$app/task/*; do
       echo "$(basename "$t") $(cat "$t/comm") wchan=$(cat "$t/wchan" 2>/dev/null) syscall=$(cut -d' ' -f1 "$t/syscall" 2>/dev/null)"
     done >"$1/threads.txt"
@@ -43,7 +46,7 @@ yield_stacks() {
       LD_LIBRARY_PATH=$carry/tools "$carry/tools/eu-stack" -p "$app" >"$1/stacks.txt" 2>&1
     kill -ABRT "$app"; sleep 2; kill -KILL "$app" 2>/dev/null
   else
-    wait "$app"; echo "finished, rc $?" | tee "$1/verdict.txt"
+    wait "$app"; echo "GPSCOPE_METRICS=$2: finished, rc $?" | tee "$1/verdict.txt"
   fi
   wait "$app" 2>/dev/null
   return 0
@@ -58,7 +61,10 @@ for spec in "$@"; do
     launcher) timeout -k 10 "$limit" bash "$repo/tests/e2e/launcher_gpu.sh" "$carry/bin" "$d" >"$d/stdout.txt" 2>&1 ;;
     monitor) timeout -k 10 "$limit" bash "$repo/tests/e2e/monitor_gpu.sh" "$carry/bin" "$d/run" >"$d/stdout.txt" 2>&1 ;;
     rules) timeout -k 10 "$limit" bash "$repo/tests/e2e/rules_gpu.sh" "$carry/bin" "$d" >"$d/stdout.txt" 2>&1 ;;
-    yield) yield_stacks "$d" >"$d/stdout.txt" 2>&1 ;;
+    yield)  # YIELD_METRICS: the GPSCOPE_METRICS values to try, one run each
+      for m in ${YIELD_METRICS:-1}; do
+        mkdir -p "$d/$m"; yield_stacks "$d/$m" "$m"
+      done >"$d/stdout.txt" 2>&1 ;;
     overhead_train|overhead_cuda|overhead_tiny)
       suite=${name#overhead_}; [ "$suite" = train ] && suite=torch_train; [ "$suite" = tiny ] && suite=torch_tiny
       timeout -k 10 "$limit" python3 "$repo/bench/overhead.py" --inject "$carry/bin/libgpscope_inject.so" \
