@@ -196,6 +196,9 @@ class Collector : public control::ControlHandler {
   uint64_t lost_start_ns_ = 0;
   bool windows_use_nvtx_ = false;  // a range or step limit: NVTX drives the window
   uint64_t outside_window_ = 0;    // records dropped because outside every window
+  uint64_t kernel_records_ = 0;    // kernel records from CUPTI, before the window gate
+  uint64_t first_kernel_ns_ = 0, last_kernel_ns_ = 0;  // their start times
+  uint64_t buffers_drained_ = 0;   // activity buffers converted
   struct OpenRange {
     uint64_t start_ns;
     uint32_t name_id;
@@ -611,7 +614,8 @@ void Collector::ApplyTransitions(const control::Transition* t, size_t n) {
       CloseOutsideWindow(t[i].at_ns);
       gate_start_ns_ = t[i].at_ns;
       gate_end_ns_ = 0;
-      GPSCOPE_LOG_INFO("capture window starts (%s)", why);
+      GPSCOPE_LOG_INFO("capture window starts (%s) at %llu", why,
+                       static_cast<unsigned long long>(t[i].at_ns));
     } else {
       // The window's records now, before the kinds go off and before a
       // later window moves the gate (which keeps one window at a time);
@@ -624,7 +628,8 @@ void Collector::ApplyTransitions(const control::Transition* t, size_t n) {
       Drain();
       SetTracing(false);
       lost_start_ns_ = t[i].at_ns;
-      GPSCOPE_LOG_INFO("capture window ends (%s)", why);
+      GPSCOPE_LOG_INFO("capture window ends (%s) at %llu", why,
+                       static_cast<unsigned long long>(t[i].at_ns));
     }
   }
 }
@@ -830,6 +835,9 @@ void Collector::ConvertRecord(const CUpti_Activity* record) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+      ++kernel_records_;
+      if (first_kernel_ns_ == 0 || k->start < first_kernel_ns_) first_kernel_ns_ = k->start;
+      if (k->start > last_kernel_ns_) last_kernel_ns_ = k->start;
       if (incomplete(k->start, k->end)) return;
       format::LaunchConfigRecord shape{};
       shape.grid_x = static_cast<uint32_t>(k->gridX);
@@ -1078,6 +1086,7 @@ void Collector::Drain() {
 #else
     ConvertBuffer(buffer, valid);
 #endif
+    ++buffers_drained_;
     pool.Release(buffer);
   }
 }
@@ -1162,6 +1171,13 @@ void Collector::WriterLoop() {
   end.events_dropped = cupti_dropped.load() + incomplete_records_;
   end.flush_timed_out = flush_timed_out_;
   writer->WriteEnd(end);
+  GPSCOPE_LOG_INFO("%llu activity buffers, %llu kernel records from CUPTI (starts %llu..%llu), "
+                   "%llu records outside capture windows (not written)",
+                   static_cast<unsigned long long>(buffers_drained_),
+                   static_cast<unsigned long long>(kernel_records_),
+                   static_cast<unsigned long long>(first_kernel_ns_),
+                   static_cast<unsigned long long>(last_kernel_ns_),
+                   static_cast<unsigned long long>(outside_window_));
   final_done.store(true, std::memory_order_release);
 }
 

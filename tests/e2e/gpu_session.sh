@@ -14,7 +14,8 @@
 #              per GPSCOPE_METRICS value in YIELD_METRICS, default "1"): if
 #              the app still runs after 35 s, native stacks of every thread
 #              (eu-stack, carried in .carry/tools) and /proc wchan
-#   rules      tests/e2e/rules_gpu.sh (each finding from a real workload)
+#   rules      tests/e2e/rules_gpu.sh (each finding from a real workload;
+#              RULES_ONLY="a b" runs only those scenarios)
 #   overhead_train / overhead_cuda   bench/overhead.py suites
 # Writes OUT_DIR/session.log (one line per suite: rc and seconds) and
 # OUT_DIR/session.tar.gz (all logs and small traces).
@@ -60,7 +61,24 @@ for spec in "$@"; do
     e2e) timeout -k 10 "$limit" bash "$repo/tests/e2e/run_gpu_tests.sh" "$carry/bin" "$d" >"$d/stdout.txt" 2>&1 ;;
     launcher) timeout -k 10 "$limit" bash "$repo/tests/e2e/launcher_gpu.sh" "$carry/bin" "$d" >"$d/stdout.txt" 2>&1 ;;
     monitor) timeout -k 10 "$limit" bash "$repo/tests/e2e/monitor_gpu.sh" "$carry/bin" "$d/run" >"$d/stdout.txt" 2>&1 ;;
-    rules) timeout -k 10 "$limit" bash "$repo/tests/e2e/rules_gpu.sh" "$carry/bin" "$d" >"$d/stdout.txt" 2>&1 ;;
+    rules) timeout -k 10 "$limit" bash "$repo/tests/e2e/rules_gpu.sh" "$carry/bin" "$d" ${RULES_ONLY:+"$RULES_ONLY"} >"$d/stdout.txt" 2>&1 ;;
+    windowprobe)  # a 3 s window after WINDOW_DELAY s (default 4) of a torch_train run of
+      # WINDOW_STEPS steps (default 400): kernels gated (default), switched (diag), no window
+      for v in ${WINDOW_VARIANTS:-gated switched nowindow}; do
+        mkdir -p "$d/$v"
+        w=(GPSCOPE_CAPTURE_DELAY_S=${WINDOW_DELAY:-4} GPSCOPE_CAPTURE_DURATION_S=3)
+        case $v in
+          gated) e=("${w[@]}") ;;
+          switched) e=("${w[@]}" GPSCOPE_DIAG_SWITCH_KERNELS=1) ;;
+          nowindow) e=() ;;
+        esac
+        env ${e[@]+"${e[@]}"} GPSCOPE_LOG_LEVEL=info GPSCOPE_OUTPUT="$d/$v" \
+          CUDA_INJECTION64_PATH=$carry/bin/libgpscope_inject.so timeout -k 5 90 \
+          python3 "$repo/bench/workloads/torch_train.py" --steps "${WINDOW_STEPS:-400}" --sleep-ms 15 \
+          >"$d/$v/app.out" 2>"$d/$v/app.err"
+        echo "$v rc=$? kernels=$("$carry/bin/gpscope-analyze" dump "$d/$v"/*.gpscope 2>/dev/null | grep -c '"type":"kernel"')"
+        grep '^gpscope' "$d/$v/app.err" | sed "s/^/  $v: /"
+      done >"$d/stdout.txt" 2>&1 ;;
     yield)  # YIELD_METRICS: the GPSCOPE_METRICS values to try, one run each
       for m in ${YIELD_METRICS:-1}; do
         mkdir -p "$d/$m"; yield_stacks "$d/$m" "$m"

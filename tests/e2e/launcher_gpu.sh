@@ -80,10 +80,12 @@ fi
 rc=$?
 [ "$rc" = 7 ] && ok "run: exit code 7 passed through" || bad "run: exit code $rc, wanted 7"
 
-# 3. A capture window: 3 s after a 4 s delay, in a ~12 s run.
+# 3. A capture window: 3 s after an 8 s delay, in a ~20 s run (torch_train
+# launches its first kernel ~6 s after CUDA starts on the H200: an earlier
+# window finds nothing to trace).
 d=$out/window; rm -rf "$d"
-"$GPSCOPE" run --lib "$LIB" --output "$d" --no-report --delay 4 --duration 3 -- \
-  python3 "$TRAIN" --mode train --steps 600 --sleep-ms 15 >/dev/null 2>"$out/window.err"
+"$GPSCOPE" run --lib "$LIB" --output "$d" --no-report --delay 8 --duration 3 -- \
+  python3 "$TRAIN" --mode train --steps 700 --sleep-ms 15 >/dev/null 2>"$out/window.err"
 span=$(kernels "$d"/*.gpscope | python3 -c '
 import sys
 rows = [tuple(map(int, l.split())) for l in sys.stdin if l.strip()]
@@ -98,7 +100,7 @@ fi
 # 4. Standby, then attach for 3 s.
 d=$out/standby; rm -rf "$d"; mkdir -p "$d"
 CUDA_INJECTION64_PATH=$LIB GPSCOPE_OUTPUT=$d GPSCOPE_STANDBY=1 \
-  python3 "$TRAIN" --mode train --steps 1500 --sleep-ms 10 >"$out/standby.out" 2>"$out/standby.err" &
+  python3 "$TRAIN" --mode train --steps 1200 --sleep-ms 10 >"$out/standby.out" 2>"$out/standby.err" &
 app=$!
 sock=""
 for _ in $(seq 1 600); do
@@ -111,7 +113,7 @@ done
 if [ -z "$sock" ]; then
   bad "attach: no control socket for pid $app after 60 s (see $out/standby.err)"
 else
-  sleep 2
+  sleep 8  # the socket is up at CUDA start; the first kernels come ~6 s later
   t0=$(date +%s.%N)
   "$GPSCOPE" attach --pid "$app" --duration 3 --interval 100 --output "$d/attach" \
     >"$out/attach.out" 2>"$out/attach.err"

@@ -55,9 +55,14 @@ while time.time() - t < 8:
     torch.cuda.synchronize()
 ' &
   local job=$!
-  sleep 5
+  # Scrape while the job runs until a page lists its pid (the job needs a
+  # few seconds for torch import and CUDA start-up before NVML sees it).
   if [ -n "$port" ] && command -v curl >/dev/null; then
-    curl -s "http://127.0.0.1:$port/metrics" >"$dir/metrics_during_job.txt"
+    while kill -0 "$job" 2>/dev/null; do
+      curl -s "http://127.0.0.1:$port/metrics" >"$dir/metrics_during_job.txt"
+      grep -q "pid=\"$job\"" "$dir/metrics_during_job.txt" && break
+      sleep 0.5
+    done
   fi
   wait "$job"
   local job_rc=$? job_end_ns; job_end_ns=$(now_ns)

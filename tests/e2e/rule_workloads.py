@@ -468,7 +468,7 @@ def gpu_shared_nvml(args):
         t = Trainer()
         t.warm()
         wait_line(other, "ready", 120)
-        n = run_steps(args.seconds, t.step, Pacer(2))
+        n = run_steps(args.seconds, lambda _: t.step(), Pacer(2))
         torch.cuda.synchronize()
     finally:
         other.terminate()
@@ -492,7 +492,7 @@ def gpu_shared(args):
         wait_line(child, "ready", 120)
         child.stdin.write("go\n")
         child.stdin.flush()
-        n = run_steps(args.seconds, t.step, Pacer(2))
+        n = run_steps(args.seconds, lambda _: t.step(), Pacer(2))
         torch.cuda.synchronize()
         rc = child.wait(args.seconds + 120)
     except BaseException:
@@ -509,7 +509,7 @@ def gpu_shared_child(args):
     t.warm()
     print("ready", flush=True)
     sys.stdin.readline()  # "go"
-    n = run_steps(args.seconds, t.step, Pacer(2))
+    n = run_steps(args.seconds, lambda _: t.step(), Pacer(2))
     torch.cuda.synchronize()
     log(f"child: {n} steps")
     return None
@@ -524,7 +524,7 @@ def incomplete_data(args):
     flush_s = int(os.environ.get("GPSCOPE_FLUSH_INTERVAL_MS", "2000")) / 1e3
     t = Trainer()
     t.warm()
-    n = run_steps(0.6 * args.seconds, t.step, Pacer(2))
+    n = run_steps(0.6 * args.seconds, lambda _: t.step(), Pacer(2))
     files = glob.glob(os.path.join(out_dir, "*.gpscope")) if out_dir else []
     if not files:
         raise SystemExit("incomplete-data needs GPSCOPE_OUTPUT with the trace file in it")
