@@ -119,11 +119,14 @@ class Collector : public control::ControlHandler {
   control::Transition queued[4];  // guarded by window_mu
   size_t queued_count = 0;        // guarded by window_mu
   std::atomic<bool> tracing{false};  // GPU activity kinds enabled
-  // Kernel activity stays enabled outside capture windows (records gated,
-  // not switched): enabling CONCURRENT_KERNEL in a running process gave no
-  // kernel records at all after `gpscope attach` on the H200 (and a 0.28 s
-  // stall after a delayed start). GPSCOPE_DIAG_SWITCH_KERNELS=1 restores
-  // switching, to compare on a GPU. Set at start, then read-only.
+  // Outside capture windows the kernel kind is off and switched on at the
+  // window (standby costs the application nothing per kernel). Measured on
+  // the H200 (CUDA 13.0, bench/RESULTS.md session 3): switched on 9 s into
+  // a running PyTorch loop, the first kernel record came 20 ms after the
+  // window opened and the window held as many kernels as with the kind on
+  // throughout (7,727 vs 7,650), no stall. Older CUPTI stalled for seconds
+  // (kineto#542): GPSCOPE_DIAG_GATE_KERNELS=1 keeps the kind on from the
+  // start and gates the records instead. Set at start, then read-only.
   bool kernels_always_on_ = false;
   std::unique_ptr<control::ControlChannel> channel;
   std::atomic<uint64_t> events_written{0};  // for `status`, updated by the writer
@@ -199,6 +202,8 @@ class Collector : public control::ControlHandler {
   uint64_t kernel_records_ = 0;    // kernel records from CUPTI, before the window gate
   uint64_t first_kernel_ns_ = 0, last_kernel_ns_ = 0;  // their start times
   uint64_t buffers_drained_ = 0;   // activity buffers converted
+  uint64_t drained_at_flush_ = 0;  // buffers_drained_ at the last periodic flush
+  int flushes_without_buffer_ = 0;
   struct OpenRange {
     uint64_t start_ns;
     uint32_t name_id;
@@ -382,8 +387,8 @@ bool Collector::EnableCupti(std::string* error) {
   if (initial.empty()) {  // standby or a delayed window
     gate_start_ns_ = ~0ull;
     lost_start_ns_ = NowNs();
-    const char* diag = getenv("GPSCOPE_DIAG_SWITCH_KERNELS");
-    if (diag == nullptr || strcmp(diag, "1") != 0) {
+    const char* gate = getenv("GPSCOPE_DIAG_GATE_KERNELS");
+    if (gate != nullptr && strcmp(gate, "1") == 0) {
       CUptiResult r = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
       if (!check(r, "cuptiActivityEnable(CONCURRENT_KERNEL)")) return false;
       kernels_always_on_ = true;
@@ -1145,6 +1150,22 @@ void Collector::WriterLoop() {
         ReadGlobalDrops();
       }
       Drain();
+      // Flag 0 hands back no partly filled buffer on the H200 (CUDA 13): a
+      // slow application's records sat in one for seconds, and a SIGKILL
+      // lost them. After two intervals without a buffer back, force one
+      // out (records still in flight then come back incomplete, counted).
+      if (cupti_active && tracing.load(std::memory_order_relaxed) && pool.outstanding() > 0 &&
+          buffers_drained_ == drained_at_flush_) {
+        if (++flushes_without_buffer_ >= 2) {
+          api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+          ReadGlobalDrops();
+          Drain();
+          flushes_without_buffer_ = 0;
+        }
+      } else {
+        flushes_without_buffer_ = 0;
+      }
+      drained_at_flush_ = buffers_drained_;
       ReportLosses(false);
       AddClockSnapshot();
       writer->Flush();

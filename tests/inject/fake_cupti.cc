@@ -54,6 +54,9 @@
 //                             started (fake_cupti_start) is accepted but yields no
 //                             kernel records, as seen on the H200 after `gpscope
 //                             attach` switched it on in a running PyTorch process
+//   FAKE_CUPTI_FLUSH=full-only  cuptiActivityFlushAll(0) hands over no partly
+//                             filled buffer (as seen on the H200: records of a
+//                             slow application sat in one for seconds)
 //   FAKE_CUPTI_STATS=PATH     at unload, write the counters and the call log there
 //
 // Kernel i of the workload (the test states the same independently):
@@ -108,6 +111,7 @@ struct FakeConfig {
   bool in_flight;
   int64_t steal_after;  // -1: never
   bool late_kernels_dead;
+  bool flush_full_only;
   char stats_path[512];
 };
 FakeConfig g_cfg;
@@ -228,6 +232,8 @@ __attribute__((constructor)) void ReadConfig() {
                           : -1;
   const char* late = getenv("FAKE_CUPTI_LATE_KERNELS");
   g_cfg.late_kernels_dead = late != nullptr && strcmp(late, "dead") == 0;
+  const char* flush = getenv("FAKE_CUPTI_FLUSH");
+  g_cfg.flush_full_only = flush != nullptr && strcmp(flush, "full-only") == 0;
   snprintf(g_cfg.stats_path, sizeof(g_cfg.stats_path), "%s",
            getenv("FAKE_CUPTI_STATS") != nullptr ? getenv("FAKE_CUPTI_STATS") : "");
 }
@@ -903,7 +909,8 @@ CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
   }
   ++(forced ? g_n.forced_flushes : g_n.flushes);
   LogLocked(forced ? "flush_forced" : "flush", flag, 0);
-  if (g_have_cur && (forced || (g_cur.used > 0 && !g_cur.holds_in_flight))) {
+  if (g_have_cur &&
+      (forced || (g_cur.used > 0 && !g_cur.holds_in_flight && !g_cfg.flush_full_only))) {
     Buffer b = g_cur;
     g_have_cur = false;
     pthread_mutex_unlock(&g_mu);
