@@ -749,18 +749,25 @@ void Collector::StartSampler() {
     writer->AddCapability(cap);
     return;
   }
-  if (config.cupti_mode == CuptiMode::kYield && !config.metrics_set) {
+  if (config.cupti_mode == CuptiMode::kYield) {
     // Yield mode exists for an application that traces with CUPTI itself.
-    // On the H200 (driver 580, CUPTI 13.0), torch.profiler's mid-run CUPTI
-    // tracing plus a running sampler thread (even host-only) hung the
-    // application in a cuBLAS launch, 11 runs of 11; without the sampler
-    // it ran (bench/RESULTS.md, session 2). Off unless asked for.
+    // On the H200 (driver 580, CUPTI 13.0 from PyTorch's wheel), torch.
+    // profiler's CUPTI plus any running sampler thread (host-only too) hung
+    // the application in cublasCreate -> cuInit (a libcuda mutex, while a
+    // CUPTI worker thread waited on a lock): 14 runs of 14; without the
+    // sampler it ran (bench/RESULTS.md, sessions 2 and 3). Never the
+    // application's hang: metrics stay off in yield mode, whatever
+    // GPSCOPE_METRICS says (one line when it asked for them).
     static constexpr char kWhy[] =
-        "off by default with GPSCOPE_CUPTI_MODE=yield: with the application's own CUPTI "
-        "tracing a running sampler hung CUDA launches on the H200 (set GPSCOPE_METRICS to "
-        "override)";
+        "off with GPSCOPE_CUPTI_MODE=yield: with the application's own CUPTI tracing, a "
+        "running sampler thread hung CUDA start-up on the H200 (gpscope-monitor samples this "
+        "GPU without injection)";
     writer->AddCapability({format::MakeStringRef("metrics"), false, format::MakeStringRef(kWhy)});
-    GPSCOPE_LOG_INFO("%s", kWhy);
+    if (config.metrics_set && config.metrics) {
+      GPSCOPE_LOG_WARNING("GPSCOPE_METRICS ignored: metrics are %s", kWhy);
+    } else {
+      GPSCOPE_LOG_INFO("metrics are %s", kWhy);
+    }
     return;
   }
   if (!metric_ring.Init(kMetricRingEntries)) return;

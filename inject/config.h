@@ -60,7 +60,7 @@ struct Config {
   bool metrics_gpm = true;
   bool metrics_processes = true;
   bool metrics_host = true;
-  bool metrics_set = false;  // GPSCOPE_METRICS was given (yield mode's default is off)
+  bool metrics_set = false;  // GPSCOPE_METRICS was given
   uint32_t metrics_interval_ms = 100;
   std::string nvml_path;
 
