@@ -23,28 +23,14 @@ repo=$(cd "$here/../.." && pwd)
 bin=$(cd "$1" && pwd)
 out=$(mkdir -p "$2" && cd "$2" && pwd)
 
-find_bin() {
-  for d in "$bin" "$bin/inject" "$bin/tools" "$bin/tools/gpscope"; do
-    [ -e "$d/$1" ] && { echo "$d/$1"; return; }
-  done
-  echo "missing-$1"
-}
+. "$here/common.sh"
 GPSCOPE=$(find_bin gpscope)
 LIB=$(find_bin libgpscope_inject.so)
 ANALYZE=$(find_bin gpscope-analyze)
 TRAIN="$repo/bench/workloads/torch_train.py"
 
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q GPU; then
-  echo "SKIPPED: no GPU (nvidia-smi finds none); run this on the GPU machine"
-  exit 77
-fi
-if ! python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
-  echo "SKIPPED: no PyTorch with CUDA for python3"
-  exit 77
-fi
-for f in "$GPSCOPE" "$LIB" "$ANALYZE"; do
-  [ -e "$f" ] || { echo "FAIL: $f not built"; echo "0 passed, 1 failed"; exit 1; }
-done
+require_gpu torch
+require_built "$GPSCOPE" "$LIB" "$ANALYZE"
 
 pass=0; fail=0
 ok() { echo "PASS $1"; pass=$((pass + 1)); }

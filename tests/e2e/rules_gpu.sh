@@ -44,27 +44,13 @@ secs=${RULES_SECONDS:-5}
 limit=${RULES_TIMEOUT:-120}
 WORKLOADS=$here/rule_workloads.py
 
-find_bin() {
-  for d in "$bin" "$bin/inject" "$bin/tools" "$bin/tests/e2e"; do
-    [ -e "$d/$1" ] && { echo "$d/$1"; return; }
-  done
-  echo "missing-$1"
-}
+. "$here/common.sh"
 LIB=$(find_bin libgpscope_inject.so)
 ANALYZE=$(find_bin gpscope-analyze)
 KERNELS=$(find_bin rule_kernels)  # CUDA C++: launch shapes no PyTorch op has
 
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q GPU; then
-  echo "SKIPPED: no NVIDIA GPU here (nvidia-smi finds none); run this on the GPU machine"
-  exit 77
-fi
-if ! python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
-  echo "SKIPPED: no PyTorch with CUDA for python3"
-  exit 77
-fi
-for f in "$LIB" "$ANALYZE" "$WORKLOADS"; do
-  [ -e "$f" ] || { echo "FAIL: $f not built"; echo "0 passed, 1 failed"; exit 1; }
-done
+require_gpu torch
+require_built "$LIB" "$ANALYZE" "$WORKLOADS" "$KERNELS"
 for s in $scenarios; do
   case " $(echo $ALL) " in
     *" $s "*) ;;

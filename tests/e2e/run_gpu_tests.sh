@@ -14,24 +14,14 @@ repo=$(cd "$here/../.." && pwd)
 bin=$(cd "$1" && pwd)
 out=$(mkdir -p "$2" && cd "$2" && pwd)
 
-find_bin() {
-  for d in "$bin" "$bin/inject" "$bin/tools" "$bin/tests/e2e" "$bin/bench"; do
-    [ -e "$d/$1" ] && { echo "$d/$1"; return; }
-  done
-  echo "missing-$1"
-}
+. "$here/common.sh"
 LIB=$(find_bin libgpscope_inject.so)
 ANALYZE=$(find_bin gpscope-analyze)
 WORKLOAD=$(find_bin e2e_workload)
 TRAIN="$repo/bench/workloads/torch_train.py"
 
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q GPU; then
-  echo "SKIPPED: no NVIDIA GPU here (nvidia-smi finds none); run this on the GPU machine"
-  exit 77
-fi
-for f in "$LIB" "$ANALYZE" "$WORKLOAD"; do
-  [ -e "$f" ] || { echo "FAIL: $f not built"; echo "0 passed, 1 failed"; exit 1; }
-done
+require_gpu
+require_built "$LIB" "$ANALYZE" "$WORKLOAD"
 
 pass=0; fail=0
 ok() { echo "PASS $1"; pass=$((pass + 1)); }
