@@ -279,6 +279,7 @@ bool Collector::WriteHeader() {
   h.cmdline = argv.data();
   h.cmdline_count = argv.size();
   h.exe_path = {identity.exe_path.data(), identity.exe_path.size()};
+  h.driver_version = {identity.driver_version.data(), identity.driver_version.size()};
   h.start_realtime_ns = clock.realtime_ns;
   h.identity.job_id = {identity.job_id.data(), identity.job_id.size()};
   h.identity.rank = identity.rank;

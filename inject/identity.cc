@@ -132,7 +132,31 @@ ProcessIdentity ReadProcessIdentity(const Config& config) {
     std::string name(*e, eq - *e);
     if (IsAllowListedEnv(name.c_str())) id.env.emplace_back(name, eq + 1);
   }
+  id.driver_version = ParseNvidiaDriverVersion(ReadSmallFile("/proc/driver/nvidia/version"));
   return id;
+}
+
+std::string ParseNvidiaDriverVersion(const std::string& proc_text) {
+  const size_t at = proc_text.find("Kernel Module");
+  if (at == std::string::npos) return "";
+  const size_t line_end = proc_text.find('\n', at);
+  const std::string line = proc_text.substr(at, line_end == std::string::npos ? std::string::npos
+                                                                              : line_end - at);
+  for (size_t i = 0; i < line.size(); ++i) {
+    if (line[i] < '0' || line[i] > '9' || (i > 0 && line[i - 1] != ' ' && line[i - 1] != '\t')) {
+      continue;
+    }
+    size_t j = i;
+    bool dot = false;
+    while (j < line.size() && ((line[j] >= '0' && line[j] <= '9') || line[j] == '.')) {
+      dot |= line[j] == '.';
+      ++j;
+    }
+    const bool ends = j == line.size() || line[j] == ' ' || line[j] == '\t';
+    if (dot && ends && line[j - 1] != '.') return line.substr(i, j - i);
+    i = j;
+  }
+  return "";
 }
 
 std::string TraceFileName(const std::string& job, const std::string& host, uint32_t pid,

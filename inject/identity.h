@@ -29,7 +29,14 @@ struct ProcessIdentity {
   int32_t node_rank = -1;
   std::string launcher;  // "torchrun", "slurm", "openmpi", "pmi", "env", ""
   std::vector<std::pair<std::string, std::string>> env;  // allow-listed only
+  std::string driver_version;  // the NVIDIA kernel module's, "580.159.04"; "" unknown
 };
+
+// The driver version in the text of /proc/driver/nvidia/version ("NVRM
+// version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  ..." or "... Open
+// Kernel Module for x86_64  580.159.04 ..."): the first dotted number after
+// "Kernel Module"; "" if there is none. Pure.
+std::string ParseNvidiaDriverVersion(const std::string& proc_text);
 
 // Fills launcher fields and the allow-listed env from get_env. Pure.
 void ParseLauncherEnv(GetEnvFn get_env, ProcessIdentity* id);
@@ -37,7 +44,8 @@ void ParseLauncherEnv(GetEnvFn get_env, ProcessIdentity* id);
 // True if `name` may be recorded in a trace.
 bool IsAllowListedEnv(const char* name);
 
-// Reads /proc/self and the host name, then ParseLauncherEnv(getenv).
+// Reads /proc/self, the host name and /proc/driver/nvidia/version, then
+// ParseLauncherEnv(getenv).
 ProcessIdentity ReadProcessIdentity(const Config& config);
 
 // "<job>_<host>.gpscope" (node mode) or "<job>_<host>_<pid>.gpscope"

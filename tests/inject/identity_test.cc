@@ -112,5 +112,22 @@ TEST(IdentityTest, FileNamesAreSafe) {
   EXPECT_EQ(TraceFileName("j", "h", 42, FileMode::kProcess), "j_h_42.gpscope");
 }
 
+// /proc/driver/nvidia/version as the proprietary and the open kernel
+// modules write it; the version goes into the trace header.
+TEST(IdentityTest, NvidiaDriverVersionFromProc) {
+  EXPECT_EQ(ParseNvidiaDriverVersion(
+                "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Thu Oct  9 "
+                "19:54:44 UTC 2025\nGCC version:  gcc version 13.3.0 (Ubuntu 13.3.0)\n"),
+            "580.159.04");
+  EXPECT_EQ(ParseNvidiaDriverVersion("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  "
+                                     "550.54.15  Release Build  (dvs-builder@U16-I3-B03-4-3)\n"),
+            "550.54.15");
+  EXPECT_EQ(ParseNvidiaDriverVersion("NVRM version: NVIDIA UNIX aarch64 Kernel Module  535.104\n"),
+            "535.104");
+  EXPECT_EQ(ParseNvidiaDriverVersion(""), "");  // no driver (this CI machine)
+  EXPECT_EQ(ParseNvidiaDriverVersion("Kernel Module x86_64 version unknown\n"), "");
+  EXPECT_EQ(ParseNvidiaDriverVersion("GCC version 13.3.0\n"), "");  // no "Kernel Module"
+}
+
 }  // namespace
 }  // namespace gpscope::inject

@@ -454,7 +454,7 @@ TEST(FindingsBriefTest, RendersMostCostlyFirstWithAFix) {
   g.cost_ns = 0;
   g.fixes.clear();
   EXPECT_EQ(RenderFindingsBrief({f, g}, 1),
-            "gpscope: 2 findings, most costly first:\n"
+            "gpscope: 2 findings, warnings first, most costly first:\n"
             "  1. WARNING  host_sync: Host syncs stall the GPU (cost ~1.23 s)\n"
             "     GPU 0 (pid 7)\n"
             "     The host waited 1.2 s.\n"

@@ -65,6 +65,12 @@ bool ParseCount(const ParsedArgs& args, const std::string& flag, uint64_t min, u
 }  // namespace
 
 int RunReport(const std::vector<std::string>& raw_args, std::ostream& out, std::ostream& err) {
+  std::unique_ptr<SummaryResult> unused;
+  return RunReport(raw_args, out, err, &unused);
+}
+
+int RunReport(const std::vector<std::string>& raw_args, std::ostream& out, std::ostream& err,
+              std::unique_ptr<SummaryResult>* analysis) {
   // ParseArgs knows long flags only; -o is the one short flag here.
   std::vector<std::string> args;
   for (const std::string& a : raw_args) args.push_back(a == "-o" ? "--output" : a);
@@ -112,8 +118,8 @@ int RunReport(const std::vector<std::string>& raw_args, std::ostream& out, std::
   // Pass 1: the analyzer.
   analyses::ReportOptions options;
   options.top_kernels = top;
-  const std::unique_ptr<SummaryResult> result =
-      ComputeSummaryResult(parsed->positional, model_options, options);
+  std::unique_ptr<SummaryResult>& result = *analysis;
+  result = ComputeSummaryResult(parsed->positional, model_options, options);
   int code = kExitOk;
   size_t readable = 0;
   std::vector<std::string> readable_paths;

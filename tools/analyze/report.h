@@ -20,6 +20,7 @@
 #ifndef GPSCOPE_TOOLS_ANALYZE_REPORT_H_
 #define GPSCOPE_TOOLS_ANALYZE_REPORT_H_
 
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -29,6 +30,13 @@ namespace gpscope::analyze {
 // The command: `report [-o FILE] [--idle-gap-ms MS] [--top N] [--max-events N]
 // [--bins N] [--no-compress] [--data-only] FILE...`.
 int RunReport(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+struct SummaryResult;  // summary.h
+// The same, keeping the analyzer's result (pass 1) in *analysis when it was
+// computed, for a caller that also wants the findings (the `gpscope`
+// launcher) without analyzing the files twice.
+int RunReport(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+              std::unique_ptr<SummaryResult>* analysis);
 
 }  // namespace gpscope::analyze
 

@@ -26,7 +26,7 @@ std::string RenderFindingsBrief(const std::vector<analyses::Finding>& findings,
   if (findings.empty()) return "gpscope: no findings: no rule fired (see the report's numbers)\n";
   std::string text = absl::StrCat("gpscope: ", findings.size(),
                                   findings.size() == 1 ? " finding" : " findings",
-                                  ", most costly first:\n");
+                                  ", warnings first, most costly first:\n");
   const size_t shown = std::min(findings.size(), max_findings);
   for (size_t i = 0; i < shown; ++i) {
     const analyses::Finding& f = findings[i];
@@ -48,6 +48,7 @@ std::string RenderFindingsBrief(const std::vector<analyses::Finding>& findings,
 int ReportAndFindings(const std::vector<std::string>& files, const AnalysisOptions& options,
                       std::ostream& out) {
   int code = 0;
+  std::unique_ptr<analyze::SummaryResult> result;  // the report's analysis, reused
   if (options.write_report) {
     std::vector<std::string> args = {"-o", options.report_path};
     if (options.idle_gap_ns > 0) {
@@ -56,7 +57,7 @@ int ReportAndFindings(const std::vector<std::string>& files, const AnalysisOptio
     }
     args.insert(args.end(), files.begin(), files.end());
     std::ostringstream report_out, report_err;
-    const int rc = analyze::RunReport(args, report_out, report_err);
+    const int rc = analyze::RunReport(args, report_out, report_err, &result);
     out << report_err.str();
     if (rc == 0) {
       out << "gpscope: report: " << options.report_path << "\n";
@@ -66,10 +67,11 @@ int ReportAndFindings(const std::vector<std::string>& files, const AnalysisOptio
       code = 1;
     }
   }
-  model::ModelOptions model_options;
-  if (options.idle_gap_ns > 0) model_options.idle_gap_threshold_ns = options.idle_gap_ns;
-  const std::unique_ptr<analyze::SummaryResult> result =
-      analyze::ComputeSummaryResult(files, model_options, analyses::ReportOptions{});
+  if (result == nullptr) {
+    model::ModelOptions model_options;
+    if (options.idle_gap_ns > 0) model_options.idle_gap_threshold_ns = options.idle_gap_ns;
+    result = analyze::ComputeSummaryResult(files, model_options, analyses::ReportOptions{});
+  }
   size_t readable = 0;
   for (const reader::FileInfo& f : result->model.index.files) readable += f.status.ok() ? 1 : 0;
   if (readable == 0) {

@@ -33,7 +33,7 @@ struct AnalysisOptions {
 int ReportAndFindings(const std::vector<std::string>& files, const AnalysisOptions& options,
                       std::ostream& out);
 
-// The findings, most costly first, a few lines each: severity, rule and
+// The findings, warnings first, most costly first, a few lines each: severity, rule and
 // title, cost, the summary sentence, the first fix.
 std::string RenderFindingsBrief(const std::vector<analyses::Finding>& findings, size_t max_findings);
 

@@ -591,6 +591,7 @@ void Monitor::OnFileStart(inject::ChunkWriter& w, uint64_t process_uid) {
   h.cmdline = cmdline.data();
   h.cmdline_count = cmdline.size();
   h.exe_path = {self_.exe_path.data(), self_.exe_path.size()};
+  h.driver_version = {self_.driver_version.data(), self_.driver_version.size()};
   h.start_realtime_ns = start_realtime_ns_;
   h.identity = format::IdentityRecord{{nullptr, 0}, -1, -1, 0, -1,
                                       format::MakeStringRef("gpscope-monitor")};
