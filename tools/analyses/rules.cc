@@ -713,7 +713,10 @@ void IncompleteData(const Context& c) {
                                   p.undecodable_batches == 0;
     f.severity = heavy ? Severity::kCritical
                        : (open_window_only ? Severity::kInfo : Severity::kWarning);
-    f.cost_ns = lost_ns;
+    // Untraced time, plus the dropped records' share of the traced span:
+    // drops alone would otherwise cost nothing and rank last.
+    const double span_ns = static_cast<double>(p.last_ns > p.first_ns ? p.last_ns - p.first_ns : 0);
+    f.cost_ns = lost_ns + Ns(static_cast<double>(pr.dropped) / events * span_ns);
     std::vector<std::string> what;
     if (pr.dropped > 0) what.push_back(absl::StrCat(Count(pr.dropped), " records dropped"));
     if (lost_count > 0) {
