@@ -130,6 +130,7 @@ class Collector : public control::ControlHandler {
   bool kernels_always_on_ = false;
   std::unique_ptr<control::ControlChannel> channel;
   std::atomic<uint64_t> events_written{0};  // for `status`, updated by the writer
+  std::atomic<uint64_t> windows_written{0};  // windows ended and written to the file
 
   // ControlHandler: the control thread.
   void GetStatus(control::ControlStatus* status) override;
@@ -634,6 +635,10 @@ void Collector::ApplyTransitions(const control::Transition* t, size_t n) {
       Drain();
       SetTracing(false);
       lost_start_ns_ = t[i].at_ns;
+      // The window on disk now: `gpscope attach` waits for windows_written.
+      writer->Flush();
+      events_written.store(writer->events_written(), std::memory_order_relaxed);
+      windows_written.fetch_add(1, std::memory_order_release);
       GPSCOPE_LOG_INFO("capture window ends (%s) at %llu", why,
                        static_cast<unsigned long long>(t[i].at_ns));
     }
@@ -662,6 +667,7 @@ void Collector::GetStatus(control::ControlStatus* status) {
     status->remaining_ms = window->remaining_ms(NowNs());
   }
   status->events = events_written.load(std::memory_order_relaxed);
+  status->windows_written = static_cast<int64_t>(windows_written.load(std::memory_order_acquire));
   // Records (refused buffer requests show up as CUPTI-reported drops).
   status->drops = cupti_dropped.load(std::memory_order_relaxed);
   status->pid = static_cast<uint64_t>(identity.pid);

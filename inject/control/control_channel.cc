@@ -177,6 +177,9 @@ std::string FormatStatusReply(const ControlStatus& s) {
   return OneLine("ok state=" + std::string(s.state) + " tracing=" + (s.tracing ? "1" : "0") +
                  " remaining_ms=" + std::to_string(s.remaining_ms) +
                  " events=" + std::to_string(s.events) + " drops=" + std::to_string(s.drops) +
+                 (s.windows_written >= 0
+                      ? " windows_written=" + std::to_string(s.windows_written)
+                      : std::string()) +
                  " pid=" + std::to_string(s.pid) + " trace=" + s.trace_path);
 }
 
@@ -206,6 +209,7 @@ bool ParseStatusReply(std::string_view line, ControlStatus* s, std::string* stat
       if (key == "events") s->events = n;
       if (key == "drops") s->drops = n;
       if (key == "pid") s->pid = n;
+      if (key == "windows_written" && n <= INT64_MAX) s->windows_written = static_cast<int64_t>(n);
     }  // unknown keys (a newer collector) are skipped
   }
   return have_state;

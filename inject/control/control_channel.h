@@ -91,6 +91,10 @@ struct ControlStatus {
   uint64_t remaining_ms = 0;  // of the current window; 0: none or unbounded
   uint64_t events = 0;        // events written so far
   uint64_t drops = 0;         // records dropped so far, all reasons
+  // Capture windows whose records are in the trace file (forced out of
+  // CUPTI and written when the window ended); -1: not told (an older
+  // collector), then a reader waits a flush interval instead.
+  int64_t windows_written = -1;
   uint64_t pid = 0;
   std::string trace_path;  // the trace file this process appends to
 };

@@ -463,6 +463,11 @@ TEST(ControlProtocolTest, StatusReplyRoundTripsAndToleratesUnknownKeys) {
   EXPECT_EQ(back.events, 99u);
   EXPECT_EQ(back.pid, 12u);
   EXPECT_EQ(back.trace_path, "/a b/c?d.gpscope");
+  EXPECT_EQ(back.windows_written, -1);  // not told
+  s.windows_written = 3;
+  ControlStatus told;
+  ASSERT_TRUE(ParseStatusReply(FormatStatusReply(s), &told, &state));
+  EXPECT_EQ(told.windows_written, 3);
   ASSERT_TRUE(ParseStatusReply("ok state=standby future_key=x tracing=1 trace=/t", &back, &state));
   EXPECT_TRUE(back.tracing);
   EXPECT_FALSE(ParseStatusReply("error permission denied", &back, &state));

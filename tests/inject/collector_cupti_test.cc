@@ -1047,9 +1047,11 @@ void CollectorCuptiTest::RunDelayWindow(const Env& extra) {
 // nothing is traced until `start`, then exactly the requested window, in
 // the file while the process still runs (forced out at the window's end).
 TEST_F(CollectorCuptiTest, StandbyProcessTracesOnlyTheAttachedWindow) {
+  // A 2 s flush interval: the window must be on disk long before the next
+  // periodic flush.
   ASSERT_NO_FATAL_FAILURE(Start({{"FAKE_CUPTI_KERNELS", "forever"},
                                  {"FAKE_CUPTI_RATE", "2000"},
-                                 {"GPSCOPE_FLUSH_INTERVAL_MS", "100"},
+                                 {"GPSCOPE_FLUSH_INTERVAL_MS", "2000"},
                                  {"GPSCOPE_STANDBY", "1"}},
                                 Then::kStay));
   const std::string socket = inject::control::ControlSocketPath(control_dir_, child_);
@@ -1062,6 +1064,7 @@ TEST_F(CollectorCuptiTest, StandbyProcessTracesOnlyTheAttachedWindow) {
   }
   ASSERT_EQ(client.Request("status", 2000, &reply, &error), inject::control::ClientError::kOk) << error;
   EXPECT_NE(reply.find("state=standby tracing=0"), std::string::npos) << reply;
+  EXPECT_NE(reply.find(" windows_written=0 "), std::string::npos) << reply;
   SleepMs(300);  // standby: nothing traced
   const uint64_t asked_ns = RealtimeNs();
   ASSERT_EQ(client.Request("start 400", 2000, &reply, &error), inject::control::ClientError::kOk) << error;
@@ -1071,10 +1074,13 @@ TEST_F(CollectorCuptiTest, StandbyProcessTracesOnlyTheAttachedWindow) {
   SleepMs(900);
   ASSERT_EQ(client.Request("status", 2000, &reply, &error), inject::control::ClientError::kOk) << error;
   EXPECT_NE(reply.find("state=standby tracing=0"), std::string::npos) << reply;
+  // The collector says when the window is in the file (`gpscope attach`
+  // waits for this instead of a flush interval); it is, at once.
+  EXPECT_NE(reply.find(" windows_written=1 "), std::string::npos) << reply;
   client.Close();
   Trace running;
-  EXPECT_TRUE(WaitForKernels(200, 1000, &running))
-      << "the window's kernels are in the file before the process ends: "
+  EXPECT_TRUE(WaitForKernels(200, 0, &running))
+      << "the window's kernels are in the file while the process runs: "
       << running.kernels.size();
   ASSERT_EQ(kill(child_, SIGTERM), 0);
   int status = Wait();

@@ -11,6 +11,9 @@
 //
 //   fake_traced_app RUN_MS BATCH_EVERY_MS KERNELS_PER_BATCH EXIT_CODE
 //
+// With FAKE_APP_REPORTS_WINDOWS=1 its status tells windows_written (the
+// windows closed so far: their frames are already in the file), as the
+// collector does; without, it answers like an older collector.
 // Exits 90 when CUDA_INJECTION64_PATH is not set (the launcher must set it).
 // Threads: main (ticks the window, writes frames) and the control thread;
 // the window is shared under one mutex, as the collector would do.
@@ -50,6 +53,7 @@ struct App : public ic::ControlHandler {
   uint64_t window_kernels = 0;
   std::vector<uint64_t> closed_windows;
   std::string trace_path;
+  bool reports_windows = false;  // FAKE_APP_REPORTS_WINDOWS=1
 
   void Apply(const ic::Transitions& transitions) {  // under mu
     for (const ic::Transition& t : transitions) {
@@ -66,6 +70,7 @@ struct App : public ic::ControlHandler {
     s->tracing = window.tracing();
     s->remaining_ms = window.remaining_ms(NowNs());
     s->events = events;
+    if (reports_windows) s->windows_written = static_cast<int64_t>(closed_windows.size());
     s->pid = static_cast<uint64_t>(getpid());
     s->trace_path = trace_path;
   }
@@ -103,6 +108,8 @@ int main(int argc, char** argv) {
   App app;
   app.window = ic::CaptureWindow(ic::ParseCaptureConfig(&Env, &problems));
   app.trace_path = dir + "/fakejob_testhost.gpscope";
+  app.reports_windows = Env("FAKE_APP_REPORTS_WINDOWS") != nullptr &&
+                        std::string(Env("FAKE_APP_REPORTS_WINDOWS")) == "1";
   char err[256];
   const int fd = gpscope::format::OpenForAppend(app.trace_path.c_str(), err, sizeof(err));
   if (fd < 0) {

@@ -299,6 +299,37 @@ TEST(GpscopeAttachTest, CapturesExactlyTheRequestedWindowOfAStandbyProcess) {
       << r.err;
 }
 
+// A collector that tells windows_written (its window's records are on disk
+// when the window ends) is not waited on for a flush interval: with a 20 s
+// interval, the old wait alone would take 20.5 s.
+TEST(GpscopeAttachTest, ReturnsOnceTheCollectorSaysTheWindowIsWritten) {
+  TempDir dir;
+  const std::string ctl = dir.path() + "/ctl";
+  const pid_t app = Start({GPSCOPE_FAKE_APP, "30000", "20", "10", "0"},
+                          {{"CUDA_INJECTION64_PATH", dir.lib()}, {"GPSCOPE_OUTPUT", dir.path()},
+                           {"GPSCOPE_STANDBY", "1"}, {"GPSCOPE_CONTROL_DIR", ctl},
+                           {"GPSCOPE_FLUSH_INTERVAL_MS", "20000"},
+                           {"FAKE_APP_REPORTS_WINDOWS", "1"}},
+                          dir.path() + "/app.out", dir.path() + "/app.err");
+  ASSERT_TRUE(WaitForFile(ctl + "/" + std::to_string(app) + ".sock", 10'000))
+      << ReadFile(dir.path() + "/app.err");
+  const auto t0 = std::chrono::steady_clock::now();
+  const Result r = RunGpscope(dir, {"attach", "--pid", std::to_string(app), "--duration", "1",
+                                    "--no-report", "--output", dir.path() + "/att"},
+                              {{"GPSCOPE_CONTROL_DIR", ctl}});
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_GE(took, std::chrono::milliseconds(1000));
+  EXPECT_LT(took, std::chrono::milliseconds(6000)) << r.err;
+  kill(app, SIGTERM);
+  EXPECT_EQ(WaitFor(app, 10'000), 0);
+  const std::string windows = ReadFile(dir.path() + "/windows.txt");
+  ASSERT_EQ(windows.rfind("kernels ", 0), 0u) << windows;
+  const std::string window_file =
+      dir.path() + "/att/fakejob_testhost_pid" + std::to_string(app) + ".gpscope";
+  EXPECT_EQ(CountKernels(window_file), std::stoull(windows.substr(8))) << r.err;
+}
+
 TEST(GpscopeAttachTest, CtrlCEndsTheWindowEarlyAndStillReports) {
   TempDir dir;
   const std::string ctl = dir.path() + "/ctl";

@@ -443,6 +443,7 @@ int RunAttach(const std::vector<std::string>& args, std::ostream& out, std::ostr
 
   const uint64_t from_offset = FileSize(status.trace_path);
   const uint64_t events_before = status.events, drops_before = status.drops;
+  const int64_t windows_before = status.windows_written;  // -1: an older collector
   std::string reply;
   const std::string request = o.interval_ms ? absl::StrCat("start ", o.duration_ms, " ", o.interval_ms)
                                             : absl::StrCat("start ", o.duration_ms);
@@ -498,13 +499,28 @@ int RunAttach(const std::vector<std::string>& args, std::ostream& out, std::ostr
   sigaction(SIGTERM, &old_term, nullptr);
   if (process_gone) err << "gpscope: process " << o.pid << " ended during the window\n";
 
-  // The collector ships what CUPTI buffered at its next flush: wait for it.
+  // The collector writes the window's records when it ends and counts that
+  // in windows_written; an older one ships them at its next flush: wait a
+  // flush interval for those (and as a bound here).
   uint64_t flush_ms = 2000;
   if (const auto it = target.env.find("GPSCOPE_FLUSH_INTERVAL_MS"); it != target.env.end()) {
     uint64_t v = 0;
     if (absl::SimpleAtoi(it->second, &v) && v >= 100 && v <= 60000) flush_ms = v;
   }
-  if (!process_gone) SleepMs(static_cast<unsigned>(flush_ms + 500));
+  if (!process_gone) {
+    const auto wait_from = std::chrono::steady_clock::now();
+    const uint64_t bound_ms = flush_ms + 500;
+    bool written = false;
+    while (windows_before >= 0 && MsSince(wait_from) < bound_ms) {
+      if (QueryStatus(socket, &status, &state, &error) == ClientError::kOk &&
+          status.windows_written > windows_before) {
+        written = true;
+        break;
+      }
+      SleepMs(50);
+    }
+    if (!written) SleepMs(static_cast<unsigned>(bound_ms - std::min(bound_ms, MsSince(wait_from))));
+  }
   const uint64_t to_offset = FileSize(status.trace_path);
   std::string base = Basename(status.trace_path);
   if (base.size() > 8 && base.compare(base.size() - 8, 8, ".gpscope") == 0) base.resize(base.size() - 8);
