@@ -781,6 +781,15 @@ void Collector::StartSampler() {
   metric_sink = std::make_unique<metrics::RingSink>(&metric_ring);
   metrics::SamplerOptions sopts;
   sopts.self_pid = static_cast<uint32_t>(identity.pid);
+  if (identity.in_pid_namespace) {
+    // NVML's per-process pids are the host's: the analyzer must not take
+    // this process for a stranger on its own GPU.
+    static constexpr char kWhy[] =
+        "in a PID namespace (a container): NVML reports host pids, which cannot be matched to "
+        "this process's";
+    writer->AddCapability({format::MakeStringRef("nvml.process_pids"), false,
+                           format::MakeStringRef(kWhy)});
+  }
   metrics::NvmlBackend::Options nopts;
   if (!config.nvml_path.empty()) nopts.library = config.nvml_path.c_str();
   // Number GPUs as CUDA does in this process, so metrics join the events.

@@ -133,7 +133,14 @@ ProcessIdentity ReadProcessIdentity(const Config& config) {
     if (IsAllowListedEnv(name.c_str())) id.env.emplace_back(name, eq + 1);
   }
   id.driver_version = ParseNvidiaDriverVersion(ReadSmallFile("/proc/driver/nvidia/version"));
+  char ns[64];
+  const ssize_t ns_len = readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
+  if (ns_len > 0) id.in_pid_namespace = IsNonInitialPidNamespace(std::string(ns, ns_len));
   return id;
+}
+
+bool IsNonInitialPidNamespace(const std::string& ns_link) {
+  return ns_link.rfind("pid:[", 0) == 0 && ns_link != "pid:[4026531836]";
 }
 
 std::string ParseNvidiaDriverVersion(const std::string& proc_text) {

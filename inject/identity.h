@@ -30,7 +30,14 @@ struct ProcessIdentity {
   std::string launcher;  // "torchrun", "slurm", "openmpi", "pmi", "env", ""
   std::vector<std::pair<std::string, std::string>> env;  // allow-listed only
   std::string driver_version;  // the NVIDIA kernel module's, "580.159.04"; "" unknown
+  // In a PID namespace other than the host's (a container): NVML reports
+  // host pids, which do not match `pid`.
+  bool in_pid_namespace = false;
 };
+
+// True when the link text of /proc/self/ns/pid names a namespace other than
+// the initial one ("pid:[4026531836]", PROC_PID_INIT_INO). Pure.
+bool IsNonInitialPidNamespace(const std::string& ns_link);
 
 // The driver version in the text of /proc/driver/nvidia/version ("NVRM
 // version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  ..." or "... Open

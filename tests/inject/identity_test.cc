@@ -129,5 +129,12 @@ TEST(IdentityTest, NvidiaDriverVersionFromProc) {
   EXPECT_EQ(ParseNvidiaDriverVersion("GCC version 13.3.0\n"), "");  // no "Kernel Module"
 }
 
+// /proc/self/ns/pid: the host's namespace has the fixed inode 4026531836.
+TEST(IdentityTest, PidNamespaceFromTheNsLink) {
+  EXPECT_FALSE(IsNonInitialPidNamespace("pid:[4026531836]"));
+  EXPECT_TRUE(IsNonInitialPidNamespace("pid:[4026532201]"));
+  EXPECT_FALSE(IsNonInitialPidNamespace(""));  // unreadable: assume the host's
+}
+
 }  // namespace
 }  // namespace gpscope::inject

@@ -445,6 +445,38 @@ TEST(RulesTest, UntracedProcessOnTheGpuYieldsGpuSharedNvml) {
   EXPECT_NEAR(r.report().other_process_sm, 30, 1e-6);
 }
 
+// From inside a container NVML's pids are the host's (the collector says so
+// with capability nvml.process_pids unavailable): the traced process itself
+// looks untraced. One NVML process is no finding; two are an info note.
+TEST(RulesTest, NvmlPidsFromInsideAPidNamespaceAreNotCalledStrangers) {
+  auto run = [](int processes, const std::string& name) {
+    TraceBuilder trace;
+    Synth s(trace);
+    HealthyLoop(s, {});
+    proto::CapabilityNotice* cap = s.p().batch().add_capabilities();
+    cap->set_component("nvml.process_pids");
+    cap->set_available(false);
+    cap->set_reason("in a PID namespace (a container)");
+    // Host pids: the traced process (pid 4242 inside) is 871234 here.
+    AddMetric(s, 1, "nvml.process_sm_util", proto::SCOPE_PROCESS, 871234, "python",
+              [](int) { return 70.0; });
+    if (processes > 1) {
+      AddMetric(s, 2, "nvml.process_sm_util", proto::SCOPE_PROCESS, 871300, "jupyter",
+                [](int) { return 30.0; });
+    }
+    s.p().WriteEnd();
+    return Analyze(trace, name);
+  };
+  const Result one = run(1, "pidns1");
+  EXPECT_EQ(FindRule(one.findings(), "gpu-shared-nvml"), nullptr) << Describe(one.findings());
+  const Result two = run(2, "pidns2");
+  EXPECT_TRUE(WarningRules(two.findings()).empty()) << Describe(two.findings());
+  const Finding* f = FindRule(two.findings(), "gpu-shared-nvml");
+  ASSERT_NE(f, nullptr) << Describe(two.findings());
+  EXPECT_EQ(f->severity, Severity::kInfo);
+  EXPECT_NE(f->summary.find("PID namespace"), std::string::npos) << f->summary;
+}
+
 // The SM limits of an H100 (DefaultHeader leaves them unknown).
 void SetSmLimits(proto::ProcessHeader& h) {
   proto::DeviceInfo* d = h.mutable_devices(0);

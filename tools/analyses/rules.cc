@@ -492,8 +492,16 @@ void OtherProcesses(const Context& c, const GpuReport& g, Finding f) {
     if (!traced) others.push_back(&o);
   }
   if (others.empty()) return;
-  f.severity = Severity::kWarning;
-  f.cost_ns = Ns(g.busy_ns * g.other_process_sm / 100);
+  // From inside a container NVML's pids are the host's: this process is
+  // itself among the "others". One process is most likely just this one;
+  // with more, say what NVML saw, as info.
+  bool foreign_pids = false;
+  for (const model::ProcessModel& p : c.model.processes) {
+    foreign_pids |= p.process_uid == g.gpu->process_uid && p.foreign_nvml_pids;
+  }
+  if (foreign_pids && others.size() <= 1) return;
+  f.severity = foreign_pids ? Severity::kInfo : Severity::kWarning;
+  f.cost_ns = foreign_pids ? 0 : Ns(g.busy_ns * g.other_process_sm / 100);
   std::vector<std::string> names;
   for (size_t i = 0; i < others.size() && i < 3; ++i) {
     names.push_back(absl::StrFormat("pid %d%s%s (%.0f%% SM on average)", others[i]->pid,
@@ -503,6 +511,13 @@ void OtherProcesses(const Context& c, const GpuReport& g, Finding f) {
   f.summary = absl::StrFormat(
       "Other processes used this GPU's SMs %.0f%% on average during the steady window: %s.",
       g.other_process_sm, absl::StrJoin(names, ", "));
+  if (foreign_pids) {
+    f.summary = absl::StrFormat(
+        "NVML saw %d processes on this GPU (%s), but the traced process ran in a PID namespace "
+        "(a container), so NVML's host pids cannot be told apart from its own: one of them is "
+        "the traced process. Check nvidia-smi on the host.",
+        static_cast<int>(others.size()), absl::StrJoin(names, ", "));
+  }
   f.evidence = {{"other_process_sm_util_percent", g.other_process_sm, "count"},
                 {"other_processes", static_cast<double>(others.size()), "count"},
                 {"top_other_pid", static_cast<double>(others.front()->pid), "count"}};
@@ -858,7 +873,8 @@ const GpuRule kGpuRules[] = {
      ClockThrottling},
     {{"gpu-shared-nvml", "GPU shared with other processes",
       "NVML per-process utilization shows untraced processes using >= 5% of the SMs on average "
-      "in the window",
+      "in the window (info only, from inside a PID namespace, where NVML's host pids cannot be "
+      "matched: two or more processes)",
       "ours (NVML process utilization)"},
      OtherProcesses},
     {{"low-occupancy", "Low-occupancy launches",

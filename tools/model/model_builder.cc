@@ -659,6 +659,7 @@ class ModelBuilder::Impl {
       if (!c.available()) {
         p.m.unavailable.push_back(
             absl::StrCat(c.component(), c.reason().empty() ? "" : ": ", c.reason()));
+        if (c.component() == "nvml.process_pids") p.m.foreign_nvml_pids = true;
       }
     }
     const absl::Status status = reader::DecodeBatch(b, &events_);

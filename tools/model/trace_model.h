@@ -409,6 +409,9 @@ struct ProcessModel {
   uint64_t window_off_ns = 0;
   std::vector<proto::LostInterval> lost_intervals;  // the first 16
   std::vector<std::string> unavailable;  // "gpm: not supported"
+  // The collector ran in a PID namespace (capability nvml.process_pids
+  // unavailable): NVML's process pids are the host's, not comparable to pid.
+  bool foreign_nvml_pids = false;
 
   uint64_t api_calls = 0;
   LogHistogram launch_call_ns;     // CPU duration of kernel launch calls
