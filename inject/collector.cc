@@ -159,6 +159,7 @@ class Collector : public control::ControlHandler {
  private:
   void WriterLoop();
   void Drain();
+  void FlushCupti(uint32_t flag);
   void ConvertBuffer(uint8_t* buffer, size_t valid_bytes);
   void ConvertRecord(const CUpti_Activity* record);
   void ReportLosses(bool final);
@@ -628,11 +629,7 @@ void Collector::ApplyTransitions(const control::Transition* t, size_t n) {
       // later window moves the gate (which keeps one window at a time);
       // `gpscope attach` waits for them. Forced: partly filled buffers too.
       gate_end_ns_ = t[i].at_ns;
-      if (cupti_active) {
-        api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-        ReadGlobalDrops();
-      }
-      Drain();
+      FlushCupti(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
       SetTracing(false);
       lost_start_ns_ = t[i].at_ns;
       // The window on disk now: `gpscope attach` waits for windows_written.
@@ -1104,6 +1101,17 @@ void Collector::ConvertBuffer(uint8_t* buffer, size_t valid_bytes) {
 #endif
 }
 
+// Writer thread (or start-up): CUPTI hands back its buffers (flag 0:
+// completed ones; CUPTI_ACTIVITY_FLAG_FLUSH_FORCED: partly filled too), the
+// drops it counted since, then everything is converted.
+void Collector::FlushCupti(uint32_t flag) {
+  if (cupti_active) {
+    api.cuptiActivityFlushAll(flag);
+    ReadGlobalDrops();
+  }
+  Drain();
+}
+
 void Collector::Drain() {
   DrainMetrics();
   uint8_t* buffer;
@@ -1168,11 +1176,7 @@ void Collector::WriterLoop() {
     Drain();
     if (final_requested.load(std::memory_order_acquire)) break;
     if (ClockNs(CLOCK_MONOTONIC) >= next_flush_ns) {
-      if (cupti_active) {
-        api.cuptiActivityFlushAll(0);  // completed buffers only; no device sync
-        ReadGlobalDrops();
-      }
-      Drain();
+      FlushCupti(0);  // completed buffers only; no device sync
       // Flag 0 hands back no partly filled buffer on the H200 (CUDA 13): a
       // slow application's records sat in one for seconds, and a SIGKILL
       // lost them. After two intervals without a buffer back, force one
@@ -1180,9 +1184,7 @@ void Collector::WriterLoop() {
       if (cupti_active && tracing.load(std::memory_order_relaxed) && pool.outstanding() > 0 &&
           buffers_drained_ == drained_at_flush_) {
         if (++flushes_without_buffer_ >= 2) {
-          api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-          ReadGlobalDrops();
-          Drain();
+          FlushCupti(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
           flushes_without_buffer_ = 0;
         }
       } else {
@@ -1200,11 +1202,7 @@ void Collector::WriterLoop() {
   }
 
   // Final: force out partially filled buffers, then the end chunk.
-  if (cupti_active) {
-    api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    ReadGlobalDrops();
-  }
-  Drain();
+  FlushCupti(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   ReportLosses(true);
   format::ProcessEndRecord end{};
   end.clock = Snapshot();

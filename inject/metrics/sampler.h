@@ -162,6 +162,7 @@ class Sampler {
   uint32_t gpu_device_count() const { return static_cast<uint32_t>(devices_.size()); }
   const GpuDeviceInfo& gpu_device(uint32_t i) const;
   const SamplerStats& stats() const { return stats_; }
+  const SamplerOptions& options() const { return options_; }
 
  private:
   static constexpr uint32_t kNone = ~0u;

@@ -274,7 +274,7 @@ bool Monitor::Sink::OnDescriptor(const gm::MetricDef& def) {
     if (on_gpu && s.scope == gm::kScopeProcess) {
       // Read every process_interval_ms, not every round: stale only after
       // two of those (at 100 ms they would vanish between reads).
-      const uint32_t every = gm::SamplerOptions{}.process_interval_ms;
+      const uint32_t every = g_->sampler->options().process_interval_ms;
       const uint32_t interval = std::max<uint32_t>(1, m_->options_.interval_ms);
       family.stale_rounds = 2 * std::max<uint32_t>(1, (every + interval - 1) / interval);
       labels.emplace_back("pid", std::to_string(s.pid));
