@@ -16,6 +16,9 @@
 #              (eu-stack, carried in .carry/tools) and /proc wchan
 #   rules      tests/e2e/rules_gpu.sh (each finding from a real workload;
 #              RULES_ONLY="a b" runs only those scenarios)
+#   ddp        tests/e2e/ddp_gpu.sh (torchrun + NCCL DDP on every GPU: one
+#              per-node file, ranks aligned, straggler; DDP_VARIANTS="a b"
+#              runs only those variants)
 #   overhead_train / overhead_cuda   bench/overhead.py suites
 # Writes OUT_DIR/session.log (one line per suite: rc and seconds) and
 # OUT_DIR/session.tar.gz (all logs and small traces).
@@ -61,6 +64,7 @@ for spec in "$@"; do
     e2e) timeout -k 10 "$limit" bash "$repo/tests/e2e/run_gpu_tests.sh" "$carry/bin" "$d" >"$d/stdout.txt" 2>&1 ;;
     launcher) timeout -k 10 "$limit" bash "$repo/tests/e2e/launcher_gpu.sh" "$carry/bin" "$d" >"$d/stdout.txt" 2>&1 ;;
     monitor) timeout -k 10 "$limit" bash "$repo/tests/e2e/monitor_gpu.sh" "$carry/bin" "$d/run" >"$d/stdout.txt" 2>&1 ;;
+    ddp) timeout -k 10 "$limit" bash "$repo/tests/e2e/ddp_gpu.sh" "$carry/bin" "$d" ${DDP_VARIANTS:+"$DDP_VARIANTS"} >"$d/stdout.txt" 2>&1 ;;
     rules) timeout -k 10 "$limit" bash "$repo/tests/e2e/rules_gpu.sh" "$carry/bin" "$d" ${RULES_ONLY:+"$RULES_ONLY"} >"$d/stdout.txt" 2>&1 ;;
     windowprobe)  # a 3 s window after WINDOW_DELAY s (default 4) of a torch_train run of
       # WINDOW_STEPS steps (default 400): kernels gated (default), switched (diag), no window

@@ -312,6 +312,9 @@ TEST(RanksTest, PlantedStragglerIsNamedDespiteClockOffsets) {
   ASSERT_EQ(ranks.late_order.size(), 4u);
   EXPECT_EQ(ranks.late_order[0], static_cast<size_t>(ranks.straggler));
   EXPECT_LT(ranks.end_spread_ns, 10.0 * kUs);  // the clocks line up
+  EXPECT_LE(ranks.end_spread_ns, ranks.end_spread_p95_ns);
+  EXPECT_LE(ranks.end_spread_p95_ns, ranks.end_spread_max_ns);
+  EXPECT_LT(ranks.end_spread_max_ns, 10.0 * kUs);  // ends planted within 4 us, drift interpolated
   // The others wait ~4 ms per step in the all-reduce; the straggler hardly.
   for (const analyses::RankRow& row : ranks.rows) {
     EXPECT_EQ(row.step_source, "nvtx");

@@ -109,6 +109,9 @@ void MatchCollectives(const model::TraceModel& model, RankReport& out) {
     row.last_share = last[i] / matched;
     row.wait_ns = wait[i] * stride;
   }
+  std::sort(end_spreads.begin(), end_spreads.end());
+  out.end_spread_max_ns = end_spreads.back();
+  out.end_spread_p95_ns = end_spreads[static_cast<size_t>(0.95 * static_cast<double>(end_spreads.size() - 1))];
   out.end_spread_ns = Median(std::move(end_spreads));
 }
 

@@ -79,6 +79,8 @@ struct RankReport {
   uint64_t matched = 0;            // collectives matched across every communicating GPU
   uint32_t stride = 1;             // sampling of the matched collectives
   double end_spread_ns = 0;        // median over matched collectives of max - min end
+  double end_spread_p95_ns = 0;    // its 95th percentile and maximum: the alignment
+  double end_spread_max_ns = 0;    // tolerance a multi-rank timeline can claim
   int straggler = -1;              // index into rows, or -1
   std::vector<size_t> late_order;  // the straggler ranking: rows with matched collectives,
                                    // latest mean start first

@@ -441,7 +441,8 @@ void RenderRanks(const SummaryResult& r, Text& t) {
   t.Para(0, absl::StrCat("RANKS (", ranks.rows.size(), " GPUs; ", Count(ranks.matched),
                       " collectives matched; clocks aligned with each process's snapshots",
                       ranks.matched > 0 ? absl::StrCat(", collective ends agree to ",
-                                                       Time(ranks.end_spread_ns))
+                                                       Time(ranks.end_spread_ns), " (P95 ",
+                                                       Time(ranks.end_spread_p95_ns), ")")
                                         : std::string(),
                       ")"));
   t.Line(absl::StrFormat("  %-24s %9s %9s %9s %9s %6s %9s %6s %6s", "rank", "step P50",
@@ -992,6 +993,8 @@ void RanksJson(JsonWriter& j, const analyses::RankReport& ranks) {
   j.BeginObject();
   j.Key("matched_collectives").Uint(ranks.matched).Key("stride").Uint(ranks.stride);
   j.Key("end_spread_ns").Double(ranks.end_spread_ns);
+  j.Key("end_spread_p95_ns").Double(ranks.end_spread_p95_ns);
+  j.Key("end_spread_max_ns").Double(ranks.end_spread_max_ns);
   j.Key("straggler").IndexOrNull(ranks.straggler);
   j.Key("late_order").BeginInlineArray();
   for (size_t i : ranks.late_order) j.Uint(i);
