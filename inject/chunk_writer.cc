@@ -1,5 +1,6 @@
 #include "inject/chunk_writer.h"
 
+#include <cerrno>
 #include <cstring>
 
 #include "inject/raw_log.h"
@@ -20,6 +21,7 @@ size_t ChunkWriter::LaunchKeyHash::operator()(const LaunchKey& k) const {
 
 ChunkWriter::ChunkWriter(int fd, uint64_t process_uid, uint32_t pid, const Options& options)
     : fd_(fd),
+      max_held_bytes_(options.max_held_bytes),
       process_uid_(process_uid),
       pid_(pid),
       builder_(options.max_chunk_bytes),
@@ -29,6 +31,46 @@ ChunkWriter::ChunkWriter(int fd, uint64_t process_uid, uint32_t pid, const Optio
 }
 
 bool ChunkWriter::ok() const { return builder_.ok() && encoder_.ok() && raw_ != nullptr; }
+
+bool ChunkWriter::Put(const uint8_t* frame, size_t frame_bytes, int* err) {
+  if (fd_ >= 0) return format::AppendFrame(fd_, frame, frame_bytes, err);
+  if (held_bytes_ + frame_bytes > max_held_bytes_) {
+    *err = ENOBUFS;
+    return false;
+  }
+  held_.emplace_back(frame, frame + frame_bytes);
+  held_bytes_ += frame_bytes;
+  return true;
+}
+
+bool ChunkWriter::Open(int fd) {
+  fd_ = fd;
+  bool all = true;
+  for (const std::vector<uint8_t>& f : held_) {
+    int err = 0;
+    if (!format::AppendFrame(fd_, f.data(), f.size(), &err)) {
+      // Counted as lost by the next chunk; definitions are resent.
+      if (frames_failed_ == 0 || err != last_errno_) {
+        GPSCOPE_LOG_ERROR("cannot write trace frame (%s); the application runs on, this part of "
+                          "the trace is lost and the loss is recorded",
+                          strerror(err));
+      }
+      ++frames_failed_;
+      ++pending_lost_frames_;
+      last_errno_ = err;
+      ++epoch_;
+      all = false;
+    }
+  }
+  DiscardHeld();
+  return all;
+}
+
+void ChunkWriter::DiscardHeld() {
+  held_.clear();
+  held_.shrink_to_fit();
+  held_bytes_ = 0;
+}
 
 void ChunkWriter::BeginBatch(uint64_t base_ns) {
   builder_.Begin(base_ns);
@@ -154,7 +196,7 @@ bool ChunkWriter::Ship(const uint8_t* raw, size_t raw_bytes, size_t events) {
   const uint8_t* frame = nullptr;
   size_t frame_bytes = raw_bytes ? encoder_.Encode(raw, raw_bytes, &frame) : 0;
   int err = 0;
-  bool landed = frame_bytes > 0 && format::AppendFrame(fd_, frame, frame_bytes, &err);
+  bool landed = frame_bytes > 0 && Put(frame, frame_bytes, &err);
   ++sequence_;
   if (landed) {
     ++chunks_written_;
@@ -165,7 +207,9 @@ bool ChunkWriter::Ship(const uint8_t* raw, size_t raw_bytes, size_t events) {
     return true;
   }
   if (frame_bytes == 0) err = EOVERFLOW;
-  if (frames_failed_ == 0 || err != last_errno_) {
+  if (err == ENOBUFS) {
+    // Held frames beyond the cap before the file opens: recorded, not logged.
+  } else if (frames_failed_ == 0 || err != last_errno_) {
     GPSCOPE_LOG_ERROR("cannot write trace frame (%s); the application runs on, this part of the "
                       "trace is lost and the loss is recorded",
                       strerror(err));
@@ -194,7 +238,7 @@ bool ChunkWriter::WriteHeader(const format::ProcessHeaderRecord& header) {
   const uint8_t* frame = nullptr;
   size_t frame_bytes = n ? encoder_.Encode(raw_.get(), n, &frame) : 0;
   int err = 0;
-  if (frame_bytes == 0 || !format::AppendFrame(fd_, frame, frame_bytes, &err)) {
+  if (frame_bytes == 0 || !Put(frame, frame_bytes, &err)) {
     GPSCOPE_LOG_ERROR("cannot write the trace header (%s)", strerror(err ? err : EOVERFLOW));
     return false;
   }

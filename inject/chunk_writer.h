@@ -10,9 +10,17 @@
 // lands (a DropNotice and a LostInterval); every interned string is sent
 // again so later chunks stay readable.
 //
+// Deferred output: constructed with fd -1, it holds its frames in memory
+// (at most Options::max_held_bytes; beyond, frames are lost and recorded as
+// a write failure would be) until Open(fd) writes them out in order, each
+// in its own write(). The collector opens the trace file only once the
+// process has created a CUDA context, so a process that only initializes
+// CUDA (torchrun's agent, a launcher calling cudaGetDeviceCount) leaves no
+// file; DiscardHeld() drops what it held.
+//
 // Thread model: single-threaded. Only the collector's writer thread (and,
 // after it has stopped, the exit path) calls it. CUDA-free. Allocates only
-// when it meets a new name or launch shape.
+// when it meets a new name or launch shape, and for held frames.
 #ifndef GPSCOPE_INJECT_CHUNK_WRITER_H_
 #define GPSCOPE_INJECT_CHUNK_WRITER_H_
 
@@ -33,12 +41,21 @@ class ChunkWriter {
   struct Options {
     size_t max_chunk_bytes = 1 << 20;
     int zstd_level = 1;
+    size_t max_held_bytes = 4 << 20;  // frames held while fd is -1
   };
   ChunkWriter(int fd, uint64_t process_uid, uint32_t pid, const Options& options);
   ChunkWriter(const ChunkWriter&) = delete;
   ChunkWriter& operator=(const ChunkWriter&) = delete;
 
   bool ok() const;
+
+  // Deferred output (see above). is_open(): frames go to a file. Open()
+  // writes the held frames; false when one could not be written (the loss
+  // is recorded like any failed write). DiscardHeld() forgets them.
+  bool is_open() const { return fd_ >= 0; }
+  bool Open(int fd);
+  void DiscardHeld();
+  size_t held_frames() const { return held_.size(); }
 
   // Sequence 0. Returns false when the frame could not be written.
   bool WriteHeader(const format::ProcessHeaderRecord& header);
@@ -81,6 +98,8 @@ class ChunkWriter {
   template <typename Fn>
   void AddWith(uint64_t ts_ns, Fn add);
   bool Ship(const uint8_t* raw, size_t raw_bytes, size_t events);
+  // One frame to the file, or into held_ while there is none.
+  bool Put(const uint8_t* frame, size_t frame_bytes, int* err);
   void BeginBatch(uint64_t base_ns);
 
   struct LaunchKey {
@@ -96,6 +115,9 @@ class ChunkWriter {
   };
 
   int fd_;
+  size_t max_held_bytes_;
+  std::vector<std::vector<uint8_t>> held_;  // frames before Open(), in order
+  size_t held_bytes_ = 0;
   uint64_t process_uid_;
   uint32_t pid_;
   format::BatchBuilder builder_;

@@ -76,7 +76,8 @@ std::atomic<bool> g_started{false};
 void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_num_records);
 void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t size,
                               size_t valid_size);
-void CUPTIAPI SubscriberCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+void CUPTIAPI SubscriberCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                 const void* data);
 void AtExit();
 void OnFatalSignal(int sig, siginfo_t* info, void* uctx);
 uint64_t MetricClockNs();
@@ -86,6 +87,34 @@ uint64_t MetricClockNs();
 constexpr size_t kMetricRingEntries = 8192;
 // Stopping the sampler at exit waits at most this long for an NVML call.
 constexpr uint32_t kSamplerStopTimeoutMs = 500;
+
+// Bit d: this process has created a CUDA context on device d (the CUDA
+// ordinal; all bits when the device could not be told). Set by the resource
+// callback on the application thread that creates the context (one atomic
+// OR: no lock, allocation or system call) and by the writer from CONTEXT
+// records; read by the writer (the trace file opens at the first context)
+// and by the sampler thread (it samples only these GPUs).
+std::atomic<uint64_t> g_context_devices{0};
+std::atomic<decltype(&::cuptiGetDeviceId)> g_get_device_id{nullptr};
+
+void NoteContextDevice(uint32_t device_id, bool known) {
+  const uint64_t bits = known && device_id < 64 ? uint64_t{1} << device_id : ~uint64_t{0};
+  g_context_devices.fetch_or(bits, std::memory_order_release);
+}
+
+// Application thread creating a context (CUPTI resource domain).
+void CUPTIAPI SubscriberCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                 const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_RESOURCE || cbid != CUPTI_CBID_RESOURCE_CONTEXT_CREATED ||
+      data == nullptr) {
+    return;
+  }
+  const auto* rd = static_cast<const CUpti_ResourceData*>(data);
+  uint32_t device_id = 0;
+  auto get = g_get_device_id.load(std::memory_order_acquire);
+  NoteContextDevice(device_id,
+                    get != nullptr && get(rd->context, &device_id) == CUPTI_SUCCESS);
+}
 
 class Collector : public control::ControlHandler {
  public:
@@ -101,6 +130,12 @@ class Collector : public control::ControlHandler {
   int fd = -1;
   std::unique_ptr<ChunkWriter> writer;
   std::string trace_path;
+  // The trace file opens when the process creates its first CUDA context
+  // (the writer holds the frames until then), so a process that only
+  // initializes CUDA leaves no file: torchrun's agent calls cuInit and would
+  // otherwise add a file per node beside the ranks'. Only when CUPTI tells
+  // us about contexts (we hold the subscriber); otherwise at start.
+  bool open_at_context = false;
 
   // Metrics (inject/metrics): the sampler thread pushes into metric_ring;
   // the writer thread drains it. Absent with GPSCOPE_METRICS=0.
@@ -128,6 +163,7 @@ class Collector : public control::ControlHandler {
   // (kineto#542): GPSCOPE_DIAG_GATE_KERNELS=1 keeps the kind on from the
   // start and gates the records instead. Set at start, then read-only.
   bool kernels_always_on_ = false;
+  bool context_callback_ = false;  // CUPTI calls us when a context is created
   std::unique_ptr<control::ControlChannel> channel;
   std::atomic<uint64_t> events_written{0};  // for `status`, updated by the writer
   std::atomic<uint64_t> windows_written{0};  // windows ended and written to the file
@@ -165,7 +201,9 @@ class Collector : public control::ControlHandler {
   void ReportLosses(bool final);
   void AddClockSnapshot();
   format::ClockRecord Snapshot() const;
+  bool PrepareOutput(std::string* error);
   bool OpenOutput(std::string* error);
+  bool MaybeOpenOutput();
   bool WriteHeader();
   bool EnableCupti(std::string* error);
   bool SetTracing(bool on, std::string* error = nullptr);
@@ -239,10 +277,16 @@ bool MakeDirs(const std::string& path) {
   return true;
 }
 
-bool Collector::OpenOutput(std::string* error) {
+// Application thread, at start: the folder exists and is writable, and the
+// file's name. The file itself opens in OpenOutput.
+bool Collector::PrepareOutput(std::string* error) {
   const std::string& dir = config.output_dir;
   if (!MakeDirs(dir)) {
     *error = "cannot create output directory GPSCOPE_OUTPUT=" + dir + ": " + strerror(errno);
+    return false;
+  }
+  if (access(dir.c_str(), W_OK | X_OK) != 0) {
+    *error = "cannot write to output directory GPSCOPE_OUTPUT=" + dir + ": " + strerror(errno);
     return false;
   }
   FileMode mode = config.file_mode;
@@ -253,12 +297,35 @@ bool Collector::OpenOutput(std::string* error) {
     mode = FileMode::kProcess;
   }
   trace_path = dir + "/" + TraceFileName(identity.job_id, identity.hostname, identity.pid, mode);
+  return true;
+}
+
+// Application thread at start, or the writer at the first context.
+bool Collector::OpenOutput(std::string* error) {
   char err[256] = {};
   fd = format::OpenForAppend(trace_path.c_str(), err, sizeof(err));
   if (fd < 0) {
     *error = std::string("cannot open trace file: ") + err;
     return false;
   }
+  return writer == nullptr || writer->Open(fd);
+}
+
+// Writer thread: opens the file at the process's first CUDA context. True
+// when the file is open. A file that cannot be opened then is one error
+// line; the records are dropped from there on (CUPTI stays on: turning it
+// off from this thread could race the application's CUDA calls).
+bool Collector::MaybeOpenOutput() {
+  if (writer->is_open()) return true;
+  if (g_context_devices.load(std::memory_order_acquire) == 0) return false;
+  std::string error;
+  if (!OpenOutput(&error) && fd < 0) {
+    GPSCOPE_LOG_ERROR("%s; the application runs on untraced", error.c_str());
+    writer->DiscardHeld();
+    open_at_context = false;  // give up: frames are held no more
+    return false;
+  }
+  GPSCOPE_LOG_INFO("first CUDA context: tracing to %s", trace_path.c_str());
   return true;
 }
 
@@ -340,6 +407,12 @@ bool Collector::EnableCupti(std::string* error) {
     GPSCOPE_LOG_WARNING("%s", why.c_str());
     writer->AddCapability({format::MakeStringRef("cupti_subscriber"), false, {why.data(), why.size()}});
     subscriber = nullptr;
+  } else {
+    // Context creation, for the deferred file and the sampler's GPUs.
+    g_get_device_id.store(api.cuptiGetDeviceId, std::memory_order_release);
+    context_callback_ = api.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                                                CUPTI_CBID_RESOURCE_CONTEXT_CREATED) ==
+                        CUPTI_SUCCESS;
   }
 #ifndef GPSCOPE_DIAG_PROCESS_TID  // bench/: overhead-diagnosis build variants
   api.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
@@ -439,7 +512,7 @@ bool Collector::Start() {
       return false;
     }
   }
-  if (!OpenOutput(&error)) {
+  if (!PrepareOutput(&error)) {
     GPSCOPE_LOG_ERROR("%s; the application runs untraced", error.c_str());
     return false;
   }
@@ -452,9 +525,9 @@ bool Collector::Start() {
   }
   ChunkWriter::Options opts;
   opts.zstd_level = config.zstd_level;
-  writer = std::make_unique<ChunkWriter>(fd, process_uid, identity.pid, opts);
+  writer = std::make_unique<ChunkWriter>(-1, process_uid, identity.pid, opts);  // holds frames
   if (!writer->ok() || !WriteHeader()) {
-    GPSCOPE_LOG_ERROR("cannot write to %s; the application runs untraced", trace_path.c_str());
+    GPSCOPE_LOG_ERROR("cannot encode the trace header; the application runs untraced");
     return false;
   }
   g_collector.store(this, std::memory_order_release);
@@ -479,10 +552,20 @@ bool Collector::Start() {
     end.clock = Snapshot();
     end.end_ns = end.clock.cupti_ns;
     end.reason = kEndExit;
-    writer->WriteEnd(end);  // a complete (empty) trace, not a killed one
+    std::string open_error;
+    if (OpenOutput(&open_error)) writer->WriteEnd(end);  // a complete (empty) trace
     return false;
   } else {
     cupti_active = true;
+  }
+  // Without CUPTI's word on contexts (yield mode, someone else's
+  // subscriber) the file opens now.
+  open_at_context = cupti_active && context_callback_ && config.open_at_context;
+  if (!open_at_context && !OpenOutput(&error)) {
+    GPSCOPE_LOG_ERROR("%s; the application runs untraced", error.c_str());
+    g_collector.store(nullptr, std::memory_order_release);
+    if (cupti_active) ReleaseCupti();
+    return false;
   }
 
   writer_thread = std::thread([this] { WriterLoop(); });
@@ -495,7 +578,11 @@ bool Collector::Start() {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, &old_term);
   sigaction(SIGINT, &sa, &old_int);
-  GPSCOPE_LOG_INFO("tracing to %s", trace_path.c_str());
+  if (open_at_context) {
+    GPSCOPE_LOG_INFO("tracing; %s opens at the first CUDA context", trace_path.c_str());
+  } else {
+    GPSCOPE_LOG_INFO("tracing to %s", trace_path.c_str());
+  }
   return true;
 }
 
@@ -778,6 +865,8 @@ void Collector::StartSampler() {
   metric_sink = std::make_unique<metrics::RingSink>(&metric_ring);
   metrics::SamplerOptions sopts;
   sopts.self_pid = static_cast<uint32_t>(identity.pid);
+  // Only the GPUs this process uses, when CUPTI reports its contexts.
+  if (context_callback_) sopts.active_devices = &g_context_devices;
   if (identity.in_pid_namespace) {
     // NVML's per-process pids are the host's: the analyzer must not take
     // this process for a stranger on its own GPU.
@@ -1082,6 +1171,7 @@ void Collector::ConvertRecord(const CUpti_Activity* record) {
     }
     case CUPTI_ACTIVITY_KIND_CONTEXT: {
       auto* c = reinterpret_cast<const CUpti_ActivityContext3*>(record);
+      NoteContextDevice(c->deviceId, true);
       w.AddContext({c->contextId, c->deviceId, c->nullStreamId});
       return;
     }
@@ -1172,6 +1262,7 @@ void Collector::WriterLoop() {
   const uint64_t interval_ns = static_cast<uint64_t>(config.flush_interval_ms) * 1000000ull;
   uint64_t next_flush_ns = ClockNs(CLOCK_MONOTONIC) + interval_ns;
   for (;;) {
+    if (open_at_context) MaybeOpenOutput();
     TickWindow();
     Drain();
     if (final_requested.load(std::memory_order_acquire)) break;
@@ -1212,7 +1303,13 @@ void Collector::WriterLoop() {
   end.signal = end_signal.load();
   end.events_dropped = cupti_dropped.load() + incomplete_records_;
   end.flush_timed_out = flush_timed_out_;
-  writer->WriteEnd(end);
+  if (writer->is_open() || MaybeOpenOutput()) {
+    writer->WriteEnd(end);
+  } else if (open_at_context) {
+    // No CUDA context in the process's whole life: nothing to trace.
+    writer->DiscardHeld();
+    GPSCOPE_LOG_INFO("no CUDA context was created: no trace written to %s", trace_path.c_str());
+  }
   GPSCOPE_LOG_INFO("%llu activity buffers, %llu kernel records from CUPTI (starts %llu..%llu), "
                    "%llu records outside capture windows (not written)",
                    static_cast<unsigned long long>(buffers_drained_),

@@ -2,9 +2,12 @@
 //
 // Start() runs once, from InitializeInjection (the CUDA driver calls it on
 // the thread that runs cuInit): it validates the configuration, loads CUPTI,
-// opens the per-node trace file, writes this process's header chunk,
-// registers CUPTI's activity buffer callbacks, enables the activity kinds and
-// API records that the analyses use, and starts the writer thread.
+// checks the output folder, encodes this process's header chunk, registers
+// CUPTI's activity buffer callbacks and the context-created callback, enables
+// the activity kinds and API records that the analyses use, and starts the
+// writer thread. The per-node trace file opens at the process's first CUDA
+// context (GPSCOPE_OPEN_AT=context; the writer holds the frames until then):
+// a process that only calls cuInit (torchrun's agent) leaves no file.
 //
 // Threads:
 //   * application threads / CUPTI's worker: BufferRequested/BufferCompleted
@@ -16,6 +19,9 @@
 //   * the sampler thread (inject/metrics, GPSCOPE_METRICS): NVML/GPM and
 //     /proc readings every GPSCOPE_METRICS_INTERVAL_MS into an SPSC ring
 //     that the writer drains; stopped (bounded) before the final flush;
+//     it reads only the GPUs this process has a context on;
+//   * the thread creating a CUDA context: CUPTI's resource callback sets the
+//     device's bit in one atomic word (no lock, allocation or syscall);
 //   * the exiting thread (atexit, or a fatal SIGTERM/SIGINT): asks the writer
 //     for a forced flush and the end chunk and waits at most
 //     GPSCOPE_EXIT_TIMEOUT_MS, so exit never hangs.

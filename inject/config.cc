@@ -111,6 +111,7 @@ void ParseMetricSources(const char* v, Config* c, Parser* p) {
 
 constexpr const char* kFileModes[] = {"node", "process"};
 constexpr const char* kCuptiModes[] = {"hold", "yield"};
+constexpr const char* kOpenAt[] = {"context", "start"};
 constexpr const char* kLogLevels[] = {"error", "warning", "info", "debug"};
 
 }  // namespace
@@ -121,6 +122,7 @@ Config ParseConfig(GetEnvFn get_env, std::vector<std::string>* problems) {
   p.Bool("GPSCOPE_ENABLE", &c.enabled);
   p.String("GPSCOPE_OUTPUT", &c.output_dir);
   c.file_mode = static_cast<FileMode>(p.Choice("GPSCOPE_FILE_MODE", kFileModes, 0));
+  c.open_at_context = p.Choice("GPSCOPE_OPEN_AT", kOpenAt, 0) == 0;
   p.String("GPSCOPE_JOB", &c.job);
   p.Range("GPSCOPE_FLUSH_INTERVAL_MS", 100, 60000, &c.flush_interval_ms);
   p.Range("GPSCOPE_BUFFER_KB", 64, 65536, &c.buffer_kb);
@@ -168,6 +170,7 @@ std::vector<std::pair<std::string, std::string>> Config::AsKeyValues() const {
       {"GPSCOPE_ENABLE", enabled ? "1" : "0"},
       {"GPSCOPE_OUTPUT", output_dir},
       {"GPSCOPE_FILE_MODE", kFileModes[static_cast<int>(file_mode)]},
+      {"GPSCOPE_OPEN_AT", kOpenAt[open_at_context ? 0 : 1]},
       {"GPSCOPE_JOB", job},
       {"GPSCOPE_FLUSH_INTERVAL_MS", std::to_string(flush_interval_ms)},
       {"GPSCOPE_BUFFER_KB", std::to_string(buffer_kb)},

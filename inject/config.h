@@ -8,6 +8,10 @@
 //   GPSCOPE_OUTPUT            directory            default ./gpscope-out
 //   GPSCOPE_FILE_MODE         node|process         default node (one file per node)
 //   GPSCOPE_JOB               job id for file names and the trace identity
+//   GPSCOPE_OPEN_AT           context|start        default context: the trace file is
+//                             created at the process's first CUDA context, so a
+//                             process that only initializes CUDA (torchrun's agent)
+//                             leaves none; start: at CUDA initialization
 //   GPSCOPE_FLUSH_INTERVAL_MS 100..60000           default 2000
 //   GPSCOPE_BUFFER_KB         64..65536            default 4096 (one CUPTI buffer)
 //   GPSCOPE_MAX_BUFFER_MB     4..4096              default 64 (all CUPTI buffers)
@@ -42,6 +46,7 @@ struct Config {
   bool enabled = true;
   std::string output_dir = "./gpscope-out";
   FileMode file_mode = FileMode::kNode;
+  bool open_at_context = true;  // GPSCOPE_OPEN_AT=context
   std::string job;
   uint32_t flush_interval_ms = 2000;
   uint32_t buffer_kb = 4096;

@@ -38,6 +38,8 @@ bool Resolve(void* handle, CuptiApi* api, std::string* missing) {
 #undef GPSCOPE_CUPTI_FN
   api->cuptiSubscribe_v2 =
       reinterpret_cast<decltype(api->cuptiSubscribe_v2)>(dlsym(handle, "cuptiSubscribe_v2"));
+  api->cuptiGetDeviceId =
+      reinterpret_cast<decltype(api->cuptiGetDeviceId)>(dlsym(handle, "cuptiGetDeviceId"));
   return missing->empty();
 }
 

@@ -46,6 +46,9 @@ struct CuptiApi {
   // Optional (CUPTI 12.6+): named subscriber; tells who holds CUPTI when
   // subscribing fails. Null on older libraries.
   decltype(&::cuptiSubscribe_v2) cuptiSubscribe_v2 = nullptr;
+  // Optional: the device of a context (for the resource callback). Null:
+  // the device of a new context is unknown (every GPU is sampled).
+  decltype(&::cuptiGetDeviceId) cuptiGetDeviceId = nullptr;
   std::string path;  // the file the functions came from
   void* handle = nullptr;
 

@@ -136,6 +136,9 @@ bool Sampler::Init(MetricSink* sink) {
   // Room for what SampleOnce may define or note later; fixed from here on.
   size_t lazy_defs = 0;
   if (gpu_ok_ && options_.gpu_processes) lazy_defs += 2 * size_t{options_.max_gpu_processes};
+  if (gpu_ok_ && options_.active_devices != nullptr) {
+    lazy_defs += dev_state_.size() * size_t{kGpuMetricCount};
+  }
   if (threads_ok_) lazy_defs += options_.max_thread_descriptors;
   defs_.reserve(defs_.size() + lazy_defs);
   caps_.reserve(caps_.size() + kRuntimeNoticeReserve);
@@ -268,18 +271,27 @@ void Sampler::InitGpu() {
       if (!ds.processes) note("nvml.processes", false, ds.probe.processes_reason, index);
       if (!ds.process_util) note("nvml.process_util", false, ds.probe.process_util_reason, index);
     }
-    const MetricMask sampled = ds.nvml | ds.gpm;
-    for (int m = 0; m < kGpuMetricCount; ++m) {
-      if (!((sampled >> m) & 1)) continue;
-      const GpuMetricInfo& info = GetGpuMetricInfo(m);
-      ds.def[m] = AddDef(info.name, info.unit, kScopeDevice, index, 0, 0, devices_[d].uuid);
-    }
+    if (options_.active_devices == nullptr) DefineDevice(d);
   }
   for (const Group& g : groups) {
     std::string reason = "GPU " + DeviceList(g.devs) + ": " + g.reason;
     AddCapability(g.component.c_str(), g.available, reason.c_str());
   }
   proc_scratch_.resize(options_.max_processes_per_device);
+}
+
+// Defines the device's metrics: in Init, or on the sampler thread when the
+// process first uses the GPU (within the capacity Init reserved).
+void Sampler::DefineDevice(uint32_t dev) {
+  DeviceState& ds = dev_state_[dev];
+  const MetricMask sampled = ds.nvml | ds.gpm;
+  for (int m = 0; m < kGpuMetricCount; ++m) {
+    if (!((sampled >> m) & 1)) continue;
+    const GpuMetricInfo& info = GetGpuMetricInfo(m);
+    ds.def[m] = AddDef(info.name, info.unit, kScopeDevice, devices_[dev].cuda_ordinal, 0, 0,
+                       devices_[dev].uuid);
+  }
+  ds.defined = true;
 }
 
 void Sampler::SampleOnce(uint64_t now_ns, MetricSink* sink) {
@@ -444,8 +456,17 @@ void Sampler::SampleGpu(uint64_t now_ns, MetricSink* sink) {
     last_process_ns_ = now_ns;
     next_process_ns_ = now_ns + uint64_t{options_.process_interval_ms} * 1000000ull;
   }
+  const uint64_t active = options_.active_devices != nullptr
+                              ? options_.active_devices->load(std::memory_order_acquire)
+                              : ~uint64_t{0};
   for (uint32_t d = 0; d < dev_state_.size(); ++d) {
     DeviceState& ds = dev_state_[d];
+    if (!ds.defined) {
+      const uint32_t ordinal = devices_[d].cuda_ordinal;
+      if (ordinal >= 64 || !((active >> ordinal) & 1)) continue;
+      DefineDevice(d);
+      Publish(sink);  // the descriptors before the first values
+    }
     GpuReadings r;
     if (ds.nvml != 0) gpu_->Read(d, ds.nvml, &r);
     if (ds.gpm != 0) {

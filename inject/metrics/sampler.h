@@ -123,6 +123,12 @@ struct SamplerOptions {
   uint32_t max_threads = 1024;           // threads read per scan
   uint32_t max_thread_descriptors = 64;  // distinct threads defined, over the Sampler's life
   bool self_cost = true;                 // gpscope.sampler_cpu_pct
+  // The collector's: bit d set once this process has a CUDA context on the
+  // GPU with CUDA ordinal d (written by other threads). GPUs are defined and
+  // read only from then on, so a rank samples its own GPU, not all eight of
+  // the node, and a process without a context samples none. Null (the
+  // monitor): every GPU from the start.
+  const std::atomic<uint64_t>* active_devices = nullptr;
 };
 
 // Counters; relaxed atomics, readable from any thread.
@@ -178,6 +184,7 @@ class Sampler {
     bool gpm_have_prev = false;
     bool processes = false;
     bool process_util = false;
+    bool defined = false;  // its metrics are defined and read (SamplerOptions::active_devices)
   };
   struct GpuProcSlot {
     uint32_t dev;
@@ -198,6 +205,7 @@ class Sampler {
   void Publish(MetricSink* sink);
   void Emit(MetricSink* sink, uint32_t def, uint64_t now_ns, double value);
   void InitGpu();
+  void DefineDevice(uint32_t dev);
   void InitHost();
   void SampleGpu(uint64_t now_ns, MetricSink* sink);
   void SampleProcesses(uint32_t dev, uint64_t now_ns, MetricSink* sink);

@@ -99,11 +99,11 @@ def main():
     lines.append(f"alignment: {r['matched_collectives']} matched collectives, end spread median "
                  f"{t(r['end_spread_ns'])}, P95 {t(r['end_spread_p95_ns'])}, max "
                  f"{t(r['end_spread_max_ns'])} (tolerance: median <= {t(tol)}, P95 <= "
-                 f"{t(5 * tol)})")
+                 f"{t(2 * tol)})")
     check(r["matched_collectives"] > 0 and r["end_spread_ns"] <= tol,
           f"collective end spread median {t(r['end_spread_ns'])} > {t(tol)}")
-    check(r["end_spread_p95_ns"] <= 5 * tol,
-          f"collective end spread P95 {t(r['end_spread_p95_ns'])} > {t(5 * tol)}")
+    check(r["end_spread_p95_ns"] <= 2 * tol,
+          f"collective end spread P95 {t(r['end_spread_p95_ns'])} > {t(2 * tol)}")
 
     # Straggler: the planted rank, or none.
     straggler_findings = [f for f in d["findings"] if f["rule"] == "straggler-rank"]
@@ -115,8 +115,12 @@ def main():
             f = straggler_findings[0]
             ev = {e["key"]: e["value"] for e in f["evidence"]}
             check(f["severity"] == "warning", f"straggler-rank severity {f['severity']}")
-            check(ev.get("mean_late_ns", 0) >= 0.5 * a.straggle_ms * 1e6,
-                  f"mean lateness {t(ev.get('mean_late_ns', 0))} < half the planted "
+            # Only a step's first collective waits for the late rank (the rest queue
+            # behind it on NCCL's stream), so the planted host time shows in the
+            # others' wait per step, not in the mean lateness per collective.
+            wait = ev.get("others_wait_per_step_ns", 0)
+            check(wait >= 0.5 * a.straggle_ms * 1e6,
+                  f"the others wait {t(wait)} per step for it, < half the planted "
                   f"{a.straggle_ms} ms")
             lines.append(f"finding #{d['findings'].index(f) + 1}: {f['summary']}")
     else:

@@ -19,7 +19,7 @@
 # every rank's NCCL kernels classified as communication (collectives
 # matched across ranks; comm/compute overlap reported per rank); collective
 # end times of all ranks agree on the aligned timeline within the tolerance
-# (median <= DDP_END_SPREAD_US, default 100 us; P95 <= 5x that); the
+# (median <= DDP_END_SPREAD_US, default 100 us; P95 <= 2x that); the
 # straggler variant names the planted rank (finding straggler-rank with
 # mean lateness >= half the planted host time), the others name none. The
 # report's timeline stacks one process lane group per rank, in rank order,

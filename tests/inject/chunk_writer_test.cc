@@ -172,5 +172,77 @@ TEST(ChunkWriterTest, FailedWriteIsRecordedAndNamesAreResent) {
   unlink(path.c_str());
 }
 
+// Deferred output (the collector opens the file at the first CUDA context):
+// frames made before Open() are held in order and written by it, so the
+// file reads as if it had been open from the start; beyond the cap a held
+// frame is lost and recorded like a failed write; nothing touches the disk
+// until Open().
+TEST(ChunkWriterTest, FramesHeldUntilOpenLandInOrderAndTheCapIsALoss) {
+  std::string path = TempPath("cw_held");
+  ChunkWriter::Options opts;
+  opts.max_chunk_bytes = 16 << 10;
+  opts.max_held_bytes = 64 << 10;
+  ChunkWriter w(-1, 0xcafe, 1234, opts);
+  ASSERT_TRUE(w.ok());
+  EXPECT_FALSE(w.is_open());
+  ASSERT_TRUE(w.WriteHeader(Header()));
+  for (int i = 0; i < 10; ++i) {
+    w.AddKernel(Kernel(w, i, "held_" + std::to_string(i % 3)));
+    ASSERT_TRUE(w.Flush());
+  }
+  EXPECT_EQ(w.held_frames(), 11u);
+  EXPECT_EQ(w.frames_failed(), 0u);
+  struct stat st;
+  EXPECT_NE(stat(path.c_str(), &st), 0);  // no file yet
+
+  char err[256];
+  int fd = format::OpenForAppend(path.c_str(), err, sizeof(err));
+  ASSERT_GE(fd, 0) << err;
+  ASSERT_TRUE(w.Open(fd));
+  EXPECT_TRUE(w.is_open());
+  EXPECT_EQ(w.held_frames(), 0u);
+  for (int i = 10; i < 20; ++i) w.AddKernel(Kernel(w, i, "held_" + std::to_string(i % 3)));
+  ASSERT_TRUE(w.WriteEnd({}));
+  close(fd);
+
+  Collected c;
+  auto index = reader::ReadTraces({path}, c);
+  ASSERT_TRUE(index.ok());
+  EXPECT_TRUE(index->warnings.empty());
+  EXPECT_EQ(c.headers, 1);
+  EXPECT_EQ(c.ends, 1);
+  ASSERT_EQ(c.kernels.size(), 20u);
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(c.kernels[i].correlation_id, static_cast<uint32_t>(i + 1));
+    EXPECT_EQ(c.strings[c.kernels[i].name_id], "held_" + std::to_string(i % 3));
+  }
+  EXPECT_EQ(index->processes[0].lost_chunks, 0u);
+  unlink(path.c_str());
+
+  // Beyond the cap: frames are lost, counted, and the loss is in the trace.
+  std::string path2 = TempPath("cw_held_cap");
+  opts.max_held_bytes = 4 << 10;
+  ChunkWriter small(-1, 0xcafe, 1234, opts);
+  ASSERT_TRUE(small.WriteHeader(Header()));
+  for (int i = 0; i < 2000; ++i) small.AddKernel(Kernel(small, i, "k" + std::to_string(i)));
+  small.Flush();
+  EXPECT_GT(small.frames_failed(), 0u);
+  EXPECT_GT(small.events_lost(), 0u);
+  fd = format::OpenForAppend(path2.c_str(), err, sizeof(err));
+  ASSERT_GE(fd, 0) << err;
+  small.Open(fd);
+  small.AddKernel(Kernel(small, 5000, "after"));
+  ASSERT_TRUE(small.WriteEnd({}));
+  close(fd);
+  Collected c2;
+  auto index2 = reader::ReadTraces({path2}, c2);
+  ASSERT_TRUE(index2.ok());
+  ASSERT_FALSE(c2.drops.empty());
+  EXPECT_EQ(c2.drops[0].reason(), proto::DROP_WRITE_FAILED);
+  EXPECT_EQ(c2.end.events_dropped(), small.events_lost());
+  EXPECT_EQ(c2.strings[c2.kernels.back().name_id], "after");
+  unlink(path2.c_str());
+}
+
 }  // namespace
 }  // namespace gpscope::inject

@@ -7,6 +7,9 @@
 // thread path wrote: descriptors before samples, the canned NVML values,
 // GPM rates, host metrics of the child's own pid, timestamps inside the
 // child's lifetime, CUDA_VISIBLE_DEVICES numbering, and GPSCOPE_METRICS=0.
+// The child then "creates CUDA contexts" (the stand-in's fake_cupti_start,
+// on the devices in FAKE_CUPTI_CONTEXTS, default 0): only those GPUs are
+// sampled, and a child that creates none leaves no trace file.
 #include <dirent.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -87,7 +90,7 @@ class CollectorMetricsTest : public ::testing::Test {
   // Runs the collector in a child with `env` for `run_ms`; returns the
   // child's lifetime in CLOCK_REALTIME ns and reads its trace into *out.
   void RunChild(const std::vector<std::pair<const char*, const char*>>& env, int run_ms,
-                Collected* out) {
+                Collected* out, size_t expect_files = 1) {
     start_ns_ = RealtimeNs();
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
@@ -107,6 +110,10 @@ class CollectorMetricsTest : public ::testing::Test {
       auto init = reinterpret_cast<int (*)()>(dlsym(lib, "InitializeInjection"));
       if (init == nullptr) _exit(11);
       init();
+      // The application's first CUDA work: contexts (FAKE_CUPTI_CONTEXTS).
+      if (void* fake = dlopen(GPSCOPE_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD)) {
+        if (auto start = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cupti_start"))) start();
+      }
       usleep(static_cast<useconds_t>(run_ms) * 1000);
       exit(0);  // atexit: the collector's final flush
     }
@@ -124,7 +131,8 @@ class CollectorMetricsTest : public ::testing::Test {
       }
       closedir(d);
     }
-    ASSERT_EQ(files.size(), 1u) << "one trace file expected in " << dir_;
+    ASSERT_EQ(files.size(), expect_files) << "trace files in " << dir_;
+    if (expect_files == 0) return;
     absl::StatusOr<reader::TraceIndex> index = reader::ReadTraces(files, *out);
     ASSERT_TRUE(index.ok()) << index.status();
     ASSERT_TRUE(index->warnings.empty()) << index->warnings[0];
@@ -137,7 +145,8 @@ class CollectorMetricsTest : public ::testing::Test {
 
 TEST_F(CollectorMetricsTest, SamplerThreadFeedsTheTraceThroughTheWriter) {
   Collected c;
-  ASSERT_NO_FATAL_FAILURE(RunChild({{"GPSCOPE_METRICS_INTERVAL_MS", "20"}}, 400, &c));
+  ASSERT_NO_FATAL_FAILURE(
+      RunChild({{"GPSCOPE_METRICS_INTERVAL_MS", "20"}, {"FAKE_CUPTI_CONTEXTS", "0,1"}}, 400, &c));
   EXPECT_EQ(c.pid, child_pid_);
   EXPECT_TRUE(c.ended);
   EXPECT_EQ(c.samples_before_descriptor, 0u) << "a sample arrived before its descriptor";
@@ -204,6 +213,38 @@ TEST_F(CollectorMetricsTest, CudaVisibleDevicesNumbersGpusAsCudaDoes) {
   std::vector<format::MetricSample> gpu0 = c.Of("nvml.gpu_util", 0);
   ASSERT_FALSE(gpu0.empty());
   for (const auto& s : gpu0) EXPECT_EQ(s.value, 3.0);
+}
+
+// A rank of a multi-GPU job uses one GPU: it samples that one, not every
+// GPU of the node (each rank reading all eight is 8x the NVML cost and
+// duplicate series).
+TEST_F(CollectorMetricsTest, OnlyTheGpusWithAContextAreSampled) {
+  Collected c;
+  ASSERT_NO_FATAL_FAILURE(
+      RunChild({{"GPSCOPE_METRICS_INTERVAL_MS", "20"}, {"FAKE_CUPTI_CONTEXTS", "1"}}, 300, &c));
+  EXPECT_EQ(c.Descriptor("nvml.gpu_util", 0), nullptr);
+  ASSERT_NE(c.Descriptor("nvml.gpu_util", 1), nullptr);
+  EXPECT_TRUE(c.Of("nvml.gpu_util", 0).empty());
+  std::vector<format::MetricSample> gpu1 = c.Of("nvml.gpu_util", 1);
+  EXPECT_GE(gpu1.size(), 5u);
+  for (const auto& s : gpu1) EXPECT_EQ(s.value, 3.0);
+  EXPECT_EQ(c.samples_before_descriptor, 0u);
+  EXPECT_FALSE(c.Of("host.rss_bytes").empty());
+}
+
+// torchrun's agent initializes CUDA and never uses a GPU: no file, so a
+// node's job leaves one file (its ranks'), not one more per agent.
+TEST_F(CollectorMetricsTest, AProcessWithoutACudaContextLeavesNoFile) {
+  Collected none;
+  ASSERT_NO_FATAL_FAILURE(RunChild({{"FAKE_CUPTI_CONTEXTS", "none"}}, 150, &none, 0));
+  // GPSCOPE_OPEN_AT=start: the file is made at CUDA initialization, as before.
+  ASSERT_EQ(system(("rm -rf '" + dir_ + "'").c_str()), 0);
+  Collected start;
+  ASSERT_NO_FATAL_FAILURE(RunChild(
+      {{"FAKE_CUPTI_CONTEXTS", "none"}, {"GPSCOPE_OPEN_AT", "start"}}, 150, &start, 1));
+  EXPECT_TRUE(start.ended);
+  EXPECT_TRUE(start.Of("nvml.gpu_util").empty());  // no GPU in use: none sampled
+  EXPECT_FALSE(start.Of("host.rss_bytes").empty());
 }
 
 TEST_F(CollectorMetricsTest, MetricsOffWritesNoSamplesAndSaysSo) {

@@ -57,6 +57,12 @@
 //   FAKE_CUPTI_FLUSH=full-only  cuptiActivityFlushAll(0) hands over no partly
 //                             filled buffer (as seen on the H200: records of a
 //                             slow application sat in one for seconds)
+//   FAKE_CUPTI_CONTEXTS=D,D|none  devices the application creates a context on
+//                             when it starts (fake_cupti_start), default "0": on
+//                             the starting thread, the subscriber's callback gets
+//                             CUPTI_CBID_RESOURCE_CONTEXT_CREATED for each (when
+//                             enabled), context handle 0x1000 + D; cuptiGetDeviceId
+//                             maps it back to D
 //   FAKE_CUPTI_STATS=PATH     at unload, write the counters and the call log there
 //
 // Kernel i of the workload (the test states the same independently):
@@ -112,6 +118,7 @@ struct FakeConfig {
   int64_t steal_after;  // -1: never
   bool late_kernels_dead;
   bool flush_full_only;
+  uint64_t context_devices;  // bit per device, FAKE_CUPTI_CONTEXTS
   char stats_path[512];
 };
 FakeConfig g_cfg;
@@ -149,6 +156,9 @@ bool g_kind[CUPTI_ACTIVITY_KIND_COUNT];
 bool g_runtime_cbid[CUPTI_RUNTIME_TRACE_CBID_SIZE];
 bool g_driver_cbid[CUPTI_DRIVER_TRACE_CBID_SIZE];
 int g_subscribers = 0;
+CUpti_CallbackFunc g_sub_callback = nullptr;
+void* g_sub_userdata = nullptr;
+bool g_context_callback_on = false;
 char g_subscriber_name[96];
 uint32_t g_thread_id_type = 0;
 uint32_t g_zeroed_attr = 0;
@@ -234,6 +244,17 @@ __attribute__((constructor)) void ReadConfig() {
   g_cfg.late_kernels_dead = late != nullptr && strcmp(late, "dead") == 0;
   const char* flush = getenv("FAKE_CUPTI_FLUSH");
   g_cfg.flush_full_only = flush != nullptr && strcmp(flush, "full-only") == 0;
+  g_cfg.context_devices = 1;
+  if (const char* c = getenv("FAKE_CUPTI_CONTEXTS")) {
+    g_cfg.context_devices = 0;
+    for (const char* p = c; *p != '\0';) {
+      char* end = nullptr;
+      unsigned long d = strtoul(p, &end, 10);
+      if (end == p) break;
+      if (d < 64) g_cfg.context_devices |= 1ull << d;
+      p = *end == ',' ? end + 1 : end;
+    }
+  }
   snprintf(g_cfg.stats_path, sizeof(g_cfg.stats_path), "%s",
            getenv("FAKE_CUPTI_STATS") != nullptr ? getenv("FAKE_CUPTI_STATS") : "");
 }
@@ -921,14 +942,16 @@ CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
   return CUPTI_SUCCESS;
 }
 
-CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc,
-                                    void*) {
+CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc cb,
+                                    void* userdata) {
   if (subscriber == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   pthread_mutex_lock(&g_mu);
   const bool busy = g_cfg.subscribe_busy || g_subscribers > 0;
   LogLocked("subscribe", 0, busy ? 0 : 1);
   if (!busy) {
     ++g_subscribers;
+    g_sub_callback = cb;
+    g_sub_userdata = userdata;
     *subscriber = reinterpret_cast<CUpti_SubscriberHandle>(&g_subscriber_token);
   }
   pthread_mutex_unlock(&g_mu);
@@ -937,7 +960,7 @@ CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_Ca
 
 #ifndef FAKE_CUPTI_NO_V2
 CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber,
-                                       CUpti_CallbackFunc, void*,
+                                       CUpti_CallbackFunc cb, void* userdata,
                                        CUpti_SubscriberParams* params) {
   if (subscriber == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   if (params != nullptr && params->structSize == 0) return CUPTI_ERROR_INVALID_PARAMETER;
@@ -951,6 +974,8 @@ CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber,
     }
   } else {
     ++g_subscribers;
+    g_sub_callback = cb;
+    g_sub_userdata = userdata;
     *subscriber = reinterpret_cast<CUpti_SubscriberHandle>(&g_subscriber_token);
     snprintf(g_subscriber_name, sizeof(g_subscriber_name), "%s",
              params != nullptr && params->subscriberName != nullptr ? params->subscriberName
@@ -967,6 +992,8 @@ CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
   }
   pthread_mutex_lock(&g_mu);
   if (g_subscribers > 0) --g_subscribers;
+  g_sub_callback = nullptr;
+  g_context_callback_on = false;
   LogLocked("unsubscribe", 0, 0);
   pthread_mutex_unlock(&g_mu);
   return CUPTI_SUCCESS;
@@ -974,7 +1001,20 @@ CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
 
 CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle,
                                          CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
-  Log("enable_callback", static_cast<uint32_t>(domain) << 16 | (cbid & 0xffff), enable);
+  pthread_mutex_lock(&g_mu);
+  LogLocked("enable_callback", static_cast<uint32_t>(domain) << 16 | (cbid & 0xffff), enable);
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
+    g_context_callback_on = enable != 0;
+  }
+  pthread_mutex_unlock(&g_mu);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetDeviceId(CUcontext context, uint32_t* device_id) {
+  const uintptr_t c = reinterpret_cast<uintptr_t>(context);
+  if (device_id == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (c < 0x1000 || c >= 0x1000 + 64) return CUPTI_ERROR_INVALID_DEVICE;
+  *device_id = static_cast<uint32_t>(c - 0x1000);
   return CUPTI_SUCCESS;
 }
 
@@ -1018,7 +1058,16 @@ FAKE_EXPORT int fake_cupti_start(void) {
   g_started = true;
   g_app_tid = Tid();
   LogLocked("start", 0, 0);
+  CUpti_CallbackFunc cb = g_context_callback_on ? g_sub_callback : nullptr;
+  void* userdata = g_sub_userdata;
   pthread_mutex_unlock(&g_mu);
+  // The application creates its contexts (callbacks run without our lock).
+  for (uint32_t d = 0; d < 64 && cb != nullptr; ++d) {
+    if (!((g_cfg.context_devices >> d) & 1)) continue;
+    CUpti_ResourceData rd{};
+    rd.context = reinterpret_cast<CUcontext>(static_cast<uintptr_t>(0x1000 + d));
+    cb(userdata, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &rd);
+  }
   pthread_t t;
   if (pthread_create(&t, nullptr, DeviceMain, nullptr) != 0) return 2;
   pthread_detach(t);

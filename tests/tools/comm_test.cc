@@ -315,6 +315,16 @@ TEST(RanksTest, PlantedStragglerIsNamedDespiteClockOffsets) {
   EXPECT_LE(ranks.end_spread_ns, ranks.end_spread_p95_ns);
   EXPECT_LE(ranks.end_spread_p95_ns, ranks.end_spread_max_ns);
   EXPECT_LT(ranks.end_spread_max_ns, 10.0 * kUs);  // ends planted within 4 us, drift interpolated
+  // The finding says what it costs the others: ~4 ms of waiting per step.
+  for (const analyses::Finding& f : r->findings) {
+    if (f.rule != "straggler-rank") continue;
+    double per_step = -1;
+    for (const analyses::EvidenceNumber& e : f.evidence) {
+      if (e.key == "others_wait_per_step_ns") per_step = e.value;
+    }
+    EXPECT_NEAR(per_step, 4.0 * kMs, 0.3 * kMs) << f.summary;
+    EXPECT_NE(f.summary.find("per step"), std::string::npos) << f.summary;
+  }
   // The others wait ~4 ms per step in the all-reduce; the straggler hardly.
   for (const analyses::RankRow& row : ranks.rows) {
     EXPECT_EQ(row.step_source, "nvtx");

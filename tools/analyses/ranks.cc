@@ -97,6 +97,14 @@ void MatchCollectives(const model::TraceModel& model, RankReport& out) {
       wait[i] += durations[i] - min_duration;
     }
     last[latest] += 1;
+    // Only collectives every rank leaves together bound the alignment: a
+    // broadcast's or reduce's root may finish before the others receive
+    // (seen on the H200: DDP's start-up broadcasts end 17-34 ms apart).
+    const model::CollectiveKind k = r0->kind;
+    if (k != model::CollectiveKind::kAllReduce && k != model::CollectiveKind::kAllGather &&
+        k != model::CollectiveKind::kReduceScatter && k != model::CollectiveKind::kAllToAll) {
+      continue;
+    }
     end_spreads.push_back(*std::max_element(ends.begin(), ends.end()) -
                           *std::min_element(ends.begin(), ends.end()));
   }
@@ -109,6 +117,7 @@ void MatchCollectives(const model::TraceModel& model, RankReport& out) {
     row.last_share = last[i] / matched;
     row.wait_ns = wait[i] * stride;
   }
+  if (end_spreads.empty()) return;
   std::sort(end_spreads.begin(), end_spreads.end());
   out.end_spread_max_ns = end_spreads.back();
   out.end_spread_p95_ns = end_spreads[static_cast<size_t>(0.95 * static_cast<double>(end_spreads.size() - 1))];

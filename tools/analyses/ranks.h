@@ -7,9 +7,12 @@
 // processes of different nodes line up to within the nodes' clock agreement.
 // The residual is measured, not assumed: a collective ends on all ranks at
 // nearly the same moment (the last arrival releases everyone), so the spread
-// of matched collectives' end times (`end_spread_ns`, median over
-// collectives) bounds the alignment error; lateness below twice that is not
-// trusted.
+// of matched collectives' end times (`end_spread_ns`, median over the
+// all-reduce, all-gather, reduce-scatter and all-to-all collectives: a
+// broadcast's root may leave early) bounds the alignment error; lateness
+// below twice that is not trusted. Measured on one H200 node (2 GPUs, DDP,
+// NCCL 2.28): median 22-27 us, P95 ~40 us, the sign changing from run to
+// run (each process maps its GPU's timestamps to host time on its own).
 //
 // Collectives are matched across GPUs by (kind, sequence number of that kind
 // on the GPU): the n-th all-reduce of every rank is the same collective when

@@ -625,6 +625,31 @@ void StragglerRank(const Context& c) {
       "the others wait for it in every collective.",
       s.label, Percent(s.last_share), Count(ranks.matched), Time(s.mean_late_ns),
       Time(ranks.end_spread_ns));
+  // What it costs the others: their time in collectives beyond the
+  // fastest rank's (TB's "synchronizing"), per step when steps are known.
+  // The per-collective lateness above is diluted when a step has several
+  // collectives: only the first waits for the late rank, the rest queue
+  // behind it on the communication stream and start together.
+  double others_wait_ns = 0;
+  size_t others = 0;
+  for (size_t i = 0; i < ranks.rows.size(); ++i) {
+    if (static_cast<int>(i) == ranks.straggler || ranks.rows[i].collectives == 0) continue;
+    others_wait_ns += ranks.rows[i].wait_ns;
+    ++others;
+  }
+  if (others > 0) others_wait_ns /= static_cast<double>(others);
+  const GpuReport* sg = nullptr;
+  for (const GpuReport& g : c.report.gpus) {
+    if (g.gpu_index == s.gpu_index) sg = &g;
+  }
+  const double steps = sg != nullptr ? static_cast<double>(sg->step_count) : 0;
+  if (others_wait_ns > 0) {
+    absl::StrAppend(&f.summary,
+                    absl::StrFormat(" Each other rank waits %s in collectives for it", Time(others_wait_ns)),
+                    steps > 0 ? absl::StrFormat(" (%s per step)", Time(others_wait_ns / steps))
+                              : std::string(),
+                    ".");
+  }
   if (ranks.straggler_excess_compute > 0.05) {
     absl::StrAppend(&f.summary,
                     absl::StrFormat(" Its compute share of the window is %s above the median "
@@ -635,9 +660,11 @@ void StragglerRank(const Context& c) {
                 {"last_share", s.last_share, "ratio"},
                 {"matched_collectives", static_cast<double>(ranks.matched), "count"},
                 {"end_spread_ns", ranks.end_spread_ns, "ns"},
-                {"excess_compute_share", ranks.straggler_excess_compute, "ratio"}};
+                {"excess_compute_share", ranks.straggler_excess_compute, "ratio"},
+                {"others_wait_ns", others_wait_ns, "ns"}};
+  if (steps > 0) f.evidence.push_back({"others_wait_per_step_ns", others_wait_ns / steps, "ns"});
   for (const RankRow& r : ranks.rows) {
-    if (r.collectives == 0 || f.evidence.size() >= 5 + 2 * 8) continue;
+    if (r.collectives == 0 || f.evidence.size() >= 7 + 2 * 8) continue;
     const std::string who = r.rank >= 0 ? absl::StrCat("rank", r.rank) : absl::StrCat("pid", r.pid);
     f.evidence.push_back({absl::StrCat(who, "_late_ns"), r.mean_late_ns, "ns"});
     f.evidence.push_back({absl::StrCat(who, "_compute_ns"), r.compute_busy_ns, "ns"});
