@@ -1151,14 +1151,15 @@ export class Timeline {
         }
       } else {
         for (let j = 0; j < lane.start.length; j++) {
-          let s = lane.start[j];
-          const e = s + lane.dur[j];
-          while (s < e) {
-            const i = Math.floor((s - h0) / bw);
-            if (i < 0 || i >= N) break;
+          // Walk the bins by index: recomputing the bin from s could land on
+          // the same bin again when s sits on a boundary (floating point),
+          // and the loop never advanced (a multi-rank H200 trace hung the tab).
+          let s = Math.max(lane.start[j], h0);
+          const e = Math.min(lane.start[j] + lane.dur[j], h1);
+          for (let i = Math.max(0, Math.floor((s - h0) / bw)); s < e && i < N; i++) {
             const end = Math.min(e, h0 + (i + 1) * bw);
-            busy[i] += end - s;
-            s = end;
+            if (end > s) busy[i] += end - s;
+            s = Math.max(s, end);
           }
         }
       }

@@ -352,6 +352,28 @@ async function main() {
     expect(asc.every((c, i) => i === 0 || asc[i - 1] <= c), 'not sorted ascending');
   });
 
+  // A real two-GPU DDP job (H200 x2, torchrun + NCCL, rank 1 a planted
+  // straggler; bench/RESULTS.md session 4). Its overview once hung the tab:
+  // a kernel starting on a bin boundary never advanced the binning loop.
+  const ddpHtml = report([join(repo, 'tests/data/h200x2_ddp_straggler.gpscope')], 'ddp_straggler.html');
+  const ddp = await open(ddpHtml);
+  await test('two-GPU DDP trace: loads, ranks stacked in order on one timeline, straggler first', async () => {
+    expect(ddp.problems.length === 0, ddp.problems.join('; '));
+    const info = await ddp.page.evaluate(() => ({
+      groups: window.__gpscope.data.timeline.groups.filter((g) => g.kind === 'process').map((g) => g.label),
+      firstRule: window.__gpscope.data.findings.length ? window.__gpscope.data.summary.findings[0].rule : '',
+      cards: document.querySelectorAll('.finding').length,
+    }));
+    expect(info.groups.length === 2 && info.groups[0].startsWith('rank 0 ') && info.groups[1].startsWith('rank 1 '),
+      `process lanes ${JSON.stringify(info.groups)}`);
+    expect(info.firstRule === 'straggler-rank', `first finding ${info.firstRule}`);
+    await ddp.page.locator('#timeline').scrollIntoViewIfNeeded();
+    const o = pixelStats(await ddp.page.locator('.tl-overview').screenshot());
+    expect(o.std > 5 && o.inked > 0.02, `overview ${JSON.stringify(o)}`);
+    return `${info.groups.join(' | ')}; ${info.cards} finding cards; ready in ${ddp.loadMs} ms`;
+  });
+  await ddp.page.close();
+
   if (DOCS) {
     await test('screenshots of the real-trace report saved to docs/', async () => {
       mkdirSync(DOCS, { recursive: true });

@@ -619,6 +619,73 @@ TEST(RecordedTraceTest, H200MetricsPhasesReadAsComputeBoundAndPowerCapped) {
   }
 }
 
+// Recorded on two H200s (nvidia-h200-x2) with tests/e2e/ddp_gpu.sh: a
+// DistributedDataParallel job under torchrun + NCCL, 60 steps, traced with
+// no code change into one per-node file (bench/RESULTS.md, session 4, run 2).
+// In the straggler run rank 1 burns 30 ms of host CPU before every step.
+Json RunDdp(const std::string& name) {
+  const Output json = RunCli({"summary", "--format", "json", DataPath(name)});
+  EXPECT_EQ(json.code, kExitOk) << json.err;
+  EXPECT_EQ(json.err, "");
+  Json j = ParseJson(json.out);
+  EXPECT_EQ(j["processes"].array.size(), 2u);
+  EXPECT_EQ(j["gpus"].array.size(), 2u);
+  std::set<int> ranks;
+  for (const Json& p : j["processes"].array) {
+    ranks.insert(static_cast<int>(p["identity"]["rank"].number));
+    EXPECT_EQ(p["identity"]["world_size"].number, 2);
+    EXPECT_TRUE(p["completeness"]["complete"].boolean);
+  }
+  EXPECT_EQ(ranks, (std::set<int>{0, 1}));
+  for (const Json& g : j["gpus"].array) {
+    // NCCL's kernels are communication: DDP's gradient all-reduces, its
+    // start-up broadcasts, NCCL's set-up all-gather.
+    const Json& comm = g["communication"];
+    EXPECT_EQ(comm["kernels"].number, 540);
+    EXPECT_FALSE(comm["collectives"].array.empty());
+    if (!comm["collectives"].array.empty()) {
+      EXPECT_EQ(comm["collectives"].array[0]["kind"].string, "all_reduce");
+    }
+    EXPECT_GT(comm["overlap"].number, 0);
+  }
+  const Json& r = j["ranks"];
+  EXPECT_EQ(r["matched_collectives"].number, 540);
+  // Both ranks on one node: collective ends agree to tens of microseconds.
+  EXPECT_LT(r["end_spread_ns"].number, 50 * kUs);
+  EXPECT_LT(r["end_spread_p95_ns"].number, 100 * kUs);
+  return j;
+}
+
+TEST(RecordedTraceTest, TwoGpuDdpStragglerIsNamedWithTheWaitItCauses) {
+  const Json j = RunDdp("h200x2_ddp_straggler.gpscope");
+  const Json& r = j["ranks"];
+  ASSERT_FALSE(r["straggler"].type == Json::kNull);
+  const Json& s = r["rows"].array[static_cast<size_t>(r["straggler"].number)];
+  EXPECT_EQ(s["rank"].number, 1);
+  EXPECT_GT(s["last_share"].number, 0.95);
+  ASSERT_FALSE(j["findings"].array.empty());
+  const Json& top = j["findings"].array[0];
+  EXPECT_EQ(top["rule"].string, "straggler-rank");
+  double per_step = -1;
+  for (const Json& e : top["evidence"].array) {
+    if (e["key"].string == "others_wait_per_step_ns") per_step = e["value"].number;
+  }
+  EXPECT_NEAR(per_step, 30 * kMs, 5 * kMs);  // the planted 30 ms of host work
+  // Rank 0's NCCL kernels wait ~30 ms a step for rank 1: that is the
+  // straggler's cost, not rank 0's missing overlap or too-small launches.
+  EXPECT_FALSE(HasFinding(j, "low-comm-overlap", "info"));
+  EXPECT_FALSE(HasFinding(j, "low-sm-efficiency", "info"));
+  // Rank 1 itself is starved by its own host work: the root cause, on its GPU.
+  EXPECT_TRUE(HasFinding(j, "data-starvation", "warning"));
+}
+
+TEST(RecordedTraceTest, TwoGpuDdpBalancedNamesNoStraggler) {
+  const Json j = RunDdp("h200x2_ddp_balanced.gpscope");
+  EXPECT_TRUE(j["ranks"]["straggler"].type == Json::kNull);
+  EXPECT_FALSE(HasFinding(j, "straggler-rank", "info"));
+  EXPECT_FALSE(HasFinding(j, "low-comm-overlap", "info"));  // DDP overlaps its all-reduces
+}
+
 // ----------------------------------------------------------------- goldens --
 
 // Where two texts first differ, as "line N: expected ... / got ...".
@@ -638,7 +705,8 @@ std::string FirstDifference(const std::string& expected, const std::string& got)
 // with tests/golden/summary/refresh.sh and review the diff.
 TEST(GoldenTest, RecordedTracesMatchTheirGoldens) {
   const bool update = getenv("GPSCOPE_UPDATE_GOLDENS") != nullptr;
-  for (const std::string name : {"torch_train", "torch_train_starved", "torch_train_sync"}) {
+  for (const std::string name :
+       {"torch_train", "torch_train_starved", "torch_train_sync", "h200x2_ddp_straggler"}) {
     for (const std::string format : {"text", "json"}) {
       const Output o = RunCli({"summary", "--format", format, DataPath(name + ".gpscope")});
       ASSERT_EQ(o.code, kExitOk) << o.err;

@@ -367,7 +367,7 @@ void LowSmEfficiency(const Context& c, const GpuReport& g, Finding f) {
   const KernelRow* worst = nullptr;
   double worst_loss = 0;
   for (const KernelRow& k : g.top_kernels) {
-    if (k.est_sm_efficiency < 0) continue;
+    if (k.est_sm_efficiency < 0 || !k.collective.empty()) continue;
     const double loss = static_cast<double>(k.duration.total) * (1 - k.est_sm_efficiency);
     if (loss > worst_loss) {
       worst_loss = loss;
@@ -571,11 +571,19 @@ void LowOccupancy(const Context& c, const GpuReport& g, Finding f) {
 }
 
 void LowCommOverlap(const Context& c, const GpuReport& g, Finding f) {
-  (void)c;
   if (g.comm_overlap < 0 || g.comm_share < kCommMinShare || g.comm_overlap >= kLowCommOverlap) {
     return;
   }
-  const double exposed_ns = std::max(0.0, g.comm_busy_ns - g.comm_overlap_ns);
+  // Time a rank's collectives spend waiting for a later rank (ranks.h: its
+  // wait) is a straggler's cost, not missing overlap: the straggler-rank
+  // finding names it. What is left is this rank's own exposed transfer.
+  double wait_ns = 0;
+  for (const RankRow& r : c.report.ranks.rows) {
+    if (r.gpu_index == g.gpu_index && r.collectives > 0) wait_ns = r.wait_ns;
+  }
+  const double exposed_ns = std::max(0.0, g.comm_busy_ns - g.comm_overlap_ns - wait_ns);
+  const double wlen = static_cast<double>(std::max<uint64_t>(1, g.window.length_ns()));
+  if (wait_ns > 0 && exposed_ns < kCommMinShare * wlen) return;
   f.severity = Severity::kWarning;
   f.cost_ns = Ns(exposed_ns);
   f.summary = absl::StrFormat(
