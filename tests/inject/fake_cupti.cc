@@ -211,6 +211,21 @@ uint64_t EnvU64(const char* name, uint64_t fallback) {
   return strtoull(v, nullptr, 10);
 }
 
+// A comma-separated list of numbers < 64 as a bit set; `fallback` when unset.
+uint64_t EnvBits(const char* name, uint64_t fallback) {
+  const char* v = getenv(name);
+  if (v == nullptr) return fallback;
+  uint64_t bits = 0;
+  for (const char* p = v; *p != '\0';) {
+    char* end = nullptr;
+    unsigned long n = strtoul(p, &end, 10);
+    if (end == p) break;
+    if (n < 64) bits |= 1ull << n;
+    p = *end == ',' ? end + 1 : end;
+  }
+  return bits;
+}
+
 __attribute__((constructor)) void ReadConfig() {
   g_cfg.version = static_cast<uint32_t>(EnvU64("FAKE_CUPTI_VERSION", CUPTI_API_VERSION));
   const char* sub = getenv("FAKE_CUPTI_SUBSCRIBE");
@@ -218,15 +233,7 @@ __attribute__((constructor)) void ReadConfig() {
   const char* holder = getenv("FAKE_CUPTI_HOLDER");
   snprintf(g_cfg.holder, sizeof(g_cfg.holder), "%s",
            holder != nullptr ? holder : "CUPTI for torch.profiler");
-  if (const char* u = getenv("FAKE_CUPTI_UNSUPPORTED")) {
-    for (const char* p = u; *p != '\0';) {
-      char* end = nullptr;
-      unsigned long k = strtoul(p, &end, 10);
-      if (end == p) break;
-      if (k < 64) g_cfg.unsupported_kinds |= 1ull << k;
-      p = *end == ',' ? end + 1 : end;
-    }
-  }
+  g_cfg.unsupported_kinds = EnvBits("FAKE_CUPTI_UNSUPPORTED", 0);
   const char* kernels = getenv("FAKE_CUPTI_KERNELS");
   g_cfg.kernels = kernels != nullptr && strcmp(kernels, "forever") == 0
                       ? -1
@@ -244,17 +251,7 @@ __attribute__((constructor)) void ReadConfig() {
   g_cfg.late_kernels_dead = late != nullptr && strcmp(late, "dead") == 0;
   const char* flush = getenv("FAKE_CUPTI_FLUSH");
   g_cfg.flush_full_only = flush != nullptr && strcmp(flush, "full-only") == 0;
-  g_cfg.context_devices = 1;
-  if (const char* c = getenv("FAKE_CUPTI_CONTEXTS")) {
-    g_cfg.context_devices = 0;
-    for (const char* p = c; *p != '\0';) {
-      char* end = nullptr;
-      unsigned long d = strtoul(p, &end, 10);
-      if (end == p) break;
-      if (d < 64) g_cfg.context_devices |= 1ull << d;
-      p = *end == ',' ? end + 1 : end;
-    }
-  }
+  g_cfg.context_devices = EnvBits("FAKE_CUPTI_CONTEXTS", 1);  // "none": no number, no bit
   snprintf(g_cfg.stats_path, sizeof(g_cfg.stats_path), "%s",
            getenv("FAKE_CUPTI_STATS") != nullptr ? getenv("FAKE_CUPTI_STATS") : "");
 }
