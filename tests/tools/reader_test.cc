@@ -520,6 +520,27 @@ TEST(TraceReaderTest, ReadTracesRecordsUnreadableFilesAndReadsTheRest) {
   unlink(b.c_str());
 }
 
+// Named twice (twice the same path, or a symlink to it): read once, with a
+// warning; read twice, every event of the file would count double.
+TEST(TraceReaderTest, AFileNamedTwiceIsReadOnce) {
+  const std::string a = TempPath("twice.gps"), link = TempPath("twice_link.gps");
+  TraceBuilder t;
+  t.AddProcess(1, 100).WriteHeader().AddKernel(10, 1, "x").WriteEnd();
+  ASSERT_TRUE(t.WriteFile(a));
+  unlink(link.c_str());
+  ASSERT_EQ(symlink(a.c_str(), link.c_str()), 0);
+  Collector c;
+  absl::StatusOr<TraceIndex> index = ReadTraces({a, a, link}, c);
+  ASSERT_TRUE(index.ok());
+  EXPECT_EQ(c.chunks.size(), 3u);  // header, batch, end: once
+  EXPECT_EQ(index->files.size(), 1u);
+  ASSERT_EQ(index->warnings.size(), 2u);
+  EXPECT_EQ(index->warnings[0], a + ": the same file as " + a + ", read once");
+  EXPECT_EQ(index->warnings[1], link + ": the same file as " + a + ", read once");
+  unlink(link.c_str());
+  unlink(a.c_str());
+}
+
 // ----------------------------------------------------- processes and order
 
 TEST(TraceReaderTest, TracksSequenceGapsMissingEndsAndInterleavedProcesses) {

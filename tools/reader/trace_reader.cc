@@ -129,6 +129,16 @@ class TraceReader::Impl {
 
   absl::Status ReadFile(const std::string& path) {
     if (stopped()) return visitor_status_;
+    // A file named twice (a glob and a path, a symlink) is read once: read
+    // twice, every event and collective would count double.
+    struct stat named;
+    if (stat(path.c_str(), &named) == 0 && S_ISREG(named.st_mode)) {
+      auto [it, fresh] = seen_files_.try_emplace(std::make_pair(named.st_dev, named.st_ino), path);
+      if (!fresh) {
+        Warn(absl::StrCat(path, ": the same file as ", it->second, ", read once"));
+        return absl::OkStatus();
+      }
+    }
     FileInfo& file = AddFile(path);
     const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -174,6 +184,8 @@ class TraceReader::Impl {
     index_.files.back().path = path;
     return index_.files.back();
   }
+
+  absl::flat_hash_map<std::pair<dev_t, ino_t>, std::string> seen_files_;  // (device, inode) -> path
 
   void Warn(std::string message) {
     visitor_.OnWarning(message);
