@@ -55,6 +55,11 @@ class ChunkWriter {
   bool is_open() const { return fd_ >= 0; }
   bool Open(int fd);
   void DiscardHeld();
+  // No file will come: forget the held frames and hold no more.
+  void StopHolding() {
+    DiscardHeld();
+    max_held_bytes_ = 0;
+  }
   size_t held_frames() const { return held_.size(); }
 
   // Sequence 0. Returns false when the frame could not be written.

@@ -321,8 +321,8 @@ bool Collector::MaybeOpenOutput() {
   std::string error;
   if (!OpenOutput(&error) && fd < 0) {
     GPSCOPE_LOG_ERROR("%s; the application runs on untraced", error.c_str());
-    writer->DiscardHeld();
-    open_at_context = false;  // give up: frames are held no more
+    writer->StopHolding();  // from here on frames are dropped (and counted)
+    open_at_context = false;
     return false;
   }
   GPSCOPE_LOG_INFO("first CUDA context: tracing to %s", trace_path.c_str());
@@ -1284,7 +1284,10 @@ void Collector::WriterLoop() {
       drained_at_flush_ = buffers_drained_;
       ReportLosses(false);
       AddClockSnapshot();
-      writer->Flush();
+      // Before the file exists the open batch just grows (a full one is
+      // held as one frame): zstd packs a 1 MiB batch of host metrics far
+      // better than 2 s worth, so the 4 MiB hold lasts hours, not ~1 h.
+      if (writer->is_open()) writer->Flush();
       events_written.store(writer->events_written(), std::memory_order_relaxed);
       next_flush_ns = ClockNs(CLOCK_MONOTONIC) + interval_ns;
     }
