@@ -8,6 +8,8 @@ hits every configuration alike). Prints a table and writes JSON.
 
 Targets (issue 3): launch-bound loop, gpscope's added time <= 1.15x the
 floor's added time; training loop, <= 1% step-time increase (medians).
+Between separate runs the H200's step time moves +-5%: for the training
+loop's 1% see also bench/overhead_ab.py (tracing vs standby in one process).
 """
 import argparse
 import json

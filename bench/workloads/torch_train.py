@@ -6,6 +6,7 @@ It is an ordinary user script: nothing in it knows about gpscope.
   python3 torch_train.py --mode train --steps 200     # MLP training, bf16 autocast
   python3 torch_train.py --mode tiny --ops 100000     # launch-bound tiny ops
   python3 torch_train.py ... --profiler               # wrap in torch.profiler (CUDA only)
+  python3 torch_train.py --seconds 60 --step-log F     # train 60 s, each step's times to F
 
 Prints one JSON line: {"mode", "steps", "wall_s", "step_ms_median", ...}.
 The training step has what real jobs have: a host batch copied to the GPU
@@ -33,8 +34,19 @@ def train(args):
     host_y = torch.randn(args.batch, 1024)  # pageable on purpose
     step_ms = []
     losses = []
-    for step in range(args.steps):
+    # --step-log: one "start_ns end_ns" line per step (CLOCK_MONOTONIC), for
+    # bench/overhead_ab.py; --seconds: stop after that long instead of --steps.
+    log = open(args.step_log, "w", buffering=1) if args.step_log else None
+    deadline = time.monotonic() + args.seconds if args.seconds else None
+    step = -1
+    while True:
+        step += 1
+        if deadline is None and step >= args.steps:
+            break
+        if deadline is not None and time.monotonic() >= deadline:
+            break
         t0 = time.perf_counter()
+        t0_ns = time.monotonic_ns()
         torch.cuda.nvtx.range_push(f"step {step}")
         x = host_x.to(dev, non_blocking=True)
         y = host_y.to(dev)
@@ -50,6 +62,10 @@ def train(args):
             time.sleep(args.sleep_ms / 1000.0)  # a slow data loader
         torch.cuda.synchronize()
         step_ms.append((time.perf_counter() - t0) * 1000.0)
+        if log is not None:
+            log.write(f"{t0_ns} {time.monotonic_ns()}\n")
+    if log is not None:
+        log.close()
     warm = step_ms[min(10, len(step_ms) // 4):]
     return {"step_ms_median": statistics.median(warm), "final_loss": losses[-1] if losses else None}
 
@@ -81,6 +97,8 @@ def main():
     p.add_argument("--ops", type=int, default=100000)
     p.add_argument("--profiler", action="store_true")
     p.add_argument("--exit-code", type=int, default=0)
+    p.add_argument("--step-log", default="", help="write each step's monotonic start/end ns")
+    p.add_argument("--seconds", type=float, default=0.0, help="train: run this long, not --steps")
     args = p.parse_args()
     t0 = time.perf_counter()
     fn = train if args.mode == "train" else tiny

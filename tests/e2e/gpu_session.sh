@@ -20,6 +20,7 @@
 #              per-node file, ranks aligned, straggler; DDP_VARIANTS="a b"
 #              runs only those variants)
 #   overhead_train / overhead_cuda   bench/overhead.py suites
+#   overhead_ab  bench/overhead_ab.py: tracing vs standby in one training process
 # Writes OUT_DIR/session.log (one line per suite: rc and seconds) and
 # OUT_DIR/session.tar.gz (all logs and small traces).
 set -uo pipefail
@@ -87,6 +88,11 @@ for spec in "$@"; do
       for m in ${YIELD_METRICS:-1}; do
         mkdir -p "$d/$m"; yield_stacks "$d/$m" "$m"
       done >"$d/stdout.txt" 2>&1 ;;
+    overhead_ab)  # tracing vs standby inside one torch_train process (bench/overhead_ab.py);
+      # AB_ARGS overrides the block plan (default 12 pairs of 4 s blocks, ~2.5 min)
+      timeout -k 10 "$limit" python3 "$repo/bench/overhead_ab.py" --inject "$carry/bin/libgpscope_inject.so" \
+        --gpscope "$carry/bin/gpscope" ${AB_ARGS:---blocks 12 --block-s 4} --keep "$d/run" --out "$d/ab.json" \
+        -- python3 "$repo/bench/workloads/torch_train.py" --batch 16384 --hidden 8192 >"$d/stdout.txt" 2>&1 ;;
     overhead_train|overhead_cuda|overhead_tiny)
       suite=${name#overhead_}; [ "$suite" = train ] && suite=torch_train; [ "$suite" = tiny ] && suite=torch_tiny
       timeout -k 10 "$limit" python3 "$repo/bench/overhead.py" --inject "$carry/bin/libgpscope_inject.so" \
