@@ -49,16 +49,8 @@ bool ChunkWriter::Open(int fd) {
   for (const std::vector<uint8_t>& f : held_) {
     int err = 0;
     if (!format::AppendFrame(fd_, f.data(), f.size(), &err)) {
-      // Counted as lost by the next chunk; definitions are resent.
-      if (frames_failed_ == 0 || err != last_errno_) {
-        GPSCOPE_LOG_ERROR("cannot write trace frame (%s); the application runs on, this part of "
-                          "the trace is lost and the loss is recorded",
-                          strerror(err));
-      }
-      ++frames_failed_;
+      FrameLost(err);  // recorded by the next chunk that lands
       ++pending_lost_frames_;
-      last_errno_ = err;
-      ++epoch_;
       all = false;
     }
   }
@@ -207,22 +199,26 @@ bool ChunkWriter::Ship(const uint8_t* raw, size_t raw_bytes, size_t events) {
     return true;
   }
   if (frame_bytes == 0) err = EOVERFLOW;
-  if (err == ENOBUFS) {
-    // Held frames beyond the cap before the file opens: recorded, not logged.
-  } else if (frames_failed_ == 0 || err != last_errno_) {
-    GPSCOPE_LOG_ERROR("cannot write trace frame (%s); the application runs on, this part of the "
-                      "trace is lost and the loss is recorded",
-                      strerror(err));
-  }
-  ++frames_failed_;
+  FrameLost(err);
   events_lost_ += events;
   if (pending_lost_frames_ == 0) lost_first_ns_ = batch_first_ns_;
   lost_last_ns_ = batch_last_ns_;
   pending_lost_events_ += events;
   ++pending_lost_frames_;
-  last_errno_ = err;
-  ++epoch_;  // definitions in the lost chunk must be sent again
   return false;
+}
+
+void ChunkWriter::FrameLost(int err) {
+  // One line per new cause; held frames beyond the cap before the file
+  // opens (ENOBUFS) are recorded, not logged.
+  if (err != ENOBUFS && (frames_failed_ == 0 || err != last_errno_)) {
+    GPSCOPE_LOG_ERROR("cannot write trace frame (%s); the application runs on, this part of the "
+                      "trace is lost and the loss is recorded",
+                      strerror(err));
+  }
+  ++frames_failed_;
+  last_errno_ = err;
+  ++epoch_;  // definitions in the lost frame must be sent again
 }
 
 bool ChunkWriter::Flush() {

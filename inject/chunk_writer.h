@@ -105,6 +105,8 @@ class ChunkWriter {
   bool Ship(const uint8_t* raw, size_t raw_bytes, size_t events);
   // One frame to the file, or into held_ while there is none.
   bool Put(const uint8_t* frame, size_t frame_bytes, int* err);
+  // Bookkeeping of a frame that did not land (Ship, Open).
+  void FrameLost(int err);
   void BeginBatch(uint64_t base_ns);
 
   struct LaunchKey {
