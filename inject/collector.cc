@@ -313,11 +313,12 @@ bool Collector::OpenOutput(std::string* error) {
 
 // Writer thread: opens the file at the process's first CUDA context. True
 // when the file is open. A file that cannot be opened then is one error
-// line; the records are dropped from there on (CUPTI stays on: turning it
-// off from this thread could race the application's CUDA calls).
+// line (never tried again); the records are dropped from there on (CUPTI
+// stays on: turning it off from this thread could race the application's
+// CUDA calls).
 bool Collector::MaybeOpenOutput() {
   if (writer->is_open()) return true;
-  if (g_context_devices.load(std::memory_order_acquire) == 0) return false;
+  if (!open_at_context || g_context_devices.load(std::memory_order_acquire) == 0) return false;
   std::string error;
   if (!OpenOutput(&error) && fd < 0) {
     GPSCOPE_LOG_ERROR("%s; the application runs on untraced", error.c_str());
@@ -1262,7 +1263,7 @@ void Collector::WriterLoop() {
   const uint64_t interval_ns = static_cast<uint64_t>(config.flush_interval_ms) * 1000000ull;
   uint64_t next_flush_ns = ClockNs(CLOCK_MONOTONIC) + interval_ns;
   for (;;) {
-    if (open_at_context) MaybeOpenOutput();
+    MaybeOpenOutput();
     TickWindow();
     Drain();
     if (final_requested.load(std::memory_order_acquire)) break;
