@@ -129,26 +129,29 @@ class TraceReader::Impl {
 
   absl::Status ReadFile(const std::string& path) {
     if (stopped()) return visitor_status_;
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    const int open_errno = errno;
+    struct stat st;
+    const bool regular = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
     // A file named twice (a glob and a path, a symlink) is read once: read
     // twice, every event and collective would count double.
-    struct stat named;
-    if (stat(path.c_str(), &named) == 0 && S_ISREG(named.st_mode)) {
-      auto [it, fresh] = seen_files_.try_emplace(std::make_pair(named.st_dev, named.st_ino), path);
+    if (regular) {
+      auto [it, fresh] = seen_files_.try_emplace(std::make_pair(st.st_dev, st.st_ino), path);
       if (!fresh) {
+        close(fd);
         Warn(absl::StrCat(path, ": the same file as ", it->second, ", read once"));
         return absl::OkStatus();
       }
     }
     FileInfo& file = AddFile(path);
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-      const int e = errno;
-      return file.status = e == ENOENT ? absl::NotFoundError(absl::StrCat(path, ": no such file"))
-                                       : absl::PermissionDeniedError(absl::StrCat(
-                                             path, ": cannot open: ", std::strerror(e)));
+      return file.status =
+                 open_errno == ENOENT
+                     ? absl::NotFoundError(absl::StrCat(path, ": no such file"))
+                     : absl::PermissionDeniedError(
+                           absl::StrCat(path, ": cannot open: ", std::strerror(open_errno)));
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (!regular) {
       close(fd);
       return file.status = absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
     }
@@ -184,8 +187,6 @@ class TraceReader::Impl {
     index_.files.back().path = path;
     return index_.files.back();
   }
-
-  absl::flat_hash_map<std::pair<dev_t, ino_t>, std::string> seen_files_;  // (device, inode) -> path
 
   void Warn(std::string message) {
     visitor_.OnWarning(message);
@@ -374,6 +375,7 @@ class TraceReader::Impl {
   ChunkVisitor& visitor_;
   ReadOptions options_;
   TraceIndex index_;
+  absl::flat_hash_map<std::pair<dev_t, ino_t>, std::string> seen_files_;  // (device, inode) -> path
   absl::flat_hash_map<uint64_t, size_t> process_slot_;  // uid -> index_.processes
   absl::Status visitor_status_;
   std::unique_ptr<char[]> arena_block_;
