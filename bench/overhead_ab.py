@@ -103,11 +103,10 @@ def main():
                 pair["attach_rc"] = r.returncode
                 if r.returncode != 0:
                     pair["attach_err"] = r.stderr.strip()[-500:]
-                # The window opens a moment after t0 and lasts block_s.
-                pair[kind] = (t0 + margin, t0 + int(a.block_s * 1e9) - margin // 4)
             else:
                 time.sleep(a.block_s)
-                pair[kind] = (t0 + margin, t0 + int(a.block_s * 1e9) - margin // 4)
+            # A window opens a moment after t0 and lasts block_s; the same span untraced.
+            pair[kind] = (t0 + margin, t0 + int(a.block_s * 1e9) - margin // 4)
             time.sleep(0.3)  # the window's end (forced flush) settles between blocks
         blocks.append(pair)
     app.terminate()
