@@ -54,8 +54,12 @@ def main():
     outdir = tempfile.mkdtemp(prefix="gpscope-bench-")
     gp = {"CUDA_INJECTION64_PATH": os.path.abspath(a.inject), "GPSCOPE_OUTPUT": outdir}
     fl = {"CUDA_INJECTION64_PATH": os.path.abspath(a.floor)}
+    # gpscope loaded but tracing off until `gpscope attach` (GPSCOPE_STANDBY=1):
+    # its cost against baseline is what bench/overhead_ab.py's tracing-vs-standby
+    # ratio leaves out. On the launch-bound loops any per-launch cost shows ~100x.
+    sb = dict(gp, GPSCOPE_STANDBY="1")
     py = sys.executable
-    cuda_configs = {"baseline": ({}, []), "floor": (fl, []), "gpscope": (gp, [])}
+    cuda_configs = {"baseline": ({}, []), "floor": (fl, []), "gpscope": (gp, []), "standby": (sb, [])}
     for v in a.variants:
         name = os.path.basename(v).replace("libgpscope_inject_", "").replace(".so", "")
         cuda_configs[name] = ({"CUDA_INJECTION64_PATH": os.path.abspath(v), "GPSCOPE_OUTPUT": outdir}, [])
@@ -64,7 +68,7 @@ def main():
             [a.tiny, str(a.kernels)], "us_per_launch", cuda_configs),
         "torch_tiny_ops (us/op)": (
             [py, TRAIN, "--mode", "tiny", "--ops", str(a.ops)], "us_per_op",
-            {"baseline": ({}, []), "floor": (fl, []), "gpscope": (gp, []),
+            {"baseline": ({}, []), "floor": (fl, []), "gpscope": (gp, []), "standby": (sb, []),
              "torch.profiler": ({}, ["--profiler"])}),
         "torch_train (ms/step)": (
             [py, TRAIN, "--mode", "train", "--steps", str(a.steps)] + a.train_args.split(),
