@@ -163,6 +163,10 @@ class Collector : public control::ControlHandler {
   // (kineto#542): GPSCOPE_DIAG_GATE_KERNELS=1 keeps the kind on from the
   // start and gates the records instead. Set at start, then read-only.
   bool kernels_always_on_ = false;
+  // False while Start() runs inside cuInit (InitializeInjection), before
+  // CUDA has started; true from the writer thread's creation on (which
+  // orders it for that thread). SetApiRecords picks its way by it.
+  bool cuda_started_ = false;
   bool context_callback_ = false;  // CUPTI calls us when a context is created
   std::unique_ptr<control::ControlChannel> channel;
   std::atomic<uint64_t> events_written{0};  // for `status`, updated by the writer
@@ -207,6 +211,7 @@ class Collector : public control::ControlHandler {
   bool WriteHeader();
   bool EnableCupti(std::string* error);
   bool SetTracing(bool on, std::string* error = nullptr);
+  void SetApiRecords(bool on);
   void ReleaseCupti();
   void ReadGlobalDrops();
   void StartControl();
@@ -569,6 +574,7 @@ bool Collector::Start() {
     return false;
   }
 
+  cuda_started_ = true;
   writer_thread = std::thread([this] { WriterLoop(); });
   StartSampler();
   if (cupti_active) StartControl();
@@ -656,12 +662,44 @@ bool Collector::SetTracing(bool on, std::string* error) {
       api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER);
     }
   }
-  if (config.api_records) {
-    for (CUpti_CallbackId id : kRuntimeCbids) api.cuptiActivityEnableRuntimeApi(id, on ? 1 : 0);
-    for (CUpti_CallbackId id : kDriverCbids) api.cuptiActivityEnableDriverApi(id, on ? 1 : 0);
-  }
+  if (config.api_records) SetApiRecords(on);
   tracing.store(on, std::memory_order_relaxed);
   return true;
+}
+
+// Start-up thread (before CUDA runs) or the writer thread: the CUDA calls
+// whose records gpscope keeps (api_cbids.h). Enabled one id at a time they
+// produce records only if that happened before CUDA started: measured on
+// the H200 (CUDA 13.0, session 5), a window switched on later got every
+// kernel and not one API record. Later, the documented other way works:
+// the whole RUNTIME and DRIVER kinds on, then every other id off (same
+// records per kernel as from the start). ~1,300 calls, once per window.
+void Collector::SetApiRecords(bool on) {
+  if (!on) {
+    api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
+    api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER);
+    for (CUpti_CallbackId id : kRuntimeCbids) api.cuptiActivityEnableRuntimeApi(id, 0);
+    for (CUpti_CallbackId id : kDriverCbids) api.cuptiActivityEnableDriverApi(id, 0);
+    return;
+  }
+  if (!cuda_started_) {
+    for (CUpti_CallbackId id : kRuntimeCbids) api.cuptiActivityEnableRuntimeApi(id, 1);
+    for (CUpti_CallbackId id : kDriverCbids) api.cuptiActivityEnableDriverApi(id, 1);
+    return;
+  }
+  bool runtime_kept[CUPTI_RUNTIME_TRACE_CBID_SIZE] = {};
+  bool driver_kept[CUPTI_DRIVER_TRACE_CBID_SIZE] = {};
+  for (CUpti_CallbackId id : kRuntimeCbids) runtime_kept[id] = true;
+  for (CUpti_CallbackId id : kDriverCbids) driver_kept[id] = true;
+  // The kind first: enabling it overrides the per-id settings made before.
+  api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
+  api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER);
+  for (CUpti_CallbackId id = 1; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++id) {
+    if (!runtime_kept[id]) api.cuptiActivityEnableRuntimeApi(id, 0);
+  }
+  for (CUpti_CallbackId id = 1; id < CUPTI_DRIVER_TRACE_CBID_SIZE; ++id) {
+    if (!driver_kept[id]) api.cuptiActivityEnableDriverApi(id, 0);
+  }
 }
 
 uint64_t Collector::NowNs() const {

@@ -43,6 +43,9 @@ for line in sys.stdin:
     if e.get("type") == "kernel":
         print(e["start_ns"], e["end_ns"])'; }
 
+# Kernel-launch API records (cudaLaunchKernel*, cuLaunchKernel*) of a trace file.
+launches() { "$ANALYZE" dump "$@" 2>/dev/null | grep '"type":"api"' | grep -c 'LaunchKernel'; }
+
 echo "== device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
 
 # 1. A plain run: report and findings, the script unchanged.
@@ -77,10 +80,13 @@ import sys
 rows = [tuple(map(int, l.split())) for l in sys.stdin if l.strip()]
 print("%.2f %d" % (((max(e for _, e in rows) - min(s for s, _ in rows)) / 1e9) if rows else 0, len(rows)))')
 read -r span_s count <<<"$span"
-if python3 -c "import sys; sys.exit(0 if 0 < $count and 2.0 <= $span_s <= 3.6 else 1)"; then
-  ok "window: $count kernels over ${span_s} s (wanted ~3 s)"
+nl=$(launches "$d"/*.gpscope)
+# Each kernel's launch call is recorded too (switched on mid-run, CUDA API
+# records need the whole kinds: collector.cc SetApiRecords).
+if python3 -c "import sys; sys.exit(0 if 0 < $count and 2.0 <= $span_s <= 3.6 and $nl >= 0.9 * $count else 1)"; then
+  ok "window: $count kernels over ${span_s} s (wanted ~3 s), $nl launch calls"
 else
-  bad "window: $count kernels over ${span_s} s, wanted ~3 s (is the capture window wired into the collector?)"
+  bad "window: $count kernels over ${span_s} s, wanted ~3 s; $nl launch calls (is the capture window wired into the collector?)"
 fi
 
 # 4. Standby, then attach for 3 s.
@@ -113,11 +119,12 @@ print("%.2f %d" % (((max(e for _, e in rows) - min(s for s, _ in rows)) / 1e9) i
   read -r wspan wcount <<<"$stats"
   all=$(kernels "$d"/*.gpscope | wc -l)
   echo "   attach wall time $(python3 -c "print(round($t1 - $t0, 2))") s for a 3 s window"
+  wl=$(launches "$win")
   if [ "$rc" = 0 ] && [ -s "$d/attach/report.html" ] && [ "$wcount" -gt 0 ] && [ "$all" = "$wcount" ] &&
-     python3 -c "import sys; sys.exit(0 if 2.0 <= $wspan <= 3.6 else 1)"; then
-    ok "attach: $wcount kernels over ${wspan} s, none outside the window, report written"
+     python3 -c "import sys; sys.exit(0 if 2.0 <= $wspan <= 3.6 and $wl >= 0.9 * $wcount else 1)"; then
+    ok "attach: $wcount kernels over ${wspan} s, $wl launch calls, none outside the window, report written"
   else
-    bad "attach: rc=$rc window kernels=$wcount span=${wspan}s, node-file kernels=$all (see $out/attach.err)"
+    bad "attach: rc=$rc window kernels=$wcount launch calls=$wl span=${wspan}s, node-file kernels=$all (see $out/attach.err)"
   fi
 fi
 kill "$app" 2>/dev/null; wait "$app" 2>/dev/null

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -344,6 +345,7 @@ class CollectorCuptiTest : public ::testing::Test {
   // A 0.3 s window after 0.3 s of 2,000 kernels/s, with `extra` env: only
   // the window's kernels, LostInterval(TRACING_DISABLED) around it.
   void RunDelayWindow(const Env& extra);
+  void ExpectOneLaunchRecordPerKernel(const Trace& t);
 
   // Reads the one trace file into *t; *index gets the reader's view.
   void ReadTrace(Trace* t, reader::TraceIndex* index = nullptr) {
@@ -1040,7 +1042,29 @@ void CollectorCuptiTest::RunDelayWindow(const Env& extra) {
     ASSERT_GE(k.start_ns, window_start);
     ASSERT_LT(k.start_ns, window_end);
   }
+  ExpectOneLaunchRecordPerKernel(t);
   ASSERT_TRUE(t.end.has_value());
+}
+
+// Tracing switched on after the workload started still records the launch
+// call of every kernel (the fake, like CUPTI 13.0 on the H200, ignores
+// per-id API enables made then) and none of the calls gpscope leaves out.
+void CollectorCuptiTest::ExpectOneLaunchRecordPerKernel(const Trace& t) {
+  size_t launches = 0, others = 0;
+  for (const auto& a : t.api_calls) {
+    if (a.cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000) {
+      ++launches;
+    } else {
+      ++others;
+    }
+  }
+  // A window's edge can fall between a launch call and its kernel, and with
+  // gated kernels (GPSCOPE_DIAG_GATE_KERNELS) the API kinds switch on a few
+  // ms after the gate opens: 5 of 600 kernels at 2,000/s here.
+  const double slack = std::max(2.0, 0.02 * static_cast<double>(t.kernels.size()));
+  EXPECT_NEAR(static_cast<double>(launches), static_cast<double>(t.kernels.size()), slack)
+      << "launch records in the window";
+  EXPECT_EQ(others, 0u) << "cudaGetLastError is not among the recorded calls";
 }
 
 // Standby + attach through the control socket, as `gpscope attach` does:
@@ -1102,6 +1126,7 @@ TEST_F(CollectorCuptiTest, StandbyProcessTracesOnlyTheAttachedWindow) {
     ASSERT_GE(k.start_ns, window_start);
     ASSERT_LT(k.start_ns, window_end);
   }
+  ExpectOneLaunchRecordPerKernel(t);
 }
 
 // ---- regression tests for bugs found with this fake (fixed) ----

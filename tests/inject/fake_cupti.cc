@@ -17,9 +17,13 @@
 //     it back to back (each record's size is that of its kind's struct) and
 //     hands a full buffer to BufferCompleted. A refused request (NULL) drops
 //     that record and counts it; the next record asks again.
-//   * Records are written only for enabled kinds, and API records only for
-//     call ids enabled with cuptiActivityEnableRuntimeApi/DriverApi (or the
-//     whole RUNTIME/DRIVER kind).
+//   * Records are written only for enabled kinds. API records: each call id
+//     has an on/off state; enabling the whole RUNTIME/DRIVER kind turns
+//     every id of it on and disabling it turns them all off (the kind
+//     overrides earlier per-id settings), cuptiActivityEnableRuntimeApi/
+//     DriverApi set one id. As measured on the H200 (CUPTI 13.0): a per-id
+//     *enable* made after the workload started (fake_cupti_start) succeeds
+//     and records nothing; the kind, then per-id disables, works then.
 //   * cuptiActivityFlushAll(0) hands over the current buffer unless it holds
 //     a record still in flight; CUPTI_ACTIVITY_FLAG_FLUSH_FORCED hands it
 //     over in any case (the in-flight record keeps end == 0).
@@ -420,15 +424,24 @@ void CUPTIAPI OtherRequest(uint8_t** buffer, size_t* size, size_t* max_records) 
 }
 void CUPTIAPI OtherComplete(CUcontext, uint32_t, uint8_t*, size_t, size_t) {}
 
+// With g_mu held: the whole RUNTIME or DRIVER kind switched, every id of it.
+void SetAllApiIds(CUpti_ActivityKind kind, bool on) {
+  if (kind == CUPTI_ACTIVITY_KIND_RUNTIME) {
+    for (bool& b : g_runtime_cbid) b = on;
+  } else if (kind == CUPTI_ACTIVITY_KIND_DRIVER) {
+    for (bool& b : g_driver_cbid) b = on;
+  }
+}
+
 void ApiRecord(CUpti_ActivityKind kind, CUpti_CallbackId cbid, uint64_t start, uint64_t end,
                uint32_t correlation) {
   pthread_mutex_lock(&g_mu);
   bool on = KindOn(kind);
   if (kind == CUPTI_ACTIVITY_KIND_RUNTIME && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE) {
-    on = on || g_runtime_cbid[cbid];
+    on = g_runtime_cbid[cbid];
   }
   if (kind == CUPTI_ACTIVITY_KIND_DRIVER && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE) {
-    on = on || g_driver_cbid[cbid];
+    on = g_driver_cbid[cbid];
   }
   const uint32_t tid =
       g_thread_id_type == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM ? g_app_tid : g_app_tid + 0x10000;
@@ -847,6 +860,7 @@ CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind) {
   const bool dead = g_cfg.late_kernels_dead && g_started &&
                     kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
   if (!refused && !dead) g_kind[kind] = true;
+  if (!refused) SetAllApiIds(kind, true);
   pthread_mutex_unlock(&g_mu);
   return refused ? CUPTI_ERROR_NOT_COMPATIBLE : CUPTI_SUCCESS;
 }
@@ -855,6 +869,7 @@ CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) {
   if (static_cast<uint32_t>(kind) >= CUPTI_ACTIVITY_KIND_COUNT) return CUPTI_ERROR_INVALID_KIND;
   pthread_mutex_lock(&g_mu);
   g_kind[kind] = false;
+  SetAllApiIds(kind, false);
   LogLocked("disable_kind", static_cast<uint32_t>(kind), 0);
   pthread_mutex_unlock(&g_mu);
   return CUPTI_SUCCESS;
@@ -863,7 +878,7 @@ CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) {
 CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
   if (cbid >= CUPTI_RUNTIME_TRACE_CBID_SIZE) return CUPTI_ERROR_INVALID_PARAMETER;
   pthread_mutex_lock(&g_mu);
-  g_runtime_cbid[cbid] = enable != 0;
+  if (enable == 0 || !g_started) g_runtime_cbid[cbid] = enable != 0;  // late enables: no effect
   LogLocked("runtime_api", cbid, enable);
   pthread_mutex_unlock(&g_mu);
   return CUPTI_SUCCESS;
@@ -872,7 +887,7 @@ CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_
 CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) {
   if (cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE) return CUPTI_ERROR_INVALID_PARAMETER;
   pthread_mutex_lock(&g_mu);
-  g_driver_cbid[cbid] = enable != 0;
+  if (enable == 0 || !g_started) g_driver_cbid[cbid] = enable != 0;  // late enables: no effect
   LogLocked("driver_api", cbid, enable);
   pthread_mutex_unlock(&g_mu);
   return CUPTI_SUCCESS;
