@@ -593,6 +593,30 @@ TEST(RecordedTraceTest, SyncEveryStepYieldsHostSync) {
               0.05);
 }
 
+// Recorded on the H200 with bench/overhead_ab.py (bench/RESULTS.md, session
+// 5, run 7): a torch_train.py process in standby (GPSCOPE_STANDBY=1), traced
+// for 4 s by `gpscope attach`. Before 60637ae such a window had every kernel
+// and no CUDA API record: no kernel matched its launch call, and the GPU's
+// idle time between steps could only be called "other".
+TEST(RecordedTraceTest, AttachWindowMatchesEveryKernelToItsLaunchCall) {
+  const Recorded r = RunRecorded("h200_attach_window.gpscope");
+  const Json& g = r.json["gpus"].array[0];
+  EXPECT_GT(g["kernels"]["count"].number, 10000);
+  EXPECT_EQ(g["host"]["launches_unmatched"].number, 0);
+  EXPECT_GT(g["host"]["sync_calls"].number, 100);
+  // Each step waits for the host (the pageable label copy, Python): the
+  // gaps are host wait, not unexplained.
+  const Json& gaps = g["idle"]["gaps_at_least_threshold"];
+  EXPECT_GT(gaps["host_wait_ns"].number, 100 * kMs) << r.text;
+  EXPECT_LT(gaps["other_ns"].number, gaps["host_wait_ns"].number) << r.text;
+  EXPECT_TRUE(HasFinding(r.json, "pageable-copies", "warning"));
+  // The time before the window is untraced by choice, nothing was dropped.
+  const Json& c = r.json["processes"].array[0]["completeness"];
+  EXPECT_EQ(c["dropped_total"].number, 0);
+  EXPECT_EQ(c["lost_intervals"]["outside_window_count"].number, 1);
+  EXPECT_EQ(c["lost_intervals"]["count"].number, 1);
+}
+
 // Recorded on the H200 with tests/e2e/metrics_workload.py: idle, bf16 matmul,
 // fp32 add on 1 GiB tensors, then another process's matmul (bench/RESULTS.md,
 // session 2, run 3). Real GPM and NVML samples next to the kernels.
