@@ -46,6 +46,10 @@ def main():
     ap.add_argument("--out", default="")
     ap.add_argument("--variants", nargs="*", default=[],
                     help="extra injection libraries (diagnosis builds) for the CUDA tiny-kernel suite")
+    ap.add_argument("--env-variant", action="append", default=[], metavar="NAME:K=V[,K=V]",
+                    help="gpscope with extra environment, in the launch-bound suites; e.g. "
+                         "'no-api:GPSCOPE_API=0' or 'no-sync:GPSCOPE_DIAG_OFF=sync' (attribute "
+                         "the per-launch cost part by part)")
     ap.add_argument("--suites", default="cuda,torch_tiny,torch_train")
     ap.add_argument("--no-profiler", action="store_true", help="leave torch.profiler out")
     ap.add_argument("--train-args", default="--batch 16384 --hidden 8192",
@@ -63,13 +67,21 @@ def main():
     for v in a.variants:
         name = os.path.basename(v).replace("libgpscope_inject_", "").replace(".so", "")
         cuda_configs[name] = ({"CUDA_INJECTION64_PATH": os.path.abspath(v), "GPSCOPE_OUTPUT": outdir}, [])
+    variants = {}
+    for v in a.env_variant:
+        name, _, pairs = v.partition(":")
+        extra = dict(kv.split("=", 1) for kv in pairs.split(",") if "=" in kv)
+        if not name or not extra:
+            ap.error(f"--env-variant {v!r}: want NAME:K=V[,K=V]")
+        variants[name] = (dict(gp, **extra), [])
+    cuda_configs.update(variants)
     suites = {
         "cuda_tiny_kernels (us/launch)": (
             [a.tiny, str(a.kernels)], "us_per_launch", cuda_configs),
         "torch_tiny_ops (us/op)": (
             [py, TRAIN, "--mode", "tiny", "--ops", str(a.ops)], "us_per_op",
-            {"baseline": ({}, []), "floor": (fl, []), "gpscope": (gp, []), "standby": (sb, []),
-             "torch.profiler": ({}, ["--profiler"])}),
+            dict({"baseline": ({}, []), "floor": (fl, []), "gpscope": (gp, []), "standby": (sb, []),
+                  "torch.profiler": ({}, ["--profiler"])}, **variants)),
         "torch_train (ms/step)": (
             [py, TRAIN, "--mode", "train", "--steps", str(a.steps)] + a.train_args.split(),
             "step_ms_median",

@@ -167,6 +167,10 @@ class Collector : public control::ControlHandler {
   // CUDA has started; true from the writer thread's creation on (which
   // orders it for that thread). SetApiRecords picks its way by it.
   bool cuda_started_ = false;
+  // GPSCOPE_DIAG_OFF=memcpy,memset,sync,overhead (bench/overhead.py
+  // --env-variant): optional activity kinds left off, to attribute the
+  // per-launch cost kind by kind. Bit i: kOptional[i]. Set at start.
+  uint32_t diag_off_ = 0;
   bool context_callback_ = false;  // CUPTI calls us when a context is created
   std::unique_ptr<control::ControlChannel> channel;
   std::atomic<uint64_t> events_written{0};  // for `status`, updated by the writer
@@ -482,6 +486,37 @@ bool Collector::EnableCupti(std::string* error) {
   return true;
 }
 
+namespace {
+// Activity kinds gpscope enables when the CUDA build offers them, with the
+// GPSCOPE_DIAG_OFF name of each.
+constexpr CUpti_ActivityKind kOptional[] = {
+    CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
+    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD};
+constexpr const char* kOptionalNames[] = {"memcpy", "memcpy", "memset", "sync", "overhead"};
+
+// GPSCOPE_DIAG_OFF's list as bits of kOptional; unknown names go to *bad.
+uint32_t ParseDiagOff(const char* list, std::string* bad) {
+  uint32_t bits = 0;
+  std::string item;
+  for (const char* p = list;; ++p) {
+    if (*p != ',' && *p != '\0') {
+      item += *p;
+      continue;
+    }
+    bool known = false;
+    for (size_t i = 0; i < sizeof(kOptional) / sizeof(kOptional[0]); ++i) {
+      if (item == kOptionalNames[i]) {
+        bits |= 1u << i;
+        known = true;
+      }
+    }
+    if (!known && !item.empty()) *bad += (bad->empty() ? "" : ",") + item;
+    item.clear();
+    if (*p == '\0') return bits;
+  }
+}
+}  // namespace
+
 bool Collector::Start() {
   std::vector<std::string> problems;
   config = ParseConfig(+[](const char* n) -> const char* { return getenv(n); }, &problems);
@@ -499,6 +534,15 @@ bool Collector::Start() {
     for (const std::string& p : problems) GPSCOPE_LOG_WARNING("%s", p.c_str());
     windows_use_nvtx_ = !capture.standby && (!capture.range_name.empty() || capture.steps > 0);
     window = std::make_unique<control::CaptureWindow>(capture);
+  }
+  if (const char* off = getenv("GPSCOPE_DIAG_OFF"); off != nullptr && *off != '\0') {
+    std::string bad;
+    diag_off_ = ParseDiagOff(off, &bad);
+    if (!bad.empty()) {
+      GPSCOPE_LOG_WARNING("GPSCOPE_DIAG_OFF: unknown kind(s) %s (known: memcpy, memset, sync, "
+                          "overhead); ignored", bad.c_str());
+    }
+    GPSCOPE_LOG_INFO("diagnosis: activity kinds left off: %s", off);
   }
 
   std::string error;
@@ -625,9 +669,6 @@ void Collector::ReadGlobalDrops() {
 // the latter serializes all kernels.
 bool Collector::SetTracing(bool on, std::string* error) {
   if (tracing.load(std::memory_order_relaxed) == on) return true;
-  static constexpr CUpti_ActivityKind kOptional[] = {
-      CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
-      CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD};
   static bool warned[sizeof(kOptional) / sizeof(kOptional[0])] = {};
   if (on) {
     CUptiResult r = kernels_always_on_
@@ -644,6 +685,7 @@ bool Collector::SetTracing(bool on, std::string* error) {
       return false;
     }
     for (size_t i = 0; i < sizeof(kOptional) / sizeof(kOptional[0]); ++i) {
+      if (diag_off_ >> i & 1) continue;
       r = api.cuptiActivityEnable(kOptional[i]);
       if (r != CUPTI_SUCCESS && !warned[i]) {
         warned[i] = true;

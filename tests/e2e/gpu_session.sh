@@ -21,6 +21,7 @@
 #              runs only those variants)
 #   overhead_train / overhead_cuda   bench/overhead.py suites
 #   overhead_ab  bench/overhead_ab.py: tracing vs standby in one training process
+#   overhead_parts  the launch-bound loop with gpscope minus one part at a time
 # Writes OUT_DIR/session.log (one line per suite: rc and seconds) and
 # OUT_DIR/session.tar.gz (all logs and small traces).
 set -uo pipefail
@@ -98,6 +99,14 @@ for spec in "$@"; do
       timeout -k 10 "$limit" python3 "$repo/bench/overhead.py" --inject "$carry/bin/libgpscope_inject.so" \
         --floor "$carry/bin/libgpscope_cupti_floor.so" --tiny "$carry/bin/tiny_kernels" --suites "$suite" \
         --no-profiler ${OVERHEAD_ARGS:-} --out "$d/overhead.json" >"$d/stdout.txt" 2>&1 ;;
+    overhead_parts)  # the launch-bound loop with gpscope minus one part at a time: which
+      # part of the per-launch cost is whose (OVERHEAD_ARGS adds e.g. --rounds 15)
+      timeout -k 10 "$limit" python3 "$repo/bench/overhead.py" --inject "$carry/bin/libgpscope_inject.so" \
+        --floor "$carry/bin/libgpscope_cupti_floor.so" --tiny "$carry/bin/tiny_kernels" --suites cuda \
+        --no-profiler --env-variant no-api:GPSCOPE_API=0 --env-variant no-nvtx:GPSCOPE_NVTX=0 \
+        --env-variant no-sync:GPSCOPE_DIAG_OFF=sync --env-variant no-overhead:GPSCOPE_DIAG_OFF=overhead \
+        --env-variant no-copies:GPSCOPE_DIAG_OFF=memcpy,memset --env-variant no-metrics:GPSCOPE_METRICS=0 \
+        ${OVERHEAD_ARGS:-} --out "$d/overhead.json" >"$d/stdout.txt" 2>&1 ;;
     *) echo "unknown suite $name" >"$d/stdout.txt"; false ;;
   esac
   rc=$?

@@ -703,6 +703,28 @@ TEST_F(CollectorCuptiTest, EnablesConcurrentKernelAndTheSelectedCallsBeforeTheAp
   EXPECT_EQ(ReadFile(dir_ + "/child.txt"), std::string("nvtx=") + GPSCOPE_FAKE_CUPTI + "\n");
 }
 
+// bench/overhead.py --env-variant attributes the per-launch cost kind by
+// kind: GPSCOPE_DIAG_OFF leaves the named optional kinds off, names an
+// unknown one in one line, and changes nothing else.
+TEST_F(CollectorCuptiTest, DiagOffLeavesTheNamedOptionalKindsOff) {
+  ASSERT_NO_FATAL_FAILURE(RunToExit(
+      {{"FAKE_CUPTI_KERNELS", "3"}, {"GPSCOPE_DIAG_OFF", "sync,overhead,bogus"}}));
+  FakeStats s;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&s));
+  const std::set<uint32_t> kinds = {
+      CUPTI_ACTIVITY_KIND_MEMCPY,   CUPTI_ACTIVITY_KIND_MEMSET,
+      CUPTI_ACTIVITY_KIND_DEVICE,   CUPTI_ACTIVITY_KIND_CONTEXT,
+      CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MARKER,
+      CUPTI_ACTIVITY_KIND_MEMCPY2};
+  EXPECT_EQ(s.Set("kinds"), kinds);
+  EXPECT_FALSE(s.Set("runtime_cbids").empty());
+  const std::string err = Stderr();
+  EXPECT_NE(err.find("GPSCOPE_DIAG_OFF: unknown kind(s) bogus"), std::string::npos) << err;
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  EXPECT_EQ(t.kernels.size(), 3u);
+}
+
 TEST_F(CollectorCuptiTest, ApiAndNvtxOffEnableNeitherCallRecordsNorMarkers) {
   ASSERT_NO_FATAL_FAILURE(
       RunToExit({{"FAKE_CUPTI_MIXED", "1"}, {"GPSCOPE_API", "0"}, {"GPSCOPE_NVTX", "0"}}));
