@@ -90,7 +90,8 @@ for spec in "$@"; do
         mkdir -p "$d/$m"; yield_stacks "$d/$m" "$m"
       done >"$d/stdout.txt" 2>&1 ;;
     overhead_ab)  # tracing vs standby inside one torch_train process (bench/overhead_ab.py);
-      # AB_ARGS overrides the block plan (default 12 pairs of 4 s blocks, ~2.5 min)
+      # AB_ARGS overrides the block plan (default 12 pairs of 4 s blocks, ~2.5 min); for
+      # precision: AB_ARGS="--via socket --blocks 100 --block-s 1 --margin-s 0.2" (~5 min)
       timeout -k 10 "$limit" python3 "$repo/bench/overhead_ab.py" --inject "$carry/bin/libgpscope_inject.so" \
         --gpscope "$carry/bin/gpscope" ${AB_ARGS:---blocks 12 --block-s 4} --keep "$d/run" --out "$d/ab.json" \
         -- python3 "$repo/bench/workloads/torch_train.py" --batch 16384 --hidden 8192 >"$d/stdout.txt" 2>&1 ;;
