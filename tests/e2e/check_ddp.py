@@ -9,13 +9,7 @@ import argparse
 import json
 import sys
 
-
-def t(ns):
-    ns = float(ns)
-    for unit, div in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if abs(ns) >= div:
-            return f"{ns / div:.3g} {unit}"
-    return f"{ns:.0f} ns"
+from fmt import t  # tests/e2e/fmt.py, beside this script
 
 
 def main():

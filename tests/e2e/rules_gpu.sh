@@ -76,19 +76,15 @@ scenario_env() {
 
 # Prints one line about OUT_DIR/SCENARIO.json; exit 0 when the scenario passes.
 check() {
-  python3 - "$@" <<'PY'
+  E2E_DIR=$here python3 - "$@" <<'PY'
 import json
+import os
 import sys
 
+sys.path.insert(0, os.environ["E2E_DIR"])
+from fmt import t  # tests/e2e/fmt.py
+
 path, scenario, expect, rc = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-
-
-def t(ns):
-    ns = float(ns)
-    for unit, div in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if abs(ns) >= div:
-            return f"{ns / div:.3g} {unit}"
-    return f"{ns:.0f} ns"
 
 
 def value(e):
