@@ -9,6 +9,7 @@ import sys
 from trace_dump import Checker, Trace
 
 A, B, THREADS, C_PER_THREAD, REPLAYS = 1000, 500, 4, 250, 20
+DRIVER_H2D, DRIVER_MEMSETS = 4, 2
 MiB = 1 << 20
 
 
@@ -58,16 +59,17 @@ def main():
     c.eq("pinned D2H 2 MiB", cp[("DTOH", "DEVICE", "PINNED", 2 * MiB)], 5)
     c.eq("pageable D2H 1 MiB", cp[("DTOH", "DEVICE", "PAGEABLE", MiB)], 3)
     c.eq("pageable D2H 4 B", cp[("DTOH", "DEVICE", "PAGEABLE", 4)], 1)
-    c.eq("total memcpys", len(t["memcpy"]), 24)
+    c.eq("pinned H2D 1 MiB (cuMemcpyHtoDAsync)", cp[("HTOD", "PINNED", "DEVICE", MiB)], DRIVER_H2D)
+    c.eq("total memcpys", len(t["memcpy"]), 24 + DRIVER_H2D)
     c.true("async flag on cudaMemcpyAsync copies",
            all(m["async"] for m in t["memcpy"] if m["src_kind"] == "PINNED" or m["dst_kind"] == "PINNED"))
     ms = collections.Counter(m["bytes"] for m in t["memset"])
-    c.eq("memsets 256 KiB", ms[256 << 10], 3)
-    c.eq("total memsets", len(t["memset"]), 6)
+    c.eq("memsets 256 KiB", ms[256 << 10], 3 + DRIVER_MEMSETS)
+    c.eq("total memsets", len(t["memset"]), 6 + DRIVER_MEMSETS)
 
     sy = collections.Counter(s["sync_kind"] for s in t["sync"])
     c.eq("context syncs (cudaDeviceSynchronize)", sy["CONTEXT_SYNCHRONIZE"], 2)
-    c.eq("stream syncs", sy["STREAM_SYNCHRONIZE"], 1 + THREADS)
+    c.eq("stream syncs", sy["STREAM_SYNCHRONIZE"], 1 + THREADS + 1)  # + cuStreamSynchronize
     c.eq("event syncs", sy["EVENT_SYNCHRONIZE"], 1)
 
     api = collections.Counter(a["name"] for a in t["api"])
@@ -75,6 +77,18 @@ def main():
     c.eq("cudaLaunchKernel records", launches, A + B + THREADS * C_PER_THREAD + 2)
     c.eq("cudaGraphLaunch records", sum(v for n, v in api.items() if n.startswith("cudaGraphLaunch")), REPLAYS)
     c.eq("cudaDeviceSynchronize records", sum(v for n, v in api.items() if n.startswith("cudaDeviceSynchronize")), 2)
+    # The driver-API phase: each call recorded once, each copy/memset matched
+    # to its call by correlation id (the runtime's calls add no driver records).
+    drv = lambda prefix: [a for a in t["api"] if a["name"].startswith(prefix)]
+    c.eq("cuMemcpyHtoDAsync records", len(drv("cuMemcpyHtoDAsync")), DRIVER_H2D)
+    c.eq("cuMemsetD32Async records", len(drv("cuMemsetD32Async")), DRIVER_MEMSETS)
+    c.eq("cuMemAlloc / cuMemFree records", (len(drv("cuMemAlloc")), len(drv("cuMemFree"))), (1, 1))
+    c.eq("cuStreamSynchronize records", len(drv("cuStreamSynchronize")), 1)
+    ops = {m["correlation"] for m in t["memcpy"]} | {m["correlation"] for m in t["memset"]}
+    c.true("driver copies and memsets match their GPU ops",
+           all(a["correlation"] in ops for a in drv("cuMemcpyHtoDAsync") + drv("cuMemsetD32Async")))
+    c.eq("cuMemcpy records beyond the driver phase (runtime copies traced twice?)",
+         len(drv("cuMemcpy")) - DRIVER_H2D, 0)
     corr = {a["correlation"] for a in t["api"]}
     c.true("every non-graph kernel matches a launch call by correlation id",
            all(k["correlation"] in corr for k in kernels if k["graph_id"] == 0))

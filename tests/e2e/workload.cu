@@ -12,10 +12,14 @@
 //              kPinnedD2H   x 2 MiB pinned D2H (cudaMemcpyAsync, s1)
 //              kPageableD2H x 1 MiB pageable D2H (cudaMemcpy)
 //   memsets    kMemsets x 256 KiB device memset (cudaMemsetAsync, s1)
+//   driver API kDriverH2D x 1 MiB pinned H2D (cuMemcpyHtoDAsync, s1), kDriverMemsets x
+//              256 KiB memset (cuMemsetD32Async, s1), cuMemAlloc/cuMemFree once,
+//              cuStreamSynchronize once: what a driver-API program (JAX/XLA) calls
 //   syncs      cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize
 //   NVTX       kSteps ranges "gpscope_e2e_step", one mark "gpscope_e2e_mark"
 //
 // Exit code 0 only when every CUDA call succeeded.
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
 
@@ -37,6 +41,8 @@ constexpr int kPinnedD2H = 5;
 constexpr int kPageableD2H = 3;
 constexpr int kMemsets = 3;
 constexpr int kSteps = 5;
+constexpr int kDriverH2D = 4;
+constexpr int kDriverMemsets = 2;
 
 #define CHECK(call)                                                                  \
   do {                                                                               \
@@ -44,6 +50,18 @@ constexpr int kSteps = 5;
     if (err_ != cudaSuccess) {                                                       \
       fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                 \
               cudaGetErrorString(err_));                                             \
+      exit(3);                                                                       \
+    }                                                                                \
+  } while (0)
+
+#define CHECK_CU(call)                                                               \
+  do {                                                                               \
+    CUresult err_ = (call);                                                          \
+    if (err_ != CUDA_SUCCESS) {                                                      \
+      const char* name_ = nullptr;                                                   \
+      cuGetErrorName(err_, &name_);                                                  \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                 \
+              name_ ? name_ : "?");                                                  \
       exit(3);                                                                       \
     }                                                                                \
   } while (0)
@@ -105,6 +123,19 @@ int main() {
   for (int i = 0; i < kPageableD2H; ++i) {
     CHECK(cudaMemcpy(pageable.data(), d_copy, 1 << 20, cudaMemcpyDeviceToHost));
   }
+
+  // The same kinds of work through the driver API, in the runtime's primary
+  // context (current on this thread since cudaSetDevice).
+  CUdeviceptr d_drv = 0;
+  CHECK_CU(cuMemAlloc(&d_drv, 1 << 20));
+  for (int i = 0; i < kDriverH2D; ++i) {
+    CHECK_CU(cuMemcpyHtoDAsync(d_drv, pinned, 1 << 20, reinterpret_cast<CUstream>(s1)));
+  }
+  for (int i = 0; i < kDriverMemsets; ++i) {
+    CHECK_CU(cuMemsetD32Async(d_drv, 0, (256 << 10) / 4, reinterpret_cast<CUstream>(s1)));
+  }
+  CHECK_CU(cuStreamSynchronize(reinterpret_cast<CUstream>(s1)));
+  CHECK_CU(cuMemFree(d_drv));
 
   // Several threads, each on its own stream.
   std::vector<std::thread> threads;
