@@ -192,20 +192,15 @@ def main():
                   f"attach rc {r['attach_rc']}: {r.get('attach_err', '')})")
     result = {"blocks": rows, "block_s": a.block_s, "margin_s": a.margin_s, "cmd": cmd}
     if ratios:
-        result["ratio_median"] = statistics.median(ratios)
-        result["ratio_mean"] = statistics.fmean(ratios)
-        result["ratio_sem"] = (statistics.stdev(ratios) / len(ratios) ** 0.5) if len(ratios) > 1 else None
-        sem = result["ratio_sem"]
-        print(f"tracing vs standby, {len(ratios)} pairs: median {100 * (result['ratio_median'] - 1):+.2f}%, "
-              f"mean {100 * (result['ratio_mean'] - 1):+.2f}%"
-              + (f" +- {100 * sem:.2f}% (standard error)" if sem is not None else ""))
-        result["tmean_ratio_median"] = statistics.median(tmeans)
-        result["tmean_ratio_mean"] = statistics.fmean(tmeans)
-        result["tmean_ratio_sem"] = (statistics.stdev(tmeans) / len(tmeans) ** 0.5) if len(tmeans) > 1 else None
-        tsem = result["tmean_ratio_sem"]
-        print(f"  on 10%-trimmed block means: median {100 * (result['tmean_ratio_median'] - 1):+.2f}%, "
-              f"mean {100 * (result['tmean_ratio_mean'] - 1):+.2f}%"
-              + (f" +- {100 * tsem:.2f}% (standard error)" if tsem is not None else ""))
+        for prefix, xs, label in (("ratio", ratios, "tracing vs standby, %d pairs:" % len(ratios)),
+                                  ("tmean_ratio", tmeans, "  on 10%-trimmed block means:")):
+            result[prefix + "_median"] = statistics.median(xs)
+            result[prefix + "_mean"] = statistics.fmean(xs)
+            sem = (statistics.stdev(xs) / len(xs) ** 0.5) if len(xs) > 1 else None
+            result[prefix + "_sem"] = sem
+            print(f"{label} median {100 * (result[prefix + '_median'] - 1):+.2f}%, "
+                  f"mean {100 * (result[prefix + '_mean'] - 1):+.2f}%"
+                  + (f" +- {100 * sem:.2f}% (standard error)" if sem is not None else ""))
     if a.out:
         with open(a.out, "w") as fh:
             json.dump(result, fh, indent=1)

@@ -10,41 +10,39 @@
 #   overhead_ab_test.sh LIBGPSCOPE_INJECT FAKE_CUPTI GPSCOPE_BINARY GPSCOPE_ANALYZE
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
+lib=$1 fake=$2 gpscope=$3
 work=$(mktemp -d /tmp/gpscope-ab-test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-GPSCOPE_CUPTI_PATH=$2 FAKE_CUPTI_KERNELS=forever FAKE_CUPTI_RATE=2000 GPSCOPE_METRICS=0 \
-  python3 "$repo/bench/overhead_ab.py" --inject "$1" --gpscope "$3" --blocks 3 --block-s 1 \
-  --margin-s 0.2 --warmup-s 1 --keep "$work/run" --out "$work/ab.json" \
-  -- python3 "$repo/tests/inject/ab_fake_workload.py"
-python3 - "$work" <<'PY'
-import glob, json, sys
-work = sys.argv[1]
-r = json.load(open(f"{work}/ab.json"))
-assert len(r["blocks"]) == 3, r
+# run_ab NAME BLOCKS BLOCK_S MARGIN_S MIN_STEPS [harness args]: one harness run into
+# $work/NAME, then its pairs checked: every window opened, every block has its
+# steps, and the traced/untraced ratio of the sleep-bound workload is ~1.
+run_ab() {
+  local name=$1 blocks=$2 block_s=$3 margin=$4 min_steps=$5; shift 5
+  GPSCOPE_CUPTI_PATH=$fake FAKE_CUPTI_KERNELS=forever FAKE_CUPTI_RATE=2000 GPSCOPE_METRICS=0 \
+    python3 "$repo/bench/overhead_ab.py" --inject "$lib" --gpscope "$gpscope" --blocks "$blocks" \
+    --block-s "$block_s" --margin-s "$margin" --warmup-s 1 --keep "$work/$name" \
+    --out "$work/$name.json" "$@" -- python3 "$repo/tests/inject/ab_fake_workload.py"
+  python3 - "$work/$name.json" "$blocks" "$min_steps" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+blocks, min_steps = int(sys.argv[2]), int(sys.argv[3])
+assert len(r["blocks"]) == blocks, r
 for b in r["blocks"]:
     assert b["attach_rc"] == 0, b
-    assert b["traced_steps"] >= 30 and b["untraced_steps"] >= 30, b
+    assert b["traced_steps"] >= min_steps and b["untraced_steps"] >= min_steps, b
     assert 0.75 < b["ratio"] < 1.25, b
-for k in range(3):
-    files = glob.glob(f"{work}/run/attach-{k}/*.gpscope")
-    assert files, f"attach-{k}: no window trace"
-print(f"ok: 3 pairs, ratio median {r['ratio_median']:.4f}")
+print(f"ok: {blocks} pairs, ratio median {r['ratio_median']:.4f}")
 PY
+}
+
+# `gpscope attach` windows: each leaves its window's trace in attach-K/.
+run_ab attach 3 1 0.2 30
+for k in 0 1 2; do
+  ls "$work"/attach/attach-$k/*.gpscope >/dev/null || { echo "attach-$k: no window trace"; exit 1; }
+done
+
 # The same through the control socket (--via socket), with shorter blocks.
-GPSCOPE_CUPTI_PATH=$2 FAKE_CUPTI_KERNELS=forever FAKE_CUPTI_RATE=2000 GPSCOPE_METRICS=0 \
-  python3 "$repo/bench/overhead_ab.py" --inject "$1" --gpscope "$3" --via socket --blocks 4 \
-  --block-s 0.8 --margin-s 0.15 --warmup-s 1 --keep "$work/sock" --out "$work/sock.json" \
-  -- python3 "$repo/tests/inject/ab_fake_workload.py"
-python3 - "$work" <<'PY'
-import glob, json, os, sys
-work = sys.argv[1]
-r = json.load(open(f"{work}/sock.json"))
-assert len(r["blocks"]) == 4, r
-for b in r["blocks"]:
-    assert b["attach_rc"] == 0, b
-    assert b["traced_steps"] >= 20 and b["untraced_steps"] >= 20, b
-    assert 0.75 < b["ratio"] < 1.25, b
-PY
+run_ab sock 4 0.8 0.15 20 --via socket
 # Four 0.8 s windows of 2,000 kernels/s in the process's own trace, and the
 # time around them recorded as outside the capture window (5 intervals).
 "$4" dump "$work"/sock/trace/*.gpscope | python3 -c '
