@@ -1080,6 +1080,30 @@ void CollectorCuptiTest::RunDelayWindow(const Env& extra) {
   ASSERT_TRUE(t.end.has_value());
 }
 
+// Where CUPTI refuses the API kinds when a window opens mid-run, the window
+// still has its kernels, and one line says the API records are missing.
+TEST_F(CollectorCuptiTest, WindowWithoutApiKindsKeepsItsKernelsAndSaysSoOnce) {
+  ASSERT_NO_FATAL_FAILURE(Start({{"FAKE_CUPTI_KERNELS", "forever"},
+                                 {"FAKE_CUPTI_RATE", "2000"},
+                                 {"FAKE_CUPTI_UNSUPPORTED", "4,5"},  // DRIVER, RUNTIME
+                                 {"GPSCOPE_CAPTURE_DELAY_S", "0.3"},
+                                 {"GPSCOPE_CAPTURE_DURATION_S", "0.3"}},
+                                Then::kStay));
+  SleepMs(1200);
+  ASSERT_EQ(kill(child_, SIGTERM), 0);
+  int status = Wait();
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status << Stderr();
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  EXPECT_GT(t.kernels.size(), 100u);
+  EXPECT_TRUE(t.api_calls.empty());
+  const std::string err = Stderr();
+  const std::string line = "CUDA API records unavailable in this window";
+  const size_t at = err.find(line);
+  EXPECT_NE(at, std::string::npos) << err;
+  EXPECT_EQ(err.find(line, at + 1), std::string::npos) << "said once: " << err;
+}
+
 // Tracing switched on after the workload started still records the launch
 // call of every kernel (the fake, like CUPTI 13.0 on the H200, ignores
 // per-id API enables made then) and none of the calls gpscope leaves out.
