@@ -6,6 +6,11 @@ hits every configuration alike). Prints a table and writes JSON.
       --floor build/bench/libgpscope_cupti_floor.so --tiny build/bench/tiny_kernels \
       --rounds 5 --out $OUT/overhead.json
 
+Which part of gpscope's per-launch cost is whose: --env-variant NAME:K=V adds gpscope with
+extra environment to the launch-bound suites, e.g. no-api:GPSCOPE_API=0,
+no-sync:GPSCOPE_DIAG_OFF=sync (GPSCOPE_DIAG_OFF takes memcpy, memset, sync, overhead);
+`tests/e2e/gpu_session.sh OUT overhead_parts` runs the usual set.
+
 Targets (issue 3): launch-bound loop, gpscope's added time <= 1.15x the
 floor's added time; training loop, <= 1% step-time increase (medians).
 Between separate runs the H200's step time moves +-5%: for the training
