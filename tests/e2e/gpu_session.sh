@@ -107,6 +107,7 @@ for spec in "$@"; do
         --no-profiler --env-variant no-api:GPSCOPE_API=0 --env-variant no-nvtx:GPSCOPE_NVTX=0 \
         --env-variant no-sync:GPSCOPE_DIAG_OFF=sync --env-variant no-overhead:GPSCOPE_DIAG_OFF=overhead \
         --env-variant no-copies:GPSCOPE_DIAG_OFF=memcpy,memset --env-variant no-metrics:GPSCOPE_METRICS=0 \
+        --env-variant standby-no-metrics:GPSCOPE_STANDBY=1,GPSCOPE_METRICS=0 \
         ${OVERHEAD_ARGS:-} --out "$d/overhead.json" >"$d/stdout.txt" 2>&1 ;;
     *) echo "unknown suite $name" >"$d/stdout.txt"; false ;;
   esac
