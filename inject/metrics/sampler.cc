@@ -131,6 +131,10 @@ bool Sampler::Init(MetricSink* sink) {
   if (options_.self_cost) {
     def_self_ = AddDef("gpscope.sampler_cpu_pct", "percent", kScopeProcess, 0, options_.self_pid, 0,
                        "gpscope-sampler");
+    if (threads_ok_) {
+      def_collector_ = AddDef("gpscope.collector_cpu_pct", "percent", kScopeProcess, 0,
+                              options_.self_pid, 0, "gpscope");
+    }
   }
   self_since_mono_ns_ = ClockNs(CLOCK_MONOTONIC);
   // Room for what SampleOnce may define or note later; fixed from here on.
@@ -386,6 +390,16 @@ void Sampler::ScanThreads(uint64_t now_ns, MetricSink* sink) {
           thread_order_[candidates++] = static_cast<uint32_t>(i);
         }
       }
+    }
+    // gpscope's own threads together (gpscope-writer, -sampler, -control):
+    // every scan, so the collector's cost can be averaged from the trace
+    // (host.thread_cpu_pct shows only the busiest threads above a floor).
+    if (def_collector_ != kNone) {
+      double ours = 0;
+      for (size_t i = 0; i < count; ++i) {
+        if (thread_pct_[i] > 0 && std::strncmp(now[i].comm, "gpscope", 7) == 0) ours += thread_pct_[i];
+      }
+      Emit(sink, def_collector_, now_ns, ours);
     }
     const size_t top = std::min<size_t>(candidates, options_.top_threads);
     std::partial_sort(thread_order_.begin(),

@@ -28,7 +28,8 @@
 //   this process (SCOPE_PROCESS, pid): host.process_cpu_user_pct,
 //     host.process_cpu_system_pct (percent of one core), host.rss_bytes
 //     (bytes), gpscope.sampler_cpu_pct (percent of one core: the sampler's
-//     own cost)
+//     own cost), gpscope.collector_cpu_pct (all gpscope-* threads together,
+//     every thread scan: the collector's own CPU cost)
 //   this process's busiest threads (SCOPE_THREAD, thread_id, label = thread
 //     name): host.thread_cpu_pct (percent of one core, over the thread-scan
 //     interval, default 1 s; the top few above a floor)
@@ -236,7 +237,7 @@ class Sampler {
   bool have_prev_host_ = false;
   HostSnapshot prev_host_;
   uint32_t def_user_ = kNone, def_system_ = kNone, def_rss_ = kNone;
-  uint32_t def_cpu_ = kNone, def_iowait_ = kNone, def_self_ = kNone;
+  uint32_t def_cpu_ = kNone, def_iowait_ = kNone, def_self_ = kNone, def_collector_ = kNone;
   uint64_t next_process_ns_ = 0;  // next per-process read (sample clock)
   uint64_t last_process_ns_ = 0;
   uint64_t self_cpu_ns_ = 0;  // spent in SampleOnce since the last gpscope.sampler_cpu_pct

@@ -47,7 +47,8 @@ class FakeHost : public HostSource {
     ThreadCpu t;
     t.tid = tid;
     t.cpu_ticks = ticks;
-    std::strncpy(t.comm, comm, sizeof(t.comm) - 1);
+    // As the kernel does: at most 15 characters, NUL-terminated (t.comm is zeroed).
+    std::memcpy(t.comm, comm, std::min(std::strlen(comm), sizeof(t.comm) - 1));
     return t;
   }
 };

@@ -401,6 +401,38 @@ TEST(SamplerTest, BusiestThreadsAreReportedWithTheirNames) {
   EXPECT_TRUE(sink.Values(main, 103 * kSec).empty());  // gone below the floor
 }
 
+// The collector's own cost: all gpscope-* threads together, every scan,
+// whether or not they are among the busiest.
+TEST(SamplerTest, CollectorThreadsAreSummedEveryScan) {
+  FakeHost* host;
+  SamplerOptions o = NoSelfCost();
+  o.self_cost = true;
+  o.top_threads = 1;
+  Sampler s(nullptr, MakeHost(&host), o);
+  host->threads = {FakeHost::Thread(10, 0, "python3"), FakeHost::Thread(20, 0, "gpscope-writer"),
+                   FakeHost::Thread(21, 0, "gpscope-sampler")};
+  host->threads_mono_ns = 10 * kSec;
+  RecordingSink sink;
+  ASSERT_TRUE(s.Init(&sink));
+  s.SampleOnce(100 * kSec, &sink);
+  // One second later (10 ms ticks): python3 50%, writer 2%, sampler 1%.
+  host->threads = {FakeHost::Thread(10, 50, "python3"), FakeHost::Thread(20, 2, "gpscope-writer"),
+                   FakeHost::Thread(21, 1, "gpscope-sampler")};
+  host->threads_mono_ns = 11 * kSec;
+  s.SampleOnce(101 * kSec, &sink);
+  const MetricDef* ours = sink.Def("gpscope.collector_cpu_pct", 0, 0);
+  ASSERT_NE(ours, nullptr);
+  EXPECT_EQ(ours->scope, kScopeProcess);
+  EXPECT_STREQ(ours->label, "gpscope");
+  EXPECT_EQ(sink.Values(ours, 101 * kSec), std::vector<double>{3});
+  // Only the busiest thread gets its own series; ours are below it.
+  EXPECT_EQ(sink.CountDefs("host.thread_cpu_pct"), 1);
+  // Idle next second: a 0, not a gap.
+  host->threads_mono_ns = 12 * kSec;
+  s.SampleOnce(102 * kSec, &sink);
+  EXPECT_EQ(sink.Values(ours, 102 * kSec), std::vector<double>{0});
+}
+
 TEST(SamplerTest, ThreadDescriptorsBeyondTheCapAreCounted) {
   FakeHost* host;
   SamplerOptions o = NoSelfCost();
