@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
@@ -485,6 +486,59 @@ TEST_F(SummaryTest, BinaryExitCodes) {
   EXPECT_EQ(o.code, 2);
 }
 
+// The collector's own cost, from its own samples: all its threads
+// (gpscope.collector_cpu_pct) and the sampler alone; traces from before the
+// total was sampled say the sampler's share only.
+TEST(SummaryCollectorCostTest, MeanOfTheCollectorsOwnSamples) {
+  for (bool with_total : {true, false}) {
+    TraceBuilder trace;
+    TraceBuilder::Process& p = trace.AddProcess(1, 42);
+    p.WriteHeader();
+    for (int i = 0; i < 50; ++i) p.AddKernel(kT0 + i * kMs, 100 * kUs, "k");
+    auto define = [&p](uint32_t id, const char* name, const char* label) {
+      proto::MetricDescriptor* d = p.batch().add_metric_descriptors();
+      d->set_id(id);
+      d->set_name(name);
+      d->set_unit("percent");
+      d->set_scope(proto::SCOPE_PROCESS);
+      d->set_pid(42);
+      d->set_label(label);
+    };
+    if (with_total) define(1, "gpscope.collector_cpu_pct", "gpscope");
+    define(2, "gpscope.sampler_cpu_pct", "gpscope-sampler");
+    for (int i = 0; i < 3; ++i) {
+      if (with_total) p.Add(format::MetricSample{kT0 + i * 10 * kMs, 1, 1.0 + i});  // 1, 2, 3
+      p.Add(format::MetricSample{kT0 + i * 10 * kMs, 2, 0.5});
+    }
+    p.WriteEnd();
+    const std::string path = TempPath(with_total ? "cost" : "cost_old");
+    ASSERT_TRUE(trace.WriteFile(path));
+    // The text wraps at 100 columns: compare it with single spaces.
+    const std::vector<std::string> words = absl::StrSplit(RunCli({"summary", path}).out, ' ',
+                                                          absl::SkipEmpty());
+    std::string flat = absl::StrJoin(words, " ");
+    absl::StrReplaceAll({{"\n ", " "}, {"\n", " "}}, &flat);
+    const Json j = ParseJson(RunCli({"summary", "--format", "json", path}).out);
+    const Json& c = j["processes"].array[0]["collector"];
+    EXPECT_EQ(c["sampler"]["cpu_pct_mean"].number, 0.5);
+    if (with_total) {
+      EXPECT_NE(flat.find("collector cost: gpscope's threads used 2.00% of one core on average "
+                          "(max 3.0%; the metrics sampler 0.50%)"),
+                std::string::npos)
+          << flat;
+      EXPECT_EQ(c["all_threads"]["cpu_pct_mean"].number, 2.0);
+      EXPECT_EQ(c["all_threads"]["cpu_pct_max"].number, 3.0);
+      EXPECT_EQ(c["all_threads"]["samples"].number, 3);
+    } else {
+      EXPECT_NE(flat.find("collector cost: the metrics sampler used 0.50% of one core"),
+                std::string::npos)
+          << flat;
+      EXPECT_TRUE(c["all_threads"]["cpu_pct_mean"].type == Json::kNull);
+    }
+    unlink(path.c_str());
+  }
+}
+
 TEST(SummaryEmptyTest, TraceWithoutGpuActivity) {
   TraceBuilder trace;
   TraceBuilder::Process& p = trace.AddProcess(1, 2);
@@ -615,6 +669,10 @@ TEST(RecordedTraceTest, AttachWindowMatchesEveryKernelToItsLaunchCall) {
   EXPECT_EQ(c["dropped_total"].number, 0);
   EXPECT_EQ(c["lost_intervals"]["outside_window_count"].number, 1);
   EXPECT_EQ(c["lost_intervals"]["count"].number, 1);
+  // What the collector cost: its sampler at ~0.6% of a core (e2e: 0.615%).
+  const Json& cost = r.json["processes"].array[0]["collector"]["sampler"];
+  EXPECT_GT(cost["cpu_pct_mean"].number, 0.1);
+  EXPECT_LT(cost["cpu_pct_mean"].number, 1.0);
 }
 
 // Recorded on the H200 with tests/e2e/metrics_workload.py: idle, bf16 matmul,

@@ -606,6 +606,20 @@ void RenderCompleteness(const SummaryResult& r, Text& t) {
              6);
     }
     for (const std::string& u : p.unavailable) t.Para(4, absl::StrCat("unavailable: ", u), 6);
+    if (p.collector_cpu.samples > 0) {
+      t.Para(4,
+             absl::StrFormat("collector cost: gpscope's threads used %.2f%% of one core on average "
+                             "(max %.1f%%; the metrics sampler %.2f%%)",
+                             p.collector_cpu.mean_pct(), p.collector_cpu.pct_max,
+                             p.sampler_cpu.mean_pct()),
+             6);
+    } else if (p.sampler_cpu.samples > 0) {
+      t.Para(4,
+             absl::StrFormat("collector cost: the metrics sampler used %.2f%% of one core on "
+                             "average (this trace has no total for gpscope's threads)",
+                             p.sampler_cpu.mean_pct()),
+             6);
+    }
   }
   if (r.report.late_ops > 0) {
     t.Para(2,
@@ -977,6 +991,20 @@ void ProcessJson(const SummaryResult& r, JsonWriter& j, const ProcessReport& pr)
   j.Key("unavailable").BeginArray();
   for (const std::string& u : p.unavailable) j.String(u);
   j.EndArray();
+  j.EndObject();
+  // What the collector cost (its own samples), percent of one core; null
+  // where the trace has no such samples.
+  j.Key("collector").BeginObject();
+  for (const auto& [key, c] : {std::pair<const char*, const model::CpuSeries*>{"all_threads", &p.collector_cpu},
+                               {"sampler", &p.sampler_cpu}}) {
+    j.Key(key).BeginObject();
+    if (c->samples > 0) {
+      j.Key("cpu_pct_mean").Double(c->mean_pct()).Key("cpu_pct_max").Double(c->pct_max);
+    } else {
+      j.Key("cpu_pct_mean").Null().Key("cpu_pct_max").Null();
+    }
+    j.Key("samples").Uint(c->samples).EndObject();
+  }
   j.EndObject();
   j.Key("identity").BeginObject();
   j.Key("rank").Int(p.rank).Key("local_rank").Int(p.local_rank);

@@ -132,6 +132,11 @@
 //                           loss), first[]: {start_ns, end_ns, reason, detail}},
 //                           lost_frames, undecodable_batches, clean_exit,
 //                           end_reason, unavailable[]}
+//     collector             what gpscope cost this process, from its own samples (percent
+//                           of one core): {all_threads, sampler}: {cpu_pct_mean,
+//                           cpu_pct_max (null without samples), samples}; all_threads is
+//                           every gpscope-* thread (gpscope.collector_cpu_pct), sampler the
+//                           metrics sampler alone (older traces have only that one)
 //     identity              {rank, local_rank, world_size (-1/-1/0 when unknown), job_id}
 //     clocks                {snapshots, offset_ns (CLOCK_REALTIME - CUPTI at the first),
 //                           drift_ns (how far that offset moved over the run)}

@@ -70,6 +70,8 @@ enum MetricKind : uint8_t {
   kMetricTensorUtil,
   kMetricCpuUser,
   kMetricCpuSystem,
+  kMetricCollectorCpu,  // gpscope.collector_cpu_pct
+  kMetricSamplerCpu,    // gpscope.sampler_cpu_pct
 };
 
 ApiClass ClassifyApiName(std::string_view raw) {
@@ -117,6 +119,8 @@ MetricKind ClassifyMetric(const proto::MetricDescriptor& d, uint32_t own_pid) {
   if (d.scope() == proto::SCOPE_PROCESS && d.pid() == own_pid) {
     if (n == "host.process_cpu_user_pct") return kMetricCpuUser;
     if (n == "host.process_cpu_system_pct") return kMetricCpuSystem;
+    if (n == "gpscope.collector_cpu_pct") return kMetricCollectorCpu;
+    if (n == "gpscope.sampler_cpu_pct") return kMetricSamplerCpu;
   }
   if (d.scope() == proto::SCOPE_PROCESS && n == "nvml.process_sm_util" && d.pid() != own_pid) {
     return kMetricOtherProcessSm;
@@ -937,6 +941,13 @@ class ModelBuilder::Impl {
       if (s.metric_id >= p.metric_kind.size()) continue;
       const uint8_t kind = p.metric_kind[s.metric_id];
       if (kind == kMetricOther) continue;
+      if (kind == kMetricCollectorCpu || kind == kMetricSamplerCpu) {
+        CpuSeries& c = kind == kMetricCollectorCpu ? p.m.collector_cpu : p.m.sampler_cpu;
+        c.pct_sum += s.value;
+        c.pct_max = std::max(c.pct_max, s.value);
+        ++c.samples;
+        continue;
+      }
       if (kind == kMetricCpuUser || kind == kMetricCpuSystem) {  // the process, not a GPU
         const bool user = kind == kMetricCpuUser;
         p.m.has_cpu_samples = true;

@@ -375,6 +375,14 @@ struct ThreadSyncStats {
   uint64_t max_ns = 0;
 };
 
+// A CPU-share series (percent of one core), e.g. gpscope.collector_cpu_pct.
+struct CpuSeries {
+  double pct_sum = 0;  // percent of one core, summed over samples
+  double pct_max = 0;
+  uint64_t samples = 0;
+  double mean_pct() const { return samples == 0 ? 0 : pct_sum / static_cast<double>(samples); }
+};
+
 struct ProcessModel {
   uint64_t process_uid = 0;
   uint32_t pid = 0;
@@ -412,6 +420,12 @@ struct ProcessModel {
   // The collector ran in a PID namespace (capability nvml.process_pids
   // unavailable): NVML's process pids are the host's, not comparable to pid.
   bool foreign_nvml_pids = false;
+  // What the collector cost this process, from its own samples:
+  // gpscope.collector_cpu_pct (all gpscope-* threads, every thread scan) and
+  // gpscope.sampler_cpu_pct (the metrics sampler alone; older traces have
+  // only this one).
+  CpuSeries collector_cpu;
+  CpuSeries sampler_cpu;
 
   uint64_t api_calls = 0;
   LogHistogram launch_call_ns;     // CPU duration of kernel launch calls
