@@ -345,6 +345,7 @@ class CollectorCuptiTest : public ::testing::Test {
   // A 0.3 s window after 0.3 s of 2,000 kernels/s, with `extra` env: only
   // the window's kernels, LostInterval(TRACING_DISABLED) around it.
   void RunDelayWindow(const Env& extra);
+  void DelayWindowTrace(const Env& extra, Trace* t);
   void ExpectOneLaunchRecordPerKernel(const Trace& t);
 
   // Reads the one trace file into *t; *index gets the reader's view.
@@ -1048,7 +1049,9 @@ TEST_F(CollectorCuptiTest, GatedKernelsFillTheWindowWhereLateEnablingRecordsNoth
   RunDelayWindow({{"FAKE_CUPTI_LATE_KERNELS", "dead"}, {"GPSCOPE_DIAG_GATE_KERNELS", "1"}});
 }
 
-void CollectorCuptiTest::RunDelayWindow(const Env& extra) {
+// A 0.3 s window 0.3 s after start in a 2,000 kernels/s workload, ended by
+// SIGTERM at 1.2 s: its trace.
+void CollectorCuptiTest::DelayWindowTrace(const Env& extra, Trace* t) {
   Env env = {{"FAKE_CUPTI_KERNELS", "forever"},
              {"FAKE_CUPTI_RATE", "2000"},
              {"GPSCOPE_CAPTURE_DELAY_S", "0.3"},
@@ -1059,8 +1062,12 @@ void CollectorCuptiTest::RunDelayWindow(const Env& extra) {
   ASSERT_EQ(kill(child_, SIGTERM), 0);
   int status = Wait();
   ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status << Stderr();
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(t));
+}
+
+void CollectorCuptiTest::RunDelayWindow(const Env& extra) {
   Trace t;
-  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  ASSERT_NO_FATAL_FAILURE(DelayWindowTrace(extra, &t));
   std::vector<proto::LostInterval> off;
   for (const auto& l : t.lost) {
     if (l.reason() == proto::LOST_TRACING_DISABLED) off.push_back(l);
@@ -1083,18 +1090,8 @@ void CollectorCuptiTest::RunDelayWindow(const Env& extra) {
 // Where CUPTI refuses the API kinds when a window opens mid-run, the window
 // still has its kernels, and one line says the API records are missing.
 TEST_F(CollectorCuptiTest, WindowWithoutApiKindsKeepsItsKernelsAndSaysSoOnce) {
-  ASSERT_NO_FATAL_FAILURE(Start({{"FAKE_CUPTI_KERNELS", "forever"},
-                                 {"FAKE_CUPTI_RATE", "2000"},
-                                 {"FAKE_CUPTI_UNSUPPORTED", "4,5"},  // DRIVER, RUNTIME
-                                 {"GPSCOPE_CAPTURE_DELAY_S", "0.3"},
-                                 {"GPSCOPE_CAPTURE_DURATION_S", "0.3"}},
-                                Then::kStay));
-  SleepMs(1200);
-  ASSERT_EQ(kill(child_, SIGTERM), 0);
-  int status = Wait();
-  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status << Stderr();
   Trace t;
-  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  ASSERT_NO_FATAL_FAILURE(DelayWindowTrace({{"FAKE_CUPTI_UNSUPPORTED", "4,5"}}, &t));  // DRIVER, RUNTIME
   EXPECT_GT(t.kernels.size(), 100u);
   EXPECT_TRUE(t.api_calls.empty());
   const std::string err = Stderr();
