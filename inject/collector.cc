@@ -741,9 +741,14 @@ void Collector::SetApiRecords(bool on) {
   static bool warned = false;
   if ((rr != CUPTI_SUCCESS || rd != CUPTI_SUCCESS) && !warned) {
     warned = true;
+    const char* why = api.ErrorString(rr != CUPTI_SUCCESS ? rr : rd);
     GPSCOPE_LOG_WARNING("CUDA API records unavailable in this window (%s); kernels, copies and "
-                        "syncs are still traced",
-                        api.ErrorString(rr != CUPTI_SUCCESS ? rr : rd));
+                        "syncs are still traced", why);
+    // In the trace too, so the analysis says why launch calls are missing.
+    const std::string detail =
+        std::string("CUPTI refused the API kinds for a window opened mid-run: ") + why;
+    writer->AddCapability({format::MakeStringRef("cupti.api_records"), false,
+                           {detail.data(), detail.size()}});
   }
   for (CUpti_CallbackId id = 1; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++id) {
     if (!runtime_kept[id]) api.cuptiActivityEnableRuntimeApi(id, 0);

@@ -1099,6 +1099,12 @@ TEST_F(CollectorCuptiTest, WindowWithoutApiKindsKeepsItsKernelsAndSaysSoOnce) {
   const size_t at = err.find(line);
   EXPECT_NE(at, std::string::npos) << err;
   EXPECT_EQ(err.find(line, at + 1), std::string::npos) << "said once: " << err;
+  // ... and the trace says it, for the analysis ("unavailable: ...").
+  bool recorded = false;
+  for (const auto& c : t.capabilities) {
+    if (c.component() == "cupti.api_records" && !c.available()) recorded = true;
+  }
+  EXPECT_TRUE(recorded);
 }
 
 // Tracing switched on after the workload started still records the launch
