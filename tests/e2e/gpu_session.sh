@@ -21,6 +21,7 @@
 #              runs only those variants)
 #   overhead_train / overhead_cuda   bench/overhead.py suites
 #   overhead_ab  bench/overhead_ab.py: tracing vs standby in one training process
+#   overhead_ab_fast  the same, windows through the control socket, 100 pairs of 1 s
 #   overhead_parts  the launch-bound loop with gpscope minus one part at a time
 # Writes OUT_DIR/session.log (one line per suite: rc and seconds) and
 # OUT_DIR/session.tar.gz (all logs and small traces).
@@ -89,6 +90,11 @@ for spec in "$@"; do
       for m in ${YIELD_METRICS:-1}; do
         mkdir -p "$d/$m"; yield_stacks "$d/$m" "$m"
       done >"$d/stdout.txt" 2>&1 ;;
+    overhead_ab_fast)  # the same through the control socket: 100 pairs of 1 s blocks (~5 min)
+      timeout -k 10 "$limit" python3 "$repo/bench/overhead_ab.py" --inject "$carry/bin/libgpscope_inject.so" \
+        --gpscope "$carry/bin/gpscope" --via socket ${AB_ARGS:---blocks 100 --block-s 1 --margin-s 0.2} \
+        --keep "$d/run" --out "$d/ab.json" \
+        -- python3 "$repo/bench/workloads/torch_train.py" --batch 16384 --hidden 8192 >"$d/stdout.txt" 2>&1 ;;
     overhead_ab)  # tracing vs standby inside one torch_train process (bench/overhead_ab.py);
       # AB_ARGS overrides the block plan (default 12 pairs of 4 s blocks, ~2.5 min); for
       # precision: AB_ARGS="--via socket --blocks 100 --block-s 1 --margin-s 0.2" (~5 min)
