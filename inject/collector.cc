@@ -167,10 +167,6 @@ class Collector : public control::ControlHandler {
   // CUDA has started; true from the writer thread's creation on (which
   // orders it for that thread). SetApiRecords picks its way by it.
   bool cuda_started_ = false;
-  // GPSCOPE_DIAG_OFF=memcpy,memset,sync,overhead (bench/overhead.py
-  // --env-variant): optional activity kinds left off, to attribute the
-  // per-launch cost kind by kind. Bit i: kOptional[i]. Set at start.
-  uint32_t diag_off_ = 0;
   bool context_callback_ = false;  // CUPTI calls us when a context is created
   std::unique_ptr<control::ControlChannel> channel;
   std::atomic<uint64_t> events_written{0};  // for `status`, updated by the writer
@@ -488,33 +484,12 @@ bool Collector::EnableCupti(std::string* error) {
 
 namespace {
 // Activity kinds gpscope enables when the CUDA build offers them, with the
-// GPSCOPE_DIAG_OFF name of each.
+// GPSCOPE_DIAG_OFF bit that leaves each off.
 constexpr CUpti_ActivityKind kOptional[] = {
     CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
     CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD};
-constexpr const char* kOptionalNames[] = {"memcpy", "memcpy", "memset", "sync", "overhead"};
-
-// GPSCOPE_DIAG_OFF's list as bits of kOptional; unknown names go to *bad.
-uint32_t ParseDiagOff(const char* list, std::string* bad) {
-  uint32_t bits = 0;
-  std::string item;
-  for (const char* p = list;; ++p) {
-    if (*p != ',' && *p != '\0') {
-      item += *p;
-      continue;
-    }
-    bool known = false;
-    for (size_t i = 0; i < sizeof(kOptional) / sizeof(kOptional[0]); ++i) {
-      if (item == kOptionalNames[i]) {
-        bits |= 1u << i;
-        known = true;
-      }
-    }
-    if (!known && !item.empty()) *bad += (bad->empty() ? "" : ",") + item;
-    item.clear();
-    if (*p == '\0') return bits;
-  }
-}
+constexpr uint32_t kOptionalDiagOff[] = {kDiagOffMemcpy, kDiagOffMemcpy, kDiagOffMemset,
+                                         kDiagOffSync, kDiagOffOverhead};
 }  // namespace
 
 bool Collector::Start() {
@@ -535,14 +510,8 @@ bool Collector::Start() {
     windows_use_nvtx_ = !capture.standby && (!capture.range_name.empty() || capture.steps > 0);
     window = std::make_unique<control::CaptureWindow>(capture);
   }
-  if (const char* off = getenv("GPSCOPE_DIAG_OFF"); off != nullptr && *off != '\0') {
-    std::string bad;
-    diag_off_ = ParseDiagOff(off, &bad);
-    if (!bad.empty()) {
-      GPSCOPE_LOG_WARNING("GPSCOPE_DIAG_OFF: unknown kind(s) %s (known: memcpy, memset, sync, "
-                          "overhead); ignored", bad.c_str());
-    }
-    GPSCOPE_LOG_INFO("diagnosis: activity kinds left off: %s", off);
+  if (config.diag_off != 0) {
+    GPSCOPE_LOG_INFO("diagnosis: activity kinds left off: %s", DiagOffText(config).c_str());
   }
 
   std::string error;
@@ -685,7 +654,7 @@ bool Collector::SetTracing(bool on, std::string* error) {
       return false;
     }
     for (size_t i = 0; i < sizeof(kOptional) / sizeof(kOptional[0]); ++i) {
-      if (diag_off_ >> i & 1) continue;
+      if (config.diag_off & kOptionalDiagOff[i]) continue;
       r = api.cuptiActivityEnable(kOptional[i]);
       if (r != CUPTI_SUCCESS && !warned[i]) {
         warned[i] = true;

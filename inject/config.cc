@@ -65,6 +65,19 @@ struct Parser {
   }
 };
 
+// Calls item(text) for each comma-separated item of v, empty ones included.
+template <typename Fn>
+void ForEachItem(const char* v, Fn item) {
+  const std::string list(v);
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    item(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+}
+
 // GPSCOPE_METRICS: a boolean, or a comma list of sources.
 void ParseMetricSources(const char* v, Config* c, Parser* p) {
   if (v == nullptr || *v == '\0') return;
@@ -76,13 +89,8 @@ void ParseMetricSources(const char* v, Config* c, Parser* p) {
              !strcasecmp(v, "none")) {
     all = false;
   } else {
-    bool nvml = false, gpm = false, processes = false, host = false;
-    std::string list(v);
-    size_t start = 0;
-    while (start <= list.size()) {
-      size_t comma = list.find(',', start);
-      if (comma == std::string::npos) comma = list.size();
-      std::string item = list.substr(start, comma - start);
+    bool nvml = false, gpm = false, processes = false, host = false, bad = false;
+    ForEachItem(v, [&](const std::string& item) {
       if (!strcasecmp(item.c_str(), "nvml")) {
         nvml = true;
       } else if (!strcasecmp(item.c_str(), "gpm")) {
@@ -92,10 +100,12 @@ void ParseMetricSources(const char* v, Config* c, Parser* p) {
       } else if (!strcasecmp(item.c_str(), "host")) {
         host = true;
       } else {
-        p->Problem("GPSCOPE_METRICS", v, "1|0 or a list of nvml,gpm,processes,host", "1");
-        return;
+        bad = true;
       }
-      start = comma + 1;
+    });
+    if (bad) {
+      p->Problem("GPSCOPE_METRICS", v, "1|0 or a list of nvml,gpm,processes,host", "1");
+      return;
     }
     // GPM and process readings come through NVML.
     c->metrics_nvml = nvml || gpm || processes;
@@ -107,6 +117,29 @@ void ParseMetricSources(const char* v, Config* c, Parser* p) {
   }
   c->metrics = all;
   c->metrics_nvml = c->metrics_gpm = c->metrics_processes = c->metrics_host = all;
+}
+
+constexpr std::pair<const char*, uint32_t> kDiagOffNames[] = {
+    {"memcpy", kDiagOffMemcpy}, {"memset", kDiagOffMemset}, {"sync", kDiagOffSync},
+    {"overhead", kDiagOffOverhead}};
+
+// GPSCOPE_DIAG_OFF: the named kinds; unknown names get one line and are ignored.
+void ParseDiagOff(const char* v, Config* c, Parser* p) {
+  if (v == nullptr || *v == '\0') return;
+  std::string unknown;
+  ForEachItem(v, [&](const std::string& item) {
+    for (const auto& [name, bit] : kDiagOffNames) {
+      if (item == name) {
+        c->diag_off |= bit;
+        return;
+      }
+    }
+    if (!item.empty()) unknown += (unknown.empty() ? "" : ",") + item;
+  });
+  if (!unknown.empty() && p->problems != nullptr) {
+    p->problems->push_back("GPSCOPE_DIAG_OFF: unknown kind(s) " + unknown +
+                           " (known: memcpy, memset, sync, overhead); ignored");
+  }
 }
 
 constexpr const char* kFileModes[] = {"node", "process"};
@@ -139,6 +172,7 @@ Config ParseConfig(GetEnvFn get_env, std::vector<std::string>* problems) {
   ParseMetricSources(get_env("GPSCOPE_METRICS"), &c, &p);
   p.Range("GPSCOPE_METRICS_INTERVAL_MS", 10, 1000, &c.metrics_interval_ms);
   p.String("GPSCOPE_NVML_PATH", &c.nvml_path);
+  ParseDiagOff(get_env("GPSCOPE_DIAG_OFF"), &c, &p);
   // A pool must hold at least two buffers: one filling, one being written.
   if (static_cast<uint64_t>(c.max_buffer_mb) * 1024 < 2ull * c.buffer_kb) {
     if (problems) {
@@ -183,7 +217,16 @@ std::vector<std::pair<std::string, std::string>> Config::AsKeyValues() const {
       {"GPSCOPE_LOG_LEVEL", kLogLevels[static_cast<int>(log_level)]},
       {"GPSCOPE_METRICS", MetricSourcesText(*this)},
       {"GPSCOPE_METRICS_INTERVAL_MS", std::to_string(metrics_interval_ms)},
+      {"GPSCOPE_DIAG_OFF", DiagOffText(*this)},
   };
+}
+
+std::string DiagOffText(const Config& c) {
+  std::string out;
+  for (const auto& [name, bit] : kDiagOffNames) {
+    if (c.diag_off & bit) out += (out.empty() ? "" : ",") + std::string(name);
+  }
+  return out;
 }
 
 }  // namespace gpscope::inject

@@ -27,6 +27,9 @@
 //                             default 0 with GPSCOPE_CUPTI_MODE=yield (see collector.h)
 //   GPSCOPE_METRICS_INTERVAL_MS 10..1000           default 100
 //   GPSCOPE_NVML_PATH         path to libnvidia-ml default: libnvidia-ml.so.1
+//   GPSCOPE_DIAG_OFF          LIST of memcpy,memset,sync,overhead: those activity kinds
+//                             stay off (overhead diagnosis: bench/overhead.py
+//                             --env-variant); unknown names are named and ignored
 #ifndef GPSCOPE_INJECT_CONFIG_H_
 #define GPSCOPE_INJECT_CONFIG_H_
 
@@ -41,6 +44,13 @@ namespace gpscope::inject {
 
 enum class FileMode { kNode, kProcess };
 enum class CuptiMode { kHold, kYield };
+// GPSCOPE_DIAG_OFF bits: optional activity kinds left off.
+enum DiagOff : uint32_t {
+  kDiagOffMemcpy = 1,  // MEMCPY and MEMCPY2
+  kDiagOffMemset = 2,
+  kDiagOffSync = 4,
+  kDiagOffOverhead = 8,
+};
 
 struct Config {
   bool enabled = true;
@@ -68,6 +78,7 @@ struct Config {
   bool metrics_set = false;  // GPSCOPE_METRICS was given
   uint32_t metrics_interval_ms = 100;
   std::string nvml_path;
+  uint32_t diag_off = 0;  // DiagOff bits (GPSCOPE_DIAG_OFF)
 
   // Every effective setting as (GPSCOPE_NAME, value), for the trace header.
   std::vector<std::pair<std::string, std::string>> AsKeyValues() const;
@@ -81,6 +92,8 @@ Config ParseConfig(GetEnvFn get_env, std::vector<std::string>* problems);
 
 // GPSCOPE_METRICS as it takes effect: "1", "0" or the list of sources.
 std::string MetricSourcesText(const Config& c);
+// c.diag_off as GPSCOPE_DIAG_OFF names ("sync,overhead"); empty when none.
+std::string DiagOffText(const Config& c);
 
 }  // namespace gpscope::inject
 

@@ -140,6 +140,18 @@ TEST(ConfigTest, PoolSmallerThanTwoBuffersIsRaised) {
   EXPECT_EQ(c.max_buffer_mb, 16u);
 }
 
+TEST(ConfigTest, DiagOffNamesKindsAndNamesTheUnknownOnes) {
+  std::vector<std::string> problems;
+  Config c = Parse({{"GPSCOPE_DIAG_OFF", "sync,bogus,,memcpy,what"}}, &problems);
+  EXPECT_EQ(c.diag_off, kDiagOffSync | kDiagOffMemcpy);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0],
+            "GPSCOPE_DIAG_OFF: unknown kind(s) bogus,what (known: memcpy, memset, sync, overhead); "
+            "ignored");
+  EXPECT_EQ(DiagOffText(c), "memcpy,sync");
+  EXPECT_EQ(Parse({}, nullptr).diag_off, 0u);
+}
+
 TEST(ConfigTest, KeyValuesListEffectiveSettings) {
   Config c = Parse({{"GPSCOPE_JOB", "abc"}}, nullptr);
   auto kv = c.AsKeyValues();
