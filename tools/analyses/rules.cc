@@ -646,11 +646,10 @@ void StragglerRank(const Context& c) {
     ++others;
   }
   if (others > 0) others_wait_ns /= static_cast<double>(others);
-  const GpuReport* sg = nullptr;
-  for (const GpuReport& g : c.report.gpus) {
-    if (g.gpu_index == s.gpu_index) sg = &g;
-  }
-  const double steps = sg != nullptr ? static_cast<double>(sg->step_count) : 0;
+  // report.gpus is in TraceModel::gpus order: gpu_index is its position.
+  const double steps = s.gpu_index < c.report.gpus.size()
+                           ? static_cast<double>(c.report.gpus[s.gpu_index].step_count)
+                           : 0;
   if (others_wait_ns > 0) {
     absl::StrAppend(&f.summary,
                     absl::StrFormat(" Each other rank waits %s in collectives for it", Time(others_wait_ns)),
