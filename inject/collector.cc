@@ -490,6 +490,21 @@ constexpr CUpti_ActivityKind kOptional[] = {
     CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD};
 constexpr uint32_t kOptionalDiagOff[] = {kDiagOffMemcpy, kDiagOffMemcpy, kDiagOffMemset,
                                          kDiagOffSync, kDiagOffOverhead};
+
+// api_cbids.h's lists by callback id (built at compile time).
+struct ListedApiIds {
+  bool runtime[CUPTI_RUNTIME_TRACE_CBID_SIZE] = {};
+  bool driver[CUPTI_DRIVER_TRACE_CBID_SIZE] = {};
+  constexpr ListedApiIds() {
+    for (CUpti_CallbackId id : kRuntimeCbids) runtime[id] = true;
+    for (CUpti_CallbackId id : kDriverCbids) driver[id] = true;
+  }
+  constexpr bool Listed(CUpti_ActivityKind kind, CUpti_CallbackId id) const {
+    return kind == CUPTI_ACTIVITY_KIND_RUNTIME ? id < CUPTI_RUNTIME_TRACE_CBID_SIZE && runtime[id]
+                                               : id < CUPTI_DRIVER_TRACE_CBID_SIZE && driver[id];
+  }
+};
+constexpr ListedApiIds kListedApiIds;
 }  // namespace
 
 bool Collector::Start() {
@@ -698,13 +713,9 @@ void Collector::SetApiRecords(bool on) {
     for (CUpti_CallbackId id : kDriverCbids) api.cuptiActivityEnableDriverApi(id, 1);
     return;
   }
-  bool runtime_kept[CUPTI_RUNTIME_TRACE_CBID_SIZE] = {};
-  bool driver_kept[CUPTI_DRIVER_TRACE_CBID_SIZE] = {};
-  for (CUpti_CallbackId id : kRuntimeCbids) runtime_kept[id] = true;
-  for (CUpti_CallbackId id : kDriverCbids) driver_kept[id] = true;
   // The kind first: enabling it overrides the per-id settings made before.
   // (For the microseconds until the loops below end, CUPTI may record a few
-  // calls gpscope leaves out; the analyses ignore calls they do not know.)
+  // calls gpscope leaves out; ConvertRecord drops them.)
   const CUptiResult rr = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
   const CUptiResult rd = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER);
   static bool warned = false;
@@ -720,10 +731,10 @@ void Collector::SetApiRecords(bool on) {
                            {detail.data(), detail.size()}});
   }
   for (CUpti_CallbackId id = 1; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++id) {
-    if (!runtime_kept[id]) api.cuptiActivityEnableRuntimeApi(id, 0);
+    if (!kListedApiIds.runtime[id]) api.cuptiActivityEnableRuntimeApi(id, 0);
   }
   for (CUpti_CallbackId id = 1; id < CUPTI_DRIVER_TRACE_CBID_SIZE; ++id) {
-    if (!driver_kept[id]) api.cuptiActivityEnableDriverApi(id, 0);
+    if (!kListedApiIds.driver[id]) api.cuptiActivityEnableDriverApi(id, 0);
   }
 }
 
@@ -1122,6 +1133,9 @@ void Collector::ConvertRecord(const CUpti_Activity* record) {
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: {
       auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(record);
+      // Only the listed calls: with the whole kinds on (a window opened
+      // mid-run, SetApiRecords) a few others can slip in.
+      if (!kListedApiIds.Listed(record->kind, a->cbid)) return;
       if (incomplete(a->start, a->end)) return;
       format::ApiCallEvent e{};
       e.start_ns = a->start;
