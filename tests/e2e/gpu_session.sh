@@ -90,16 +90,14 @@ for spec in "$@"; do
       for m in ${YIELD_METRICS:-1}; do
         mkdir -p "$d/$m"; yield_stacks "$d/$m" "$m"
       done >"$d/stdout.txt" 2>&1 ;;
-    overhead_ab_fast)  # the same through the control socket: 100 pairs of 1 s blocks (~5 min)
+    overhead_ab|overhead_ab_fast)  # tracing vs standby inside one torch_train process
+      # (bench/overhead_ab.py). overhead_ab: `gpscope attach` windows, 12 pairs of 4 s blocks
+      # (~2.5 min); overhead_ab_fast: windows through the control socket, 100 pairs of 1 s
+      # (~5 min). AB_ARGS overrides the block plan.
+      via=attach plan="--blocks 12 --block-s 4"
+      [ "$name" = overhead_ab_fast ] && via=socket plan="--blocks 100 --block-s 1 --margin-s 0.2"
       timeout -k 10 "$limit" python3 "$repo/bench/overhead_ab.py" --inject "$carry/bin/libgpscope_inject.so" \
-        --gpscope "$carry/bin/gpscope" --via socket ${AB_ARGS:---blocks 100 --block-s 1 --margin-s 0.2} \
-        --keep "$d/run" --out "$d/ab.json" \
-        -- python3 "$repo/bench/workloads/torch_train.py" --batch 16384 --hidden 8192 >"$d/stdout.txt" 2>&1 ;;
-    overhead_ab)  # tracing vs standby inside one torch_train process (bench/overhead_ab.py);
-      # AB_ARGS overrides the block plan (default 12 pairs of 4 s blocks, ~2.5 min); for
-      # precision: AB_ARGS="--via socket --blocks 100 --block-s 1 --margin-s 0.2" (~5 min)
-      timeout -k 10 "$limit" python3 "$repo/bench/overhead_ab.py" --inject "$carry/bin/libgpscope_inject.so" \
-        --gpscope "$carry/bin/gpscope" ${AB_ARGS:---blocks 12 --block-s 4} --keep "$d/run" --out "$d/ab.json" \
+        --gpscope "$carry/bin/gpscope" --via "$via" ${AB_ARGS:-$plan} --keep "$d/run" --out "$d/ab.json" \
         -- python3 "$repo/bench/workloads/torch_train.py" --batch 16384 --hidden 8192 >"$d/stdout.txt" 2>&1 ;;
     overhead_train|overhead_cuda|overhead_tiny)
       suite=${name#overhead_}; [ "$suite" = train ] && suite=torch_train; [ "$suite" = tiny ] && suite=torch_tiny
