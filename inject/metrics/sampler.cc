@@ -391,13 +391,15 @@ void Sampler::ScanThreads(uint64_t now_ns, MetricSink* sink) {
         }
       }
     }
-    // gpscope's own threads together (gpscope-writer, -sampler, -control):
+    // gpscope's own threads together (gpscope-writer, -sampler, -ctl):
     // every scan, so the collector's cost can be averaged from the trace
     // (host.thread_cpu_pct shows only the busiest threads above a floor).
     if (def_collector_ != kNone) {
       double ours = 0;
       for (size_t i = 0; i < count; ++i) {
-        if (thread_pct_[i] > 0 && std::strncmp(now[i].comm, "gpscope", 7) == 0) ours += thread_pct_[i];
+        if (thread_pct_[i] > 0 && std::strncmp(now[i].comm, "gpscope", 7) == 0) {
+          ours += thread_pct_[i];
+        }
       }
       Emit(sink, def_collector_, now_ns, ours);
     }
