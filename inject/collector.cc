@@ -200,6 +200,7 @@ class Collector : public control::ControlHandler {
   void WriterLoop();
   void Drain();
   void FlushCupti(uint32_t flag);
+  void FinishWindowClose();
   void ConvertBuffer(uint8_t* buffer, size_t valid_bytes);
   void ConvertRecord(const CUpti_Activity* record);
   void ReportLosses(bool final);
@@ -242,8 +243,23 @@ class Collector : public control::ControlHandler {
   uint64_t gate_end_ns_ = 0;
   bool gate_open_ = true;
   uint64_t lost_start_ns_ = 0;
+  // A closing window: the gate is shut, the kinds go off at this
+  // CLOCK_MONOTONIC time (FinishWindowClose); 0: none closing.
+  static constexpr uint64_t kWindowCloseGraceNs = 100000000;  // 100 ms
+  uint64_t close_due_mono_ns_ = 0;
   bool windows_use_nvtx_ = false;  // a range or step limit: NVTX drives the window
   uint64_t outside_window_ = 0;    // records dropped because outside every window
+  // A forced flush while no window is open hands back the records of work
+  // still queued or running on the device, without timestamps. Those
+  // launched after the last window are outside it, not lost; correlation ids
+  // grow with every CUDA call, so one above the highest kept in a window
+  // (last_kept_corr_) was launched after it. Decided once the flush's buffers
+  // are all converted (an API record may come after its kernel's).
+  static constexpr size_t kMaxDeferredRecords = 4096;  // more: counted as lost
+  uint32_t deferred_corr_[kMaxDeferredRecords];
+  size_t deferred_count_ = 0;
+  bool defer_untimed_ = false;
+  uint32_t last_kept_corr_ = 0;
   uint64_t kernel_records_ = 0;    // kernel records from CUPTI, before the window gate
   uint64_t first_kernel_ns_ = 0, last_kernel_ns_ = 0;  // their start times
   uint64_t buffers_drained_ = 0;   // activity buffers converted
@@ -776,6 +792,7 @@ void Collector::ApplyTransitions(const control::Transition* t, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     const char* why = control::TransitionReasonName(t[i].reason);
     if (t[i].kind == control::TransitionKind::kStartTracing) {
+      FinishWindowClose();  // the previous window's, if still in its grace
       if (!SetTracing(true)) {
         writer->AddCapability({format::MakeStringRef("capture"), false,
                                format::MakeStringRef("enabling kernel activity failed")});
@@ -787,21 +804,31 @@ void Collector::ApplyTransitions(const control::Transition* t, size_t n) {
       GPSCOPE_LOG_INFO("capture window starts (%s) at %llu", why,
                        static_cast<unsigned long long>(t[i].at_ns));
     } else {
-      // The window's records now, before the kinds go off and before a
-      // later window moves the gate (which keeps one window at a time);
-      // `gpscope attach` waits for them. Forced: partly filled buffers too.
+      // The gate closes now; the kinds stay on for kWindowCloseGraceNs so
+      // the work launched inside the window and still queued on the device
+      // completes with its timestamps (FinishWindowClose).
       gate_end_ns_ = t[i].at_ns;
-      FlushCupti(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-      SetTracing(false);
-      lost_start_ns_ = t[i].at_ns;
-      // The window on disk now: `gpscope attach` waits for windows_written.
-      writer->Flush();
-      events_written.store(writer->events_written(), std::memory_order_relaxed);
-      windows_written.fetch_add(1, std::memory_order_release);
+      close_due_mono_ns_ = ClockNs(CLOCK_MONOTONIC) + kWindowCloseGraceNs;
       GPSCOPE_LOG_INFO("capture window ends (%s) at %llu", why,
                        static_cast<unsigned long long>(t[i].at_ns));
     }
   }
+}
+
+// Writer thread: the end of a window's close. The window's records now,
+// before the kinds go off and before a later window moves the gate (which
+// keeps one window at a time). Forced: partly filled buffers too; records
+// still without timestamps then are sorted by FlushCupti.
+void Collector::FinishWindowClose() {
+  if (close_due_mono_ns_ == 0) return;
+  close_due_mono_ns_ = 0;
+  FlushCupti(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  SetTracing(false);
+  lost_start_ns_ = gate_end_ns_;
+  // The window on disk now: `gpscope attach` waits for windows_written.
+  writer->Flush();
+  events_written.store(writer->events_written(), std::memory_order_relaxed);
+  windows_written.fetch_add(1, std::memory_order_release);
 }
 
 // Writer thread, every loop: deadlines, and what the control thread queued.
@@ -816,6 +843,9 @@ void Collector::TickWindow() {
     for (const control::Transition& t : window->OnTick(NowNs())) local[n++] = t;
   }
   ApplyTransitions(local, n);
+  if (close_due_mono_ns_ != 0 && ClockNs(CLOCK_MONOTONIC) >= close_due_mono_ns_) {
+    FinishWindowClose();
+  }
 }
 
 void Collector::GetStatus(control::ControlStatus* status) {
@@ -1007,17 +1037,23 @@ uint32_t Collector::ApiNameId(uint32_t domain, uint32_t cbid) {
 
 void Collector::ConvertRecord(const CUpti_Activity* record) {
   ChunkWriter& w = *writer;
-  // True for records not to write: incomplete ones (device buffer
-  // overflow: timestamps missing) and those outside the capture window.
-  auto incomplete = [&](uint64_t start, uint64_t end) {
-    if (start == 0 || end == 0 || end < start) {
-      ++incomplete_records_;
-      return true;
-    }
-    if (!InWindow(start)) {
+  // True for records not to write: those starting outside the capture
+  // window and incomplete ones (timestamps missing: still queued or running
+  // at a forced flush, or CUPTI's device buffer overflowed).
+  auto incomplete = [&](uint64_t start, uint64_t end, uint32_t correlation) {
+    if (start != 0 && !InWindow(start)) {
       ++outside_window_;
       return true;
     }
+    if (start == 0 || end == 0 || end < start) {
+      if (defer_untimed_ && correlation != 0 && deferred_count_ < kMaxDeferredRecords) {
+        deferred_corr_[deferred_count_++] = correlation;
+      } else {
+        ++incomplete_records_;
+      }
+      return true;
+    }
+    if (correlation > last_kept_corr_) last_kept_corr_ = correlation;
     return false;
   };
   switch (record->kind) {
@@ -1027,7 +1063,7 @@ void Collector::ConvertRecord(const CUpti_Activity* record) {
       ++kernel_records_;
       if (first_kernel_ns_ == 0 || k->start < first_kernel_ns_) first_kernel_ns_ = k->start;
       if (k->start > last_kernel_ns_) last_kernel_ns_ = k->start;
-      if (incomplete(k->start, k->end)) return;
+      if (incomplete(k->start, k->end, k->correlationId)) return;
       format::LaunchConfigRecord shape{};
       shape.grid_x = static_cast<uint32_t>(k->gridX);
       shape.grid_y = static_cast<uint32_t>(k->gridY);
@@ -1059,7 +1095,7 @@ void Collector::ConvertRecord(const CUpti_Activity* record) {
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-      if (incomplete(m->start, m->end)) return;
+      if (incomplete(m->start, m->end, m->correlationId)) return;
       format::MemcpyEvent e{};
       e.start_ns = m->start;
       e.end_ns = m->end;
@@ -1080,7 +1116,7 @@ void Collector::ConvertRecord(const CUpti_Activity* record) {
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {
       auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
-      if (incomplete(m->start, m->end)) return;
+      if (incomplete(m->start, m->end, m->correlationId)) return;
       format::MemcpyEvent e{};
       e.start_ns = m->start;
       e.end_ns = m->end;
@@ -1100,7 +1136,7 @@ void Collector::ConvertRecord(const CUpti_Activity* record) {
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-      if (incomplete(m->start, m->end)) return;
+      if (incomplete(m->start, m->end, m->correlationId)) return;
       format::MemsetEvent e{};
       e.start_ns = m->start;
       e.end_ns = m->end;
@@ -1118,7 +1154,7 @@ void Collector::ConvertRecord(const CUpti_Activity* record) {
     }
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
       auto* s = reinterpret_cast<const CUpti_ActivitySynchronization2*>(record);
-      if (incomplete(s->start, s->end)) return;
+      if (incomplete(s->start, s->end, s->correlationId)) return;
       format::SyncEvent e{};
       e.start_ns = s->start;
       e.end_ns = s->end;
@@ -1136,7 +1172,7 @@ void Collector::ConvertRecord(const CUpti_Activity* record) {
       // Only the listed calls: with the whole kinds on (a window opened
       // mid-run, SetApiRecords) a few others can slip in.
       if (!kListedApiIds.Listed(record->kind, a->cbid)) return;
-      if (incomplete(a->start, a->end)) return;
+      if (incomplete(a->start, a->end, a->correlationId)) return;
       format::ApiCallEvent e{};
       e.start_ns = a->start;
       e.end_ns = a->end;
@@ -1205,7 +1241,7 @@ void Collector::ConvertRecord(const CUpti_Activity* record) {
     }
     case CUPTI_ACTIVITY_KIND_OVERHEAD: {
       auto* o = reinterpret_cast<const CUpti_ActivityOverhead3*>(record);
-      if (incomplete(o->start, o->end)) return;
+      if (incomplete(o->start, o->end, 0)) return;
       format::OverheadEvent e{};
       e.start_ns = o->start;
       e.end_ns = o->end;
@@ -1273,11 +1309,19 @@ void Collector::ConvertBuffer(uint8_t* buffer, size_t valid_bytes) {
 // completed ones; CUPTI_ACTIVITY_FLAG_FLUSH_FORCED: partly filled too), the
 // drops it counted since, then everything is converted.
 void Collector::FlushCupti(uint32_t flag) {
+  defer_untimed_ = (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0 && !InWindow(NowNs());
   if (cupti_active) {
     api.cuptiActivityFlushAll(flag);
     ReadGlobalDrops();
   }
   Drain();
+  if (defer_untimed_) {
+    for (size_t i = 0; i < deferred_count_; ++i) {
+      ++(deferred_corr_[i] > last_kept_corr_ ? outside_window_ : incomplete_records_);
+    }
+    deferred_count_ = 0;
+    defer_untimed_ = false;
+  }
 }
 
 void Collector::Drain() {
@@ -1311,7 +1355,8 @@ void Collector::ReportLosses(bool final) {
   report(kDropPoolEmpty, pool.acquire_failures(), &reported_pool_failures_,
          "buffer requests refused: GPSCOPE_MAX_BUFFER_MB reached (CUPTI drops those records)");
   report(kDropIncomplete, incomplete_records_, &reported_incomplete_,
-         "records without timestamps (CUPTI device buffer full)");
+         "records without timestamps (still queued or running when a flush forced them out, "
+         "or CUPTI's device buffer full)");
   if (metric_sink != nullptr) {
     report(kDropRingFull, metric_sink->samples_dropped(), &reported_metric_drops_,
            "metric samples dropped: the writer fell behind the sampler");
@@ -1373,7 +1418,9 @@ void Collector::WriterLoop() {
     wake_cv.wait_for(lock, std::chrono::milliseconds(20));
   }
 
-  // Final: force out partially filled buffers, then the end chunk.
+  // Final: a window's close without its grace, partially filled buffers
+  // forced out, then the end chunk.
+  FinishWindowClose();
   FlushCupti(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   ReportLosses(true);
   format::ProcessEndRecord end{};

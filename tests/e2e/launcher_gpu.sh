@@ -46,6 +46,14 @@ for line in sys.stdin:
 # Kernel-launch API records (cudaLaunchKernel*, cuLaunchKernel*) of a trace file.
 launches() { "$ANALYZE" dump "$@" 2>/dev/null | grep '"type":"api"' | grep -c 'LaunchKernel'; }
 
+# Records the trace says were lost (all kinds of drop), summed over processes.
+dropped() { "$ANALYZE" summary --format json "$@" 2>/dev/null | python3 -c '
+import json, sys
+try:
+    print(sum(p["completeness"]["dropped_total"] for p in json.load(sys.stdin)["processes"]))
+except Exception:
+    print(-1)'; }
+
 echo "== device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
 
 # 1. A plain run: report and findings, the script unchanged.
@@ -81,12 +89,14 @@ rows = [tuple(map(int, l.split())) for l in sys.stdin if l.strip()]
 print("%.2f %d" % (((max(e for _, e in rows) - min(s for s, _ in rows)) / 1e9) if rows else 0, len(rows)))')
 read -r span_s count <<<"$span"
 nl=$(launches "$d"/*.gpscope)
+nd=$(dropped "$d"/*.gpscope)
 # Each kernel's launch call is recorded too (switched on mid-run, CUDA API
-# records need the whole kinds: collector.cc SetApiRecords).
-if python3 -c "import sys; sys.exit(0 if 0 < $count and 2.0 <= $span_s <= 3.6 and $nl >= 0.9 * $count else 1)"; then
-  ok "window: $count kernels over ${span_s} s (wanted ~3 s), $nl launch calls"
+# records need the whole kinds: collector.cc SetApiRecords), and nothing is
+# lost: the work still queued when the window closes is outside it.
+if python3 -c "import sys; sys.exit(0 if 0 < $count and 2.0 <= $span_s <= 3.6 and $nl >= 0.9 * $count and $nd == 0 else 1)"; then
+  ok "window: $count kernels over ${span_s} s (wanted ~3 s), $nl launch calls, $nd dropped"
 else
-  bad "window: $count kernels over ${span_s} s, wanted ~3 s; $nl launch calls (is the capture window wired into the collector?)"
+  bad "window: $count kernels over ${span_s} s, wanted ~3 s; $nl launch calls, $nd dropped (wanted 0)"
 fi
 
 # 4. Standby, then attach for 3 s.
@@ -120,11 +130,12 @@ print("%.2f %d" % (((max(e for _, e in rows) - min(s for s, _ in rows)) / 1e9) i
   all=$(kernels "$d"/*.gpscope | wc -l)
   echo "   attach wall time $(python3 -c "print(round($t1 - $t0, 2))") s for a 3 s window"
   wl=$(launches "$win")
+  wd=$(dropped "$win")
   if [ "$rc" = 0 ] && [ -s "$d/attach/report.html" ] && [ "$wcount" -gt 0 ] && [ "$all" = "$wcount" ] &&
-     python3 -c "import sys; sys.exit(0 if 2.0 <= $wspan <= 3.6 and $wl >= 0.9 * $wcount else 1)"; then
-    ok "attach: $wcount kernels over ${wspan} s, $wl launch calls, none outside the window, report written"
+     python3 -c "import sys; sys.exit(0 if 2.0 <= $wspan <= 3.6 and $wl >= 0.9 * $wcount and $wd == 0 else 1)"; then
+    ok "attach: $wcount kernels over ${wspan} s, $wl launch calls, $wd dropped, none outside the window, report written"
   else
-    bad "attach: rc=$rc window kernels=$wcount launch calls=$wl span=${wspan}s, node-file kernels=$all (see $out/attach.err)"
+    bad "attach: rc=$rc window kernels=$wcount launch calls=$wl dropped=$wd span=${wspan}s, node-file kernels=$all (see $out/attach.err)"
   fi
 fi
 kill "$app" 2>/dev/null; wait "$app" 2>/dev/null

@@ -1087,6 +1087,31 @@ void CollectorCuptiTest::RunDelayWindow(const Env& extra) {
   ASSERT_TRUE(t.end.has_value());
 }
 
+// The forced flush that closes a window hands back the work still queued
+// on the device, without timestamps (on the H200: ~24 kernels per window of
+// a PyTorch loop, which made every `gpscope attach` trace read INCOMPLETE).
+// Launched after the window closed, that work is outside it, not lost;
+// launched inside it and still queued then, it is lost and counted.
+TEST_F(CollectorCuptiTest, WorkQueuedWhenAWindowClosesIsNotALossIfLaunchedAfter) {
+  Trace after;
+  ASSERT_NO_FATAL_FAILURE(DelayWindowTrace({{"FAKE_CUPTI_QUEUED", "5"}}, &after));
+  EXPECT_GT(after.kernels.size(), 100u);
+  EXPECT_EQ(after.Dropped(proto::DROP_CUPTI_INCOMPLETE_RECORD), 0u);
+  ASSERT_TRUE(after.end.has_value());
+  EXPECT_EQ(after.end->events_dropped(), 0u);
+}
+
+// Launches 300 kernels (0.15 s) back: inside the 0.3 s window when it
+// closes, after it at exit (the final forced flush queues 5 more).
+TEST_F(CollectorCuptiTest, WorkQueuedWhenAWindowClosesIsALossIfLaunchedInside) {
+  Trace inside;
+  ASSERT_NO_FATAL_FAILURE(DelayWindowTrace(
+      {{"FAKE_CUPTI_QUEUED", "5"}, {"FAKE_CUPTI_QUEUED_LAG", "300"}}, &inside));
+  EXPECT_EQ(inside.Dropped(proto::DROP_CUPTI_INCOMPLETE_RECORD), 5u);
+  ASSERT_TRUE(inside.end.has_value());
+  EXPECT_EQ(inside.end->events_dropped(), 5u);
+}
+
 // Where CUPTI refuses the API kinds when a window opens mid-run, the window
 // still has its kernels, and one line says the API records are missing.
 TEST_F(CollectorCuptiTest, WindowWithoutApiKindsKeepsItsKernelsAndSaysSoOnce) {

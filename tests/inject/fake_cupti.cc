@@ -51,6 +51,11 @@
 //   FAKE_CUPTI_INCOMPLETE=N   N more kernels with end == 0 (device buffer full)
 //   FAKE_CUPTI_IN_FLIGHT=1    one last kernel that never finishes (end == 0, holds
 //                             its buffer back from non-forced flushes)
+//   FAKE_CUPTI_QUEUED=K       while the workload runs, a forced flush hands over K
+//                             more kernel records still queued on the device
+//                             (start == end == 0): those of the next K launches
+//   FAKE_CUPTI_QUEUED_LAG=L   ... of launches L kernels back instead (made before
+//                             the flush and not run yet: a deep queue)
 //   FAKE_CUPTI_STEAL=M        after kernel M another client re-registers the buffer
 //                             callbacks: the buffer in flight and all later ones go
 //                             to it (it ignores buffers it did not allocate)
@@ -119,6 +124,8 @@ struct FakeConfig {
   uint64_t dropped_at_end;
   uint32_t incomplete;
   bool in_flight;
+  uint32_t queued;
+  uint64_t queued_lag;
   int64_t steal_after;  // -1: never
   bool late_kernels_dead;
   bool flush_full_only;
@@ -171,6 +178,7 @@ bool g_have_cur = false;
 uint64_t g_pending_dropped = 0;
 bool g_started = false;
 bool g_done = false;
+uint64_t g_next_kernel = 0;  // index of the workload's next kernel
 uint32_t g_app_tid = 0;  // the thread that called fake_cupti_start: "the application"
 LogEntry g_log[kLogCap];
 size_t g_log_n = 0;
@@ -181,7 +189,7 @@ struct Counters {
   uint64_t requests, refused, first_delivered, other_delivered, stolen, records_written,
       kernels_written, kernels_delivered, records_delivered, records_dropped, dropped_reported,
       flushes, forced_flushes, nonzero_buffers, misaligned_buffers, distinct_buffers,
-      buffer_lo, buffer_hi, log_overflow, get_next_calls, held_buffers, t0;
+      buffer_lo, buffer_hi, log_overflow, get_next_calls, held_buffers, t0, queued_records;
 };
 Counters g_n;
 
@@ -248,6 +256,8 @@ __attribute__((constructor)) void ReadConfig() {
   g_cfg.dropped_at_end = EnvU64("FAKE_CUPTI_DROPPED_AT_END", 0);
   g_cfg.incomplete = static_cast<uint32_t>(EnvU64("FAKE_CUPTI_INCOMPLETE", 0));
   g_cfg.in_flight = EnvU64("FAKE_CUPTI_IN_FLIGHT", 0) != 0;
+  g_cfg.queued = static_cast<uint32_t>(EnvU64("FAKE_CUPTI_QUEUED", 0));
+  g_cfg.queued_lag = EnvU64("FAKE_CUPTI_QUEUED_LAG", 0);
   g_cfg.steal_after = getenv("FAKE_CUPTI_STEAL") != nullptr
                           ? static_cast<int64_t>(EnvU64("FAKE_CUPTI_STEAL", 0))
                           : -1;
@@ -719,6 +729,7 @@ void* DeviceMain(void*) {
     const uint64_t base = g_cfg.rate_per_s > 0 ? ClockNs(CLOCK_REALTIME) - 10000 * i : t0;
     pthread_mutex_lock(&g_mu);
     FillKernel(i, base, &k);
+    g_next_kernel = i + 1;
     pthread_mutex_unlock(&g_mu);
     ApiRecord(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
               k.start - 5000, k.start - 2000, k.correlationId);
@@ -933,8 +944,37 @@ CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext, uint32_t, size
   return CUPTI_SUCCESS;
 }
 
+namespace {
+
+// The flushing thread, forced flush: FAKE_CUPTI_QUEUED kernels not run yet
+// (no timestamps) go into the buffer being handed over.
+void EmitQueued() {
+  pthread_mutex_lock(&g_mu);
+  const bool running = g_started && !g_done && g_next_kernel > g_cfg.queued_lag;
+  const uint64_t first = g_cfg.queued_lag > 0 ? g_next_kernel - g_cfg.queued_lag : g_next_kernel;
+  const uint64_t t0 = g_n.t0;
+  pthread_mutex_unlock(&g_mu);
+  if (!running || !KernelsOn()) return;
+  for (uint64_t i = first; i < first + g_cfg.queued; ++i) {
+    CUpti_ActivityKernel10 k;
+    pthread_mutex_lock(&g_mu);
+    FillKernel(i, t0, &k);
+    pthread_mutex_unlock(&g_mu);
+    k.start = 0;
+    k.end = 0;
+    k.completed = 0;
+    if (!Emit(&k, sizeof(k), true)) continue;
+    pthread_mutex_lock(&g_mu);
+    ++g_n.queued_records;
+    pthread_mutex_unlock(&g_mu);
+  }
+}
+
+}  // namespace
+
 CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
   const bool forced = (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0;
+  if (forced && g_cfg.queued > 0) EmitQueued();
   pthread_mutex_lock(&g_mu);
   if (g_complete == nullptr) {
     pthread_mutex_unlock(&g_mu);
@@ -1113,6 +1153,7 @@ FAKE_EXPORT uint64_t fake_cupti_stat(const char* name) {
       {"stolen", &g_n.stolen},
       {"records_written", &g_n.records_written},
       {"kernels_written", &g_n.kernels_written},
+      {"queued_records", &g_n.queued_records},
       {"kernels_delivered", &g_n.kernels_delivered},
       {"records_delivered", &g_n.records_delivered},
       {"records_dropped", &g_n.records_dropped},
@@ -1149,7 +1190,8 @@ FAKE_EXPORT void fake_cupti_write_stats(const char* path) {
   FILE* f = fopen(path, "w");
   if (f == nullptr) return;
   const char* names[] = {"requests", "refused", "first_delivered", "other_delivered", "stolen",
-                         "records_written", "kernels_written", "kernels_delivered",
+                         "records_written", "kernels_written", "queued_records",
+                         "kernels_delivered",
                          "records_delivered", "records_dropped", "dropped_reported", "flushes",
                          "forced_flushes", "nonzero_buffers", "misaligned_buffers",
                          "distinct_buffers", "buffer_lo", "buffer_hi", "log_overflow",
