@@ -297,6 +297,9 @@ TEST(GpscopeAttachTest, CapturesExactlyTheRequestedWindowOfAStandbyProcess) {
   EXPECT_NE(r.err.find("gpscope: tracing process " + std::to_string(app) + " for 00:01"),
             std::string::npos)
       << r.err;
+  // The copy ends with the window's end record: whole, not "no end record".
+  EXPECT_EQ(r.err.find("No end record"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("incomplete"), std::string::npos) << r.err;
 }
 
 // A collector that tells windows_written (its window's records are on disk

@@ -362,14 +362,21 @@ TEST(ExtractProcessWindowTest, CopiesTheHeaderAndOnlyThatProcesssWindowFrames) {
   // "before" was interned before the window: the window file must define it.
   mine.AddKernel(2'000'000, 1'000, "in").AddKernel(2'100'000, 1'000, "before").Flush();
   other.AddKernel(2'000'000, 1'000, "other").Flush();
-  mine.AddKernel(2'200'000, 1'000, "in").Flush();
+  mine.AddKernel(2'200'000, 1'000, "in");
+  proto::ClockSnapshot* clock = mine.batch().add_clocks();
+  clock->set_cupti_ns(2'300'000);
+  clock->set_realtime_ns(1'800'000'000'002'300'000);
+  proto::DropNotice* drop = mine.batch().add_drops();
+  drop->set_reason(proto::DROP_CUPTI_REPORTED);
+  drop->set_count(3);
+  mine.Flush();
   const uint64_t to = trace.bytes().size();
   mine.AddKernel(3'000'000, 1'000, "after").Flush();  // after the window
   ASSERT_TRUE(trace.WriteFile(node));
 
   uint64_t frames = 0;
   ASSERT_TRUE(ExtractProcessWindow(node, 100, from, to, out, &frames).ok());
-  EXPECT_EQ(frames, 4u);  // header, definitions, 2 batches
+  EXPECT_EQ(frames, 5u);  // header, definitions, 2 batches, the window's end
   struct Collect : reader::ChunkVisitor {
     std::vector<std::string> names;
     int headers = 0, kernels = 0;
@@ -391,7 +398,46 @@ TEST(ExtractProcessWindowTest, CopiesTheHeaderAndOnlyThatProcesssWindowFrames) {
   ASSERT_EQ(index->processes.size(), 1u);
   EXPECT_TRUE(index->processes[0].header.has_value());
   EXPECT_EQ(index->processes[0].lost_chunks, 0u) << "sequences renumbered: no gap";
-  EXPECT_EQ(index->processes[0].chunks, 4u);
+  EXPECT_EQ(index->processes[0].chunks, 5u);
+  // Not the process's end: the window's, so the copy reads as whole.
+  ASSERT_TRUE(index->processes[0].end.has_value());
+  const proto::ProcessEnd& end = *index->processes[0].end;
+  EXPECT_EQ(end.reason(), proto::END_WINDOW_CUT);
+  EXPECT_EQ(end.end_ns(), 2'300'000u);
+  EXPECT_EQ(end.clock().realtime_ns(), 1'800'000'000'002'300'000u);
+  EXPECT_EQ(end.chunks_written(), 5u);
+  EXPECT_EQ(end.events_dropped(), 3u);
+}
+
+// A process that exits inside the window keeps its own end chunk, only it.
+TEST(ExtractProcessWindowTest, AProcessThatEndedInTheWindowKeepsItsOwnEnd) {
+  TempDir tmp;
+  const std::string node = tmp.path() + "/node.gpscope", out = tmp.path() + "/window.gpscope";
+  TraceBuilder trace;
+  TraceBuilder::Process& mine = trace.AddProcess(0xAA, 100);
+  mine.WriteHeader();
+  const uint64_t from = trace.bytes().size();
+  mine.AddKernel(2'000'000, 1'000, "in");
+  proto::ProcessEnd exit_end;
+  exit_end.set_reason(proto::END_EXIT);
+  mine.WriteEnd(exit_end);
+  ASSERT_TRUE(trace.WriteFile(node));
+
+  uint64_t frames = 0;
+  ASSERT_TRUE(ExtractProcessWindow(node, 100, from, trace.bytes().size(), out, &frames).ok());
+  struct Ends : reader::ChunkVisitor {
+    int ends = 0;
+    absl::Status OnChunk(const reader::ChunkContext&, const proto::Chunk& c) override {
+      ends += c.has_end() ? 1 : 0;
+      return absl::OkStatus();
+    }
+  } ends;
+  absl::StatusOr<reader::TraceIndex> index = reader::ReadTraces({out}, ends);
+  ASSERT_TRUE(index.ok());
+  EXPECT_EQ(ends.ends, 1);
+  ASSERT_TRUE(index->processes[0].end.has_value());
+  EXPECT_EQ(index->processes[0].end->reason(), proto::END_EXIT);
+  EXPECT_EQ(index->processes[0].lost_chunks, 0u);
 }
 
 // ---------------------------------------------------------- /proc, errors --

@@ -378,8 +378,13 @@ void RenderProcessText(const ProcessReport& p, TextOut& t) {
     const proto::ProcessEnd& e = *info.end;
     std::string end = EndName(e.reason());
     if (e.reason() == proto::END_SIGNAL) absl::StrAppend(&end, " ", e.signal());
-    absl::StrAppend(&end, ", ", Count(e.events_written()), " events written, ",
-                    Count(e.events_dropped()), " dropped");
+    if (e.reason() == proto::END_WINDOW_CUT) {
+      absl::StrAppend(&end, ": one window copied out by gpscope attach, the process ran on; ",
+                      Count(e.events_dropped()), " dropped in it");
+    } else {
+      absl::StrAppend(&end, ", ", Count(e.events_written()), " events written, ",
+                      Count(e.events_dropped()), " dropped");
+    }
     if (e.flush_timed_out()) absl::StrAppend(&end, "; final flush TIMED OUT");
     t.Row("end", end);
   } else {

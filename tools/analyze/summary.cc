@@ -591,14 +591,19 @@ void RenderCompleteness(const SummaryResult& r, Text& t) {
     if (p.undecodable_batches > 0) {
       parts.push_back(absl::StrCat(Count(p.undecodable_batches), " undecodable batches"));
     }
-    parts.push_back(p.clean_end ? absl::StrCat("clean end (", EndName(p.end_reason), ")")
-                                : std::string("NO END RECORD (killed, crashed or still running)"));
+    if (p.clean_end && p.end_reason == proto::END_WINDOW_CUT) {
+      parts.push_back("window copied out whole by gpscope attach (the process ran on)");
+    } else {
+      parts.push_back(p.clean_end
+                          ? absl::StrCat("clean end (", EndName(p.end_reason), ")")
+                          : std::string("NO END RECORD (killed, crashed or still running)"));
+    }
     t.Para(2,
            absl::StrCat(pr.label, ": ", pr.complete ? "complete: " : "INCOMPLETE: ",
                         absl::StrJoin(parts, ", "), "; ", Count(p.events), " events"),
            4);
     for (const proto::LostInterval& l : p.lost_intervals) {
-      t.Para(4, absl::StrCat("lost ", Offset(l.start_ns(), p.first_ns), " ",
+      t.Para(4, absl::StrCat("lost at ", Offset(l.start_ns(), p.first_ns), " ",
                              l.end_ns() == 0 ? std::string("to the end")
                                              : absl::StrCat("for ", Time(l.end_ns() - std::min(l.end_ns(), l.start_ns()))),
                              ": ", Spaced(LostName(l.reason())),

@@ -117,7 +117,9 @@ ClientError Request(const std::string& socket, const std::string& line, std::str
 // configs, devices, contexts, metric descriptors); pass 2 writes the header,
 // one batch holding those definitions, then the window's chunks. Sequence
 // numbers are renumbered so the reader sees no gap where the chunks before
-// the window were left out.
+// the window were left out. The copy ends with the process's own end chunk
+// when it exited inside the window, else with one saying END_WINDOW_CUT: the
+// window is whole, the process ran on.
 class WindowExtractor : public FrameVisitor {
  public:
   explicit WindowExtractor(uint32_t pid) : pid_(pid) {}
@@ -138,6 +140,11 @@ class WindowExtractor : public FrameVisitor {
     }
     const bool mine = uid_ != 0 ? c.process_uid() == uid_ : c.pid() == pid_;
     if (!mine || (c.has_header() && header_.has_header())) return;
+    saw_end_ |= c.has_end();
+    for (const proto::ClockSnapshot& clock : c.batch().clocks()) {
+      if (clock.cupti_ns() >= last_clock_.cupti_ns()) last_clock_ = clock;
+    }
+    for (const proto::DropNotice& d : c.batch().drops()) dropped_ += d.count();
     proto::Chunk copy = c;
     Emit(copy);
   }
@@ -159,6 +166,18 @@ class WindowExtractor : public FrameVisitor {
     return ok_;
   }
   bool Close() {
+    if (!saw_end_ && header_.has_header() && frames_ > 0) {
+      proto::Chunk end;
+      end.set_process_uid(header_.process_uid());
+      end.set_pid(header_.pid());
+      proto::ProcessEnd& e = *end.mutable_end();
+      e.set_reason(proto::END_WINDOW_CUT);
+      e.set_end_ns(last_clock_.cupti_ns());
+      if (last_clock_.cupti_ns() != 0) *e.mutable_clock() = last_clock_;
+      e.set_chunks_written(next_sequence_ + 1);
+      e.set_events_dropped(dropped_);
+      Emit(end);
+    }
     if (fd_ >= 0 && close(fd_) != 0) ok_ = false;
     fd_ = -1;
     return ok_;
@@ -214,6 +233,9 @@ class WindowExtractor : public FrameVisitor {
   proto::EventBatch definitions_;
   std::set<uint32_t> strings_, configs_;
   uint64_t next_sequence_ = 0;
+  bool saw_end_ = false;            // the process's own end chunk was in the window
+  proto::ClockSnapshot last_clock_;  // the window's latest
+  uint64_t dropped_ = 0;            // records its drop notices count
   std::unique_ptr<format::FrameEncoder> encoder_;
   size_t encoder_capacity_ = 0;
   int fd_ = -1;
