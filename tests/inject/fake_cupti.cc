@@ -517,6 +517,19 @@ void FillKernel(uint64_t i, uint64_t t0, CUpti_ActivityKernel10* k) {
   k->clusterZ = 1;
 }
 
+// Kernel i without timestamps (start == end == 0): not run yet, or the
+// device could not record them. False when the record was dropped.
+bool EmitUntimedKernel(uint64_t i, uint64_t t0) {
+  CUpti_ActivityKernel10 k;
+  pthread_mutex_lock(&g_mu);
+  FillKernel(i, t0, &k);
+  pthread_mutex_unlock(&g_mu);
+  k.start = 0;
+  k.end = 0;
+  k.completed = 0;
+  return Emit(&k, sizeof(k), true);
+}
+
 // Pacing for FAKE_CUPTI_RATE: kernel i is due at start + i / rate.
 void Pace(uint64_t i, uint64_t start_mono_ns) {
   if (g_cfg.rate_per_s == 0) return;
@@ -743,16 +756,7 @@ void* DeviceMain(void*) {
     }
   }
   // Kernels whose timestamps the device could not record.
-  for (uint32_t j = 0; j < g_cfg.incomplete && KernelsOn(); ++j, ++i) {
-    CUpti_ActivityKernel10 k;
-    pthread_mutex_lock(&g_mu);
-    FillKernel(i, t0, &k);
-    pthread_mutex_unlock(&g_mu);
-    k.start = 0;
-    k.end = 0;
-    k.completed = 0;
-    Emit(&k, sizeof(k), true);
-  }
+  for (uint32_t j = 0; j < g_cfg.incomplete && KernelsOn(); ++j, ++i) EmitUntimedKernel(i, t0);
   if (g_cfg.in_flight && KernelsOn()) {
     CUpti_ActivityKernel10 k;
     pthread_mutex_lock(&g_mu);
@@ -956,14 +960,7 @@ void EmitQueued() {
   pthread_mutex_unlock(&g_mu);
   if (!running || !KernelsOn()) return;
   for (uint64_t i = first; i < first + g_cfg.queued; ++i) {
-    CUpti_ActivityKernel10 k;
-    pthread_mutex_lock(&g_mu);
-    FillKernel(i, t0, &k);
-    pthread_mutex_unlock(&g_mu);
-    k.start = 0;
-    k.end = 0;
-    k.completed = 0;
-    if (!Emit(&k, sizeof(k), true)) continue;
+    if (!EmitUntimedKernel(i, t0)) continue;
     pthread_mutex_lock(&g_mu);
     ++g_n.queued_records;
     pthread_mutex_unlock(&g_mu);
