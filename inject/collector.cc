@@ -798,8 +798,12 @@ void Collector::ApplyTransitions(const control::Transition* t, size_t n) {
                                format::MakeStringRef("enabling kernel activity failed")});
         continue;
       }
-      CloseOutsideWindow(t[i].at_ns);
-      gate_start_ns_ = t[i].at_ns;
+      // Kernels gated (GPSCOPE_DIAG_GATE_KERNELS) are recorded all along,
+      // the other kinds only from now: the window starts when they are on,
+      // so each kept kernel has its launch call (a busy writer can be ms late).
+      const uint64_t start_ns = kernels_always_on_ ? std::max(t[i].at_ns, NowNs()) : t[i].at_ns;
+      CloseOutsideWindow(start_ns);
+      gate_start_ns_ = start_ns;
       gate_end_ns_ = 0;
       GPSCOPE_LOG_INFO("capture window starts (%s) at %llu", why,
                        static_cast<unsigned long long>(t[i].at_ns));
