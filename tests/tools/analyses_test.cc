@@ -351,6 +351,50 @@ TEST(RulesTest, CaptureWindowTimeIsNotALoss) {
   }
 }
 
+// Two capture windows of one process (attach twice, or repeat windows): the
+// 3.5 s between them were not traced, so they are neither idle nor host
+// wait, and no step statistic spans them. Without the lost interval the
+// same ops read as a 3.5 s idle gap (the control).
+TEST(RulesTest, TimeBetweenCaptureWindowsIsNotIdle) {
+  auto two_windows = [](bool record_off, const std::string& name) {
+    TraceBuilder trace;
+    Synth s(trace);
+    LoopOptions o;
+    o.steps = 25;
+    HealthyLoop(s, o, kT0);
+    const uint64_t off_start = kT0 + 25 * o.step_ns + 5 * kMs;  // the gate closes
+    const uint64_t second = kT0 + 4 * kS;
+    if (record_off) {
+      proto::LostInterval* l = s.p().batch().add_lost_intervals();
+      l->set_start_ns(off_start);
+      l->set_end_ns(second);
+      l->set_reason(proto::LOST_TRACING_DISABLED);
+      l->set_detail("outside the capture window");
+    }
+    HealthyLoop(s, o, second);
+    s.p().WriteEnd();
+    return Analyze(trace, name);
+  };
+  const Result gap = two_windows(false, "two_windows_unmarked");
+  EXPECT_GT(gap.report().long_gap_count, 0.0);
+  EXPECT_LT(gap.report().busy_share, 0.5);
+  EXPECT_GT(gap.report().step_period.max, 1.0 * kS);
+
+  const Result r = two_windows(true, "two_windows");
+  const analyses::GpuReport& g = r.report();
+  EXPECT_TRUE(WarningRules(r.findings()).empty()) << Describe(r.findings());
+  EXPECT_EQ(FindRule(r.findings(), "data-starvation"), nullptr) << Describe(r.findings());
+  EXPECT_EQ(g.long_gap_count, 0.0);
+  EXPECT_LT(g.idle_gap_share, 0.01);
+  EXPECT_GT(g.busy_share, 0.95);
+  // The untraced part of the gap: from the lost interval's start to the
+  // second window's first op (the first window's last op ends before it).
+  EXPECT_NEAR(g.untraced_ns, 4.0 * kS - (25 * 19 + 5) * kMs, 1.0 * kMs);
+  // The step across the windows is left out: periods stay ~19 ms.
+  EXPECT_LT(g.step_period.max, 25.0 * kMs);
+  EXPECT_TRUE(r.r->report.processes.at(0).complete);
+}
+
 TEST(RulesTest, TwoProcessesOnOneGpuYieldGpuShared) {
   TraceBuilder trace;
   Synth a(trace, 0xA, 100);

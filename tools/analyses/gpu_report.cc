@@ -140,9 +140,12 @@ GpuReport ComputeGpu(const model::TraceModel& model, size_t index, const ReportO
   r.window = SteadyWindow(g);
   const uint64_t w0 = r.window.start_ns;
   const uint64_t w1 = r.window.end_ns;
-  const double wlen = static_cast<double>(std::max<uint64_t>(1, r.window.length_ns()));
   const Timeline& t = g.timeline;
   auto sum = [&](int field) { return t.Sum(field, w0, w1); };
+  // Time between capture windows (or otherwise untraced) is neither busy nor
+  // idle: shares are of the traced time.
+  r.untraced_ns = sum(model::kUntracedNs);
+  const double wlen = r.traced_window_ns();
 
   // Busy and idle.
   r.busy_ns = sum(model::kBusyNs);
@@ -163,7 +166,8 @@ GpuReport ComputeGpu(const model::TraceModel& model, size_t index, const ReportO
   // The four numbers.
   r.idle_gap_share = r.gap_idle.total_ns() / wlen;
   {
-    const double span = static_cast<double>(std::max<uint64_t>(1, r.span_ns));
+    const double span =
+        std::max(1.0, static_cast<double>(r.span_ns) - t.Total(model::kUntracedNs));
     r.idle_gap_share_span =
         (t.Total(model::kGapHostNs) + t.Total(model::kGapSyncNs) + t.Total(model::kGapOtherNs)) /
         span;

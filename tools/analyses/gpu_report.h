@@ -22,6 +22,7 @@
 #ifndef GPSCOPE_TOOLS_ANALYSES_GPU_REPORT_H_
 #define GPSCOPE_TOOLS_ANALYSES_GPU_REPORT_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -137,7 +138,14 @@ struct GpuReport {
   double busy_ns = 0;         // union of kernels, copies, memsets
   double kernel_busy_ns = 0;  // union of kernels
   double kernel_ns = 0, copy_ns = 0, memset_ns = 0;  // summed durations
-  double busy_share = 0;      // busy / window
+  double busy_share = 0;      // busy / traced window
+  // Device time in the window inside the process's lost intervals (between
+  // capture windows, yielded to another profiler): neither busy nor idle.
+  double untraced_ns = 0;
+  // The window's traced length (at least 1 ns): the denominator of its shares.
+  double traced_window_ns() const {
+    return std::max(1.0, static_cast<double>(window.length_ns()) - untraced_ns);
+  }
   IdleSplit gap_idle;         // device idle in gaps >= threshold, by cause
   IdleSplit short_gap_idle;   // device idle in shorter gaps, by cause
   double long_gap_ns = 0;     // in gaps >= the long-gap threshold

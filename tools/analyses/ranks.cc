@@ -146,7 +146,7 @@ RankReport ComputeRanks(const model::TraceModel& model, const SummaryReport& sum
       row.step_p50_ns = g.step_period.p50;
       row.step_p95_ns = g.step_period.p95;
     }
-    row.window_ns = static_cast<double>(g.window.length_ns());
+    row.window_ns = g.traced_window_ns();
     row.compute_busy_ns = g.compute_busy_ns;
     row.comm_busy_ns = g.comm_busy_ns;
     row.busy_share = g.busy_share;

@@ -98,7 +98,7 @@ void DataStarvation(const Context& c, const GpuReport& g, Finding f) {
 
 void LaunchBound(const Context& c, const GpuReport& g, Finding f) {
   (void)c;
-  const double wlen = static_cast<double>(std::max<uint64_t>(1, g.window.length_ns()));
+  const double wlen = g.traced_window_ns();
   const double launch_gap_ns = g.short_gap_idle.host_ns + g.short_gap_idle.kernel_ns;
   const double launch_gap_share = launch_gap_ns / wlen;
   const double short_share =
@@ -147,7 +147,7 @@ void LaunchBound(const Context& c, const GpuReport& g, Finding f) {
 }
 
 void HostSync(const Context& c, const GpuReport& g, Finding f) {
-  const double wlen = static_cast<double>(std::max<uint64_t>(1, g.window.length_ns()));
+  const double wlen = g.traced_window_ns();
   const double sync_wait_ns = g.gap_idle.sync_ns + g.short_gap_idle.sync_ns;
   const double share = sync_wait_ns / wlen;
   if (share < kSyncWaitShare) return;
@@ -229,7 +229,7 @@ void PageableCopies(const Context& c, const GpuReport& g, Finding f) {
     time_ns += r.duration_ns;
   }
   if (count == 0) return;
-  const double wlen = static_cast<double>(std::max<uint64_t>(1, g.window.length_ns()));
+  const double wlen = g.traced_window_ns();
   const bool matters = g.pageable_copy_count >= kPageableWarnCount ||
                        g.pageable_copy_ns / wlen >= kPageableWarnShare;
   f.severity = matters ? Severity::kWarning : Severity::kInfo;
@@ -351,7 +351,7 @@ void DominantKernel(const Context& c, const GpuReport& g, Finding f) {
 
 void LowSmEfficiency(const Context& c, const GpuReport& g, Finding f) {
   if (g.est_sm_efficiency < 0 || g.est_sm_efficiency >= kLowSmEfficiency) return;
-  const double wlen = static_cast<double>(std::max<uint64_t>(1, g.window.length_ns()));
+  const double wlen = g.traced_window_ns();
   const double kernel_busy_share = g.kernel_busy_ns / wlen;
   if (kernel_busy_share < kLowSmMinKernelBusyShare) return;
   f.severity = Severity::kWarning;
@@ -450,7 +450,7 @@ void MemoryBandwidthBound(const Context& c, const GpuReport& g, Finding f) {
       g.dram_util.percent < kDramBoundPercent) {
     return;
   }
-  const double wlen = static_cast<double>(std::max<uint64_t>(1, g.window.length_ns()));
+  const double wlen = g.traced_window_ns();
   const double kernel_busy_share = g.kernel_busy_ns / wlen;
   if (kernel_busy_share < kDramBoundMinKernelBusyShare) return;
   f.severity = Severity::kWarning;
@@ -534,7 +534,7 @@ void LowOccupancy(const Context& c, const GpuReport& g, Finding f) {
       g.occupancy_known_share < kLowOccupancyMinKnownShare) {
     return;
   }
-  const double wlen = static_cast<double>(std::max<uint64_t>(1, g.window.length_ns()));
+  const double wlen = g.traced_window_ns();
   const double kernel_busy_share = g.kernel_busy_ns / wlen;
   if (kernel_busy_share < kLowSmMinKernelBusyShare) return;
   f.severity = Severity::kWarning;
@@ -582,7 +582,7 @@ void LowCommOverlap(const Context& c, const GpuReport& g, Finding f) {
     if (r.gpu_index == g.gpu_index && r.collectives > 0) wait_ns = r.wait_ns;
   }
   const double exposed_ns = std::max(0.0, g.comm_busy_ns - g.comm_overlap_ns - wait_ns);
-  const double wlen = static_cast<double>(std::max<uint64_t>(1, g.window.length_ns()));
+  const double wlen = g.traced_window_ns();
   if (wait_ns > 0 && exposed_ns < kCommMinShare * wlen) return;
   f.severity = Severity::kWarning;
   f.cost_ns = Ns(exposed_ns);

@@ -23,7 +23,11 @@ WindowRow Row(const model::GpuModel& g, const model::ProcessModel* p, uint64_t s
               uint64_t end_ns) {
   const model::Timeline& t = g.windows;
   auto sum = [&](int field) { return t.Sum(field, start_ns, end_ns); };
-  const double length = static_cast<double>(std::max<uint64_t>(1, end_ns - start_ns));
+  // Shares are of the traced part; a row with almost nothing traced (between
+  // capture windows) has none (NaN: a gap in the charts, skipped by spreads).
+  const double full = static_cast<double>(std::max<uint64_t>(1, end_ns - start_ns));
+  const double traced = full - std::min(full, sum(model::kWinUntracedNs));
+  const double length = traced >= 0.01 * full ? std::max(1.0, traced) : kNaN;
   WindowRow r;
   auto& v = r.values;
   r.start_ns = start_ns;

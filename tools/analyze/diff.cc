@@ -36,7 +36,7 @@ std::vector<DiffNumber> Numbers(const SummaryResult& r) {
   RunValue step_p50, step_p95;
   model::LogHistogram kernels;
   for (const GpuReport& g : r.report.gpus) {
-    const double w = static_cast<double>(g.window.length_ns());
+    const double w = g.traced_window_ns();
     window += w;
     busy += g.busy_ns;
     gap += g.gap_idle.total_ns();

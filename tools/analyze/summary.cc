@@ -235,7 +235,7 @@ void RenderFindings(const SummaryResult& r, Text& t) {
 }
 
 void RenderIdle(const GpuReport& g, uint64_t threshold_ns, Text& t) {
-  const double wlen = static_cast<double>(std::max<uint64_t>(1, g.window.length_ns()));
+  const double wlen = g.traced_window_ns();
   const std::string thr = Time(threshold_ns);
   t.Line(absl::StrFormat("  %-20s%22s%22s%22s", "idle (steady window)",
                          absl::StrCat("gaps >= ", thr), absl::StrCat("gaps < ", thr),
@@ -425,11 +425,19 @@ void RenderWindowsLine(const GpuReport& g, Text& t) {
   const analyses::WindowTable& w = g.windows;
   if (w.rows.size() < 2) return;
   std::vector<double> busy;
-  for (const analyses::WindowRow& row : w.rows) busy.push_back(row.values[analyses::kColBusyShare]);
+  for (const analyses::WindowRow& row : w.rows) {
+    const double share = row.values[analyses::kColBusyShare];
+    if (!std::isnan(share)) busy.push_back(share);  // NaN: untraced
+  }
+  if (busy.size() < 2) return;
   std::sort(busy.begin(), busy.end());
   auto at = [&busy](double q) { return busy[static_cast<size_t>(q * static_cast<double>(busy.size() - 1))]; };
+  const std::string traced =
+      busy.size() < w.rows.size()
+          ? absl::StrCat(" (", Count(static_cast<uint64_t>(busy.size())), " traced)")
+          : "";
   t.Row("windows", absl::StrCat(Count(static_cast<uint64_t>(w.rows.size())), " x ", Time(w.width_ns),
-                                w.coarsened ? " (coarsened: long run)" : "",
+                                traced, w.coarsened ? " (coarsened: long run)" : "",
                                 ": busy share P10 ", Percent(at(0.1)), ", P50 ",
                                 Percent(at(0.5)), ", P90 ", Percent(at(0.9)),
                                 " (csv: --table windows)"));
@@ -476,7 +484,12 @@ void RenderGpu(const SummaryResult& r, const GpuReport& g, Text& t) {
                                                        '=')));
   t.Row("span", absl::StrCat(Time(g.span_ns), " of GPU activity; steady window ",
                              Time(g.window.length_ns()), " from ",
-                             Offset(g.window.start_ns, m.first_ns), ": ", g.window.basis));
+                             Offset(g.window.start_ns, m.first_ns), ": ", g.window.basis,
+                             g.untraced_ns > 0
+                                 ? absl::StrCat("; ", Time(g.untraced_ns),
+                                                " of it untraced (between capture windows or "
+                                                "lost), left out of the shares")
+                                 : ""));
   t.Row("SM util", UtilText(g.sm_util));
   t.Row("memory BW", UtilText(g.dram_util));
   t.Row("kernel time",
@@ -782,6 +795,7 @@ void GpuJson(const SummaryResult& r, JsonWriter& j, const GpuReport& g) {
   j.Key("window").BeginObject();
   j.Key("start_ns").Uint(g.window.start_ns).Key("end_ns").Uint(g.window.end_ns);
   j.Key("length_ns").Uint(g.window.length_ns()).Key("basis").String(g.window.basis);
+  j.Key("untraced_ns").Uint(static_cast<uint64_t>(g.untraced_ns));
   j.EndObject();
 
   j.Key("four_numbers").BeginObject();

@@ -37,7 +37,9 @@
 //     device                null or {name, uuid, pci_bus_id, sm_count,
 //                           compute_capability, global_memory_bytes}
 //     span                  {first_ns, last_ns, length_ns}: first to last GPU activity
-//     window                {start_ns, end_ns, length_ns, basis}: the steady window
+//     window                {start_ns, end_ns, length_ns, basis, untraced_ns}: the steady
+//                           window; untraced_ns of it in lost intervals (between capture
+//                           windows), left out of every share
 //     four_numbers
 //       sm_util             {percent (null when unavailable), source ("measured"|
 //                           "estimated"|"unavailable"), basis}

@@ -40,6 +40,9 @@ constexpr size_t kSyncGaps = 16;
 constexpr size_t kPageableCopies = 5;
 constexpr size_t kSlowestSteps = 5;
 constexpr size_t kKeptLostIntervals = 16;
+// Lost intervals a process keeps for telling untraced gaps from idle ones;
+// later ones count as traced (a window a second for 12 days).
+constexpr size_t kMaxUntraced = 1u << 20;
 // Steps are attributed to at most this many GPUs of one process.
 constexpr size_t kMaxStepGpus = 8;
 // Pending steps of a process that has no GPU activity yet; beyond, the
@@ -361,6 +364,11 @@ struct ProcessState {
   std::vector<std::string> metric_label;
   std::map<uint32_t, ThreadSyncStats> sync_api_by_thread;
   std::map<uint32_t, ThreadSyncStats> sync_record_by_thread;
+  // The process's lost intervals (open ones to the end), sorted by start,
+  // and the running maximum of their ends (for a binary search): a gap
+  // between two ops is idle only where it was traced.
+  std::vector<Interval> untraced;
+  std::vector<uint64_t> untraced_max_end;
   bool anchored = false;
   uint64_t anchor_ns = 0;
   bool has_events = false;
@@ -658,6 +666,19 @@ class ModelBuilder::Impl {
         if (window_off) p.m.window_off_ns += l.end_ns() - l.start_ns();
       }
       if (l.end_ns() == 0) open_lost_.push_back({&p, l.start_ns(), window_off});
+      if (p.untraced.size() < kMaxUntraced && (l.end_ns() == 0 || l.end_ns() > l.start_ns())) {
+        const Interval u{l.start_ns(), l.end_ns() == 0 ? ~uint64_t{0} : l.end_ns()};
+        const auto at = std::upper_bound(
+            p.untraced.begin(), p.untraced.end(), u,
+            [](const Interval& a, const Interval& b) { return a.start_ns < b.start_ns; });
+        size_t i = static_cast<size_t>(at - p.untraced.begin());
+        p.untraced.insert(at, u);
+        p.untraced_max_end.resize(p.untraced.size());
+        for (; i < p.untraced.size(); ++i) {  // usually just the new last one
+          p.untraced_max_end[i] = std::max(i > 0 ? p.untraced_max_end[i - 1] : 0,
+                                           p.untraced[i].end_ns);
+        }
+      }
     }
     for (const proto::CapabilityNotice& c : b.capabilities()) {
       if (!c.available()) {
@@ -1044,12 +1065,17 @@ class ModelBuilder::Impl {
       api = &api_ref;
       p.launches.Release(e);
     }
-    const uint64_t threshold = options_.idle_gap_threshold_ns;
-
     Interval closed;
     if (g.all.Add(op.start_ns, op.end_ns, &closed)) {
       Busy(p, g, closed, /*kernels=*/false);
-      DeviceGap(p, g, closed.end_ns, op.start_ns, Classify(p, closed.end_ns, op.start_ns, api));
+      ForTracedParts(p, closed.end_ns, op.start_ns, [&](uint64_t a, uint64_t b, bool traced) {
+        if (traced) {
+          DeviceGap(p, g, a, b, Classify(p, a, b, api));
+        } else {
+          g.m.timeline.AddSpan(kUntracedNs, a, b);
+          g.m.windows.AddSpan(kWinUntracedNs, a, b);
+        }
+      });
     }
     if (op.kind == kOpKernel && g.kernels.Add(op.start_ns, op.end_ns, &closed)) {
       Busy(p, g, closed, /*kernels=*/true);
@@ -1067,27 +1093,9 @@ class ModelBuilder::Impl {
     // HTA per-stream idle.
     StreamModel& sm = s.model;
     if (s.has_prev && op.start_ns > s.last_end_ns) {
-      const GapSplit split = Classify(p, s.last_end_ns, op.start_ns, api);
-      const uint64_t gap = op.start_ns - s.last_end_ns;
-      Timeline& t = m.timeline;
-      uint64_t at = s.last_end_ns;
-      if (split.sync_ns > 0) {
-        sm.idle_ns[static_cast<int>(GapCause::kSync)] += split.sync_ns;
-        t.AddSpan(kStreamIdleSyncNs, at, at + split.sync_ns);
-        at += split.sync_ns;
-      }
-      if (split.host_ns > 0) {
-        sm.idle_ns[static_cast<int>(GapCause::kHost)] += split.host_ns;
-        t.AddSpan(kStreamIdleHostNs, at, at + split.host_ns);
-        at += split.host_ns;
-      }
-      if (split.queued_ns > 0) {
-        const bool kernel_wait = gap < threshold;
-        sm.idle_ns[static_cast<int>(kernel_wait ? GapCause::kKernel : GapCause::kOther)] +=
-            split.queued_ns;
-        t.AddSpan(kernel_wait ? kStreamIdleKernelNs : kStreamIdleOtherNs, at,
-                  at + split.queued_ns);
-      }
+      ForTracedParts(p, s.last_end_ns, op.start_ns, [&](uint64_t a, uint64_t b, bool traced) {
+        if (traced) StreamGap(p, m, sm, a, b, api);
+      });
     }
     if (!s.has_prev) sm.first_ns = op.start_ns;
     s.last_end_ns = s.has_prev ? std::max(s.last_end_ns, op.end_ns) : op.end_ns;
@@ -1169,6 +1177,54 @@ class ModelBuilder::Impl {
     AttributeToSteps(p, g, closed, &PendingStep::comm_ns);
   }
 
+  // Calls f(a, b, traced) for the consecutive parts of [gap_start, gap_end):
+  // traced ones, and those inside one of p's lost intervals (not idle: what
+  // the GPU did there is unknown, e.g. between two capture windows).
+  template <typename F>
+  static void ForTracedParts(const ProcessState& p, uint64_t gap_start, uint64_t gap_end, F f) {
+    uint64_t at = gap_start;
+    // The first interval that may reach past gap_start.
+    const size_t first = static_cast<size_t>(
+        std::partition_point(p.untraced_max_end.begin(), p.untraced_max_end.end(),
+                             [&](uint64_t end) { return end <= gap_start; }) -
+        p.untraced_max_end.begin());
+    for (size_t i = first; i < p.untraced.size(); ++i) {
+      const Interval& u = p.untraced[i];
+      if (u.start_ns >= gap_end) break;
+      if (u.end_ns <= at) continue;
+      if (u.start_ns > at) f(at, u.start_ns, true);
+      const uint64_t hi = std::min(u.end_ns, gap_end);
+      f(std::max(at, u.start_ns), hi, false);
+      at = hi;
+      if (at >= gap_end) return;
+    }
+    if (at < gap_end) f(at, gap_end, true);
+  }
+
+  // HTA's per-stream idle in the traced gap [a, b) before `api`'s op.
+  void StreamGap(const ProcessState& p, GpuModel& m, StreamModel& sm, uint64_t a, uint64_t b,
+                 const ApiRef* api) {
+    const GapSplit split = Classify(p, a, b, api);
+    Timeline& t = m.timeline;
+    uint64_t at = a;
+    if (split.sync_ns > 0) {
+      sm.idle_ns[static_cast<int>(GapCause::kSync)] += split.sync_ns;
+      t.AddSpan(kStreamIdleSyncNs, at, at + split.sync_ns);
+      at += split.sync_ns;
+    }
+    if (split.host_ns > 0) {
+      sm.idle_ns[static_cast<int>(GapCause::kHost)] += split.host_ns;
+      t.AddSpan(kStreamIdleHostNs, at, at + split.host_ns);
+      at += split.host_ns;
+    }
+    if (split.queued_ns > 0) {
+      const bool kernel_wait = b - a < options_.idle_gap_threshold_ns;
+      sm.idle_ns[static_cast<int>(kernel_wait ? GapCause::kKernel : GapCause::kOther)] +=
+          split.queued_ns;
+      t.AddSpan(kernel_wait ? kStreamIdleKernelNs : kStreamIdleOtherNs, at, at + split.queued_ns);
+    }
+  }
+
   void DeviceGap(ProcessState& p, GpuState& g, uint64_t a, uint64_t b, const GapSplit& split) {
     (void)p;
     const uint64_t gap = b - a;
@@ -1234,6 +1290,11 @@ class ModelBuilder::Impl {
   }
 
   void FinishStep(ProcessState& p, const PendingStep& s) {
+    // A step with untraced time inside (between two capture windows) has no
+    // comparable period or idle time: counted, left out of the statistics.
+    bool untraced = false;
+    ForTracedParts(p, s.start_ns, std::max(s.start_ns, s.attributed_end_ns()),
+                   [&](uint64_t, uint64_t, bool traced) { untraced |= !traced; });
     for (auto& gp : p.gpus) {
       GpuState& g = *gp;
       if (g.step_slot >= kMaxStepGpus) continue;
@@ -1255,6 +1316,7 @@ class ModelBuilder::Impl {
         st.warmup = r;
         continue;
       }
+      if (untraced) continue;
       if (s.final) {  // not comparable with start-to-start periods
         st.last_start_ns = s.start_ns;
         continue;

@@ -99,6 +99,8 @@ enum GpuField : int {
   kCommBusyNs,           // union of communication (NCCL) kernels
   kCommOverlapNs,        // non-communication kernels running while communication runs
   kComputeBusyNs,        // union of non-communication kernels
+  kUntracedNs,           // device gaps inside the process's lost intervals (outside capture
+                         // windows, yielded to another profiler...): unknown, not idle
   kGpuFieldCount
 };
 
@@ -120,6 +122,7 @@ enum WindowField : int {
   kWinDramUtilSamples,
   kWinTensorUtilSum,   // gpm.tensor_util
   kWinTensorUtilSamples,
+  kWinUntracedNs,      // device gaps inside lost intervals (kUntracedNs)
   kWindowFieldCount
 };
 

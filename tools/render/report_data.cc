@@ -283,7 +283,11 @@ std::vector<Series> GpuSeries(const ReportInputs& in, const analyses::GpuReport&
     const uint64_t a = from_ns + i * width;
     const uint64_t b = std::min(to_ns, a + width);
     if (b <= a) continue;
-    const double w = static_cast<double>(b - a);
+    // Shares of the traced part; a bucket with almost nothing traced
+    // (between capture windows) stays NaN: a gap in the chart.
+    const double full = static_cast<double>(b - a);
+    const double w = full - std::min(full, tl.Sum(model::kUntracedNs, a, b));
+    if (w < 0.01 * full) continue;
     using model::GpuField;
     busy.values[i] = tl.Sum(model::kBusyNs, a, b) / w;
     kernel_busy.values[i] = tl.Sum(model::kKernelBusyNs, a, b) / w;
