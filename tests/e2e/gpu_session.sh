@@ -70,20 +70,26 @@ for spec in "$@"; do
     ddp) timeout -k 10 "$limit" bash "$repo/tests/e2e/ddp_gpu.sh" "$carry/bin" "$d" ${DDP_VARIANTS:+"$DDP_VARIANTS"} >"$d/stdout.txt" 2>&1 ;;
     rules) timeout -k 10 "$limit" bash "$repo/tests/e2e/rules_gpu.sh" "$carry/bin" "$d" ${RULES_ONLY:+"$RULES_ONLY"} >"$d/stdout.txt" 2>&1 ;;
     windowprobe)  # a 3 s window after WINDOW_DELAY s (default 4) of a torch_train run of
-      # WINDOW_STEPS steps (default 400): kernels gated (default), switched (diag), no window
-      for v in ${WINDOW_VARIANTS:-gated switched nowindow}; do
+      # WINDOW_STEPS steps (default 400): kinds switched on at the window (the default),
+      # kernels gated on from the start (GPSCOPE_DIAG_GATE_KERNELS=1), no window; per
+      # variant the kernels and the launch calls in the trace
+      for v in ${WINDOW_VARIANTS:-switched gated nowindow}; do
         mkdir -p "$d/$v"
         w=(GPSCOPE_CAPTURE_DELAY_S=${WINDOW_DELAY:-4} GPSCOPE_CAPTURE_DURATION_S=3)
         case $v in
-          gated) e=("${w[@]}") ;;
-          switched) e=("${w[@]}" GPSCOPE_DIAG_SWITCH_KERNELS=1) ;;
+          switched) e=("${w[@]}") ;;
+          gated) e=("${w[@]}" GPSCOPE_DIAG_GATE_KERNELS=1) ;;
           nowindow) e=() ;;
         esac
         env ${e[@]+"${e[@]}"} GPSCOPE_LOG_LEVEL=info GPSCOPE_OUTPUT="$d/$v" \
           CUDA_INJECTION64_PATH=$carry/bin/libgpscope_inject.so timeout -k 5 90 \
           python3 "$repo/bench/workloads/torch_train.py" --steps "${WINDOW_STEPS:-400}" --sleep-ms 15 \
           >"$d/$v/app.out" 2>"$d/$v/app.err"
-        echo "$v rc=$? kernels=$("$carry/bin/gpscope-analyze" dump "$d/$v"/*.gpscope 2>/dev/null | grep -c '"type":"kernel"')"
+        rc=$?
+        "$carry/bin/gpscope-analyze" dump "$d/$v"/*.gpscope >"$d/$v/dump.jsonl" 2>/dev/null
+        echo "$v rc=$rc kernels=$(grep -c '"type":"kernel"' "$d/$v/dump.jsonl")" \
+          "launch calls=$(grep '"type":"api"' "$d/$v/dump.jsonl" | grep -c LaunchKernel)"
+        rm -f "$d/$v/dump.jsonl"
         grep '^gpscope' "$d/$v/app.err" | sed "s/^/  $v: /"
       done >"$d/stdout.txt" 2>&1 ;;
     yield)  # YIELD_METRICS: the GPSCOPE_METRICS values to try, one run each
