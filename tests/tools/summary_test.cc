@@ -556,6 +556,54 @@ TEST(SummaryEmptyTest, TraceWithoutGpuActivity) {
   unlink(path.c_str());
 }
 
+// A capture window that caught no GPU work (on the H200: a 4 s delay, and
+// PyTorch's first kernel came at 8 s): the summary says when the window was
+// and when the sampled SM utilization saw the GPU at work.
+TEST(SummaryEmptyTest, AnEmptyCaptureWindowSaysWhereTheGpuWorkWas) {
+  for (bool work_inside : {false, true}) {
+    TraceBuilder trace;
+    TraceBuilder::Process& p = trace.AddProcess(1, 42);
+    p.WriteHeader();
+    auto off = [&p](uint64_t start, uint64_t end) {
+      proto::LostInterval* l = p.batch().add_lost_intervals();
+      l->set_start_ns(start);
+      l->set_end_ns(end);
+      l->set_reason(proto::LOST_TRACING_DISABLED);
+    };
+    off(kT0, kT0 + 4 * kS);  // the window is [4 s, 7 s)
+    off(kT0 + 7 * kS, kT0 + 16 * kS);
+    proto::MetricDescriptor* d = p.batch().add_metric_descriptors();
+    d->set_id(1);
+    d->set_name("gpm.sm_util");
+    d->set_unit("percent");
+    d->set_scope(proto::SCOPE_DEVICE);
+    for (int i = 0; i <= 160; ++i) {  // every 100 ms; at work from 8 s (or 5 s)
+      const uint64_t at = kT0 + static_cast<uint64_t>(i) * 100 * kMs;
+      p.Add(format::MetricSample{at, 1, at >= kT0 + (work_inside ? 5 : 8) * kS ? 40.0 : 0.0});
+    }
+    p.WriteEnd();
+    const std::string path = TempPath(work_inside ? "empty_window_inside" : "empty_window");
+    ASSERT_TRUE(trace.WriteFile(path));
+    const std::vector<std::string> words =
+        absl::StrSplit(RunCli({"summary", path}).out, ' ', absl::SkipEmpty());
+    std::string flat = absl::StrJoin(words, " ");
+    absl::StrReplaceAll({{"\n ", " "}, {"\n", " "}}, &flat);
+    EXPECT_NE(flat.find("pid 42: traced in capture window +4.000 s for 3 s"), std::string::npos)
+        << flat;
+    if (work_inside) {
+      EXPECT_NE(flat.find("from +5.000 s to +16.000 s, a span that includes the window"),
+                std::string::npos)
+          << flat;
+    } else {
+      EXPECT_NE(flat.find("gpm.sm_util saw the GPU at work from +8.000 s to +16.000 s, outside "
+                          "the window: move it"),
+                std::string::npos)
+          << flat;
+    }
+    unlink(path.c_str());
+  }
+}
+
 // ------------------------------------------------------ recorded traces --
 
 struct Recorded {

@@ -420,6 +420,57 @@ void RenderComm(const GpuReport& g, Text& t) {
                                                : std::string()));
 }
 
+// Capture windows that caught no GPU work: when they were (from the kept
+// window-off intervals) and when the sampled metrics saw the GPU at work.
+void RenderEmptyWindows(const model::TraceModel& m, Text& t) {
+  for (const model::ProcessModel& p : m.processes) {
+    if (p.window_off_count == 0) continue;
+    std::vector<std::pair<uint64_t, uint64_t>> off;
+    for (const proto::LostInterval& l : p.lost_intervals) {
+      if (l.reason() != proto::LOST_TRACING_DISABLED) continue;
+      off.push_back({l.start_ns(), l.end_ns() == 0 ? p.last_ns : l.end_ns()});
+    }
+    std::sort(off.begin(), off.end());
+    std::vector<std::string> windows;
+    uint64_t at = p.first_ns;
+    for (const auto& [a, b] : off) {
+      if (a > at) windows.push_back(absl::StrCat(Offset(at, p.first_ns), " for ", Time(a - at)));
+      at = std::max(at, b);
+    }
+    if (at < p.last_ns) {
+      windows.push_back(absl::StrCat(Offset(at, p.first_ns), " for ", Time(p.last_ns - at)));
+    }
+    std::string text = absl::StrCat(
+        "pid ", p.pid, ": traced in ", windows.empty() ? "no capture window" : "capture window ",
+        absl::StrJoin(windows, ", "), " (times from its first event)");
+    // gpm.sm_util where the GPU has it (nvml.gpu_util also counts copies
+    // and the driver's own set-up work).
+    const int i = p.gpu_work_samples[0] > 0 ? 0 : 1;
+    const char* metric = i == 0 ? "gpm.sm_util" : "nvml.gpu_util";
+    const uint64_t first = p.first_gpu_work_ns[i], last = p.last_gpu_work_ns[i];
+    if (p.gpu_work_samples[i] == 0) {
+      absl::StrAppend(&text, "; no GPU utilization was sampled.");
+    } else if (first == 0) {
+      absl::StrAppend(&text, "; the sampled ", metric, " stayed below 1% throughout.");
+    } else {
+      bool inside = false;  // any work sample in a window?
+      uint64_t w = p.first_ns;
+      for (const auto& [a, b] : off) {
+        inside |= a > w && first < a && last >= w;
+        w = std::max(w, b);
+      }
+      inside |= w < p.last_ns && last >= w;
+      absl::StrAppend(&text, "; the sampled ", metric, " saw the GPU at work from ",
+                      Offset(first, p.first_ns), " to ", Offset(last, p.first_ns),
+                      inside ? ", a span that includes the window although no CUDA work "
+                               "of this process was traced in it (another process's work?)"
+                             : ", outside the window: move it (a later --delay, or "
+                               "--capture-range nvtx on a range the work runs in).");
+    }
+    t.Para(2, text, 4);
+  }
+}
+
 // One line about the window table: the spread of busy share over windows.
 void RenderWindowsLine(const GpuReport& g, Text& t) {
   const analyses::WindowTable& w = g.windows;
@@ -1224,6 +1275,7 @@ std::string RenderSummaryText(const SummaryResult& r) {
   if (m.gpus.empty()) {
     t.Line();
     t.Line("No GPU activity (kernels, copies, memsets) in these files.");
+    RenderEmptyWindows(m, t);
   }
   for (const GpuReport& g : r.report.gpus) {
     t.Line();

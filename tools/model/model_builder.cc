@@ -75,6 +75,7 @@ enum MetricKind : uint8_t {
   kMetricCpuSystem,
   kMetricCollectorCpu,  // gpscope.collector_cpu_pct
   kMetricSamplerCpu,    // gpscope.sampler_cpu_pct
+  kMetricGpuUtil,       // nvml.gpu_util (only for ProcessModel::first_gpu_work_sample_ns)
 };
 
 ApiClass ClassifyApiName(std::string_view raw) {
@@ -118,6 +119,7 @@ MetricKind ClassifyMetric(const proto::MetricDescriptor& d, uint32_t own_pid) {
     if (n == "gpm.dram_bw_util") return kMetricDramUtil;
     if (n == "nvml.clock_event_reasons") return kMetricClockReasons;
     if (n == "gpm.tensor_util") return kMetricTensorUtil;
+    if (n == "nvml.gpu_util") return kMetricGpuUtil;
   }
   if (d.scope() == proto::SCOPE_PROCESS && d.pid() == own_pid) {
     if (n == "host.process_cpu_user_pct") return kMetricCpuUser;
@@ -976,6 +978,16 @@ class ModelBuilder::Impl {
         p.m.windows.Add(user ? kPWinCpuUserSamples : kPWinCpuSystemSamples, s.timestamp_ns, 1);
         continue;
       }
+      if (kind == kMetricSmUtil || kind == kMetricGpuUtil) {
+        const int i = kind == kMetricSmUtil ? 0 : 1;
+        ++p.m.gpu_work_samples[i];
+        if (s.value >= 1.0) {
+          uint64_t& first = p.m.first_gpu_work_ns[i];
+          if (first == 0 || s.timestamp_ns < first) first = s.timestamp_ns;
+          p.m.last_gpu_work_ns[i] = std::max(p.m.last_gpu_work_ns[i], s.timestamp_ns);
+        }
+      }
+      if (kind == kMetricGpuUtil) continue;
       GpuState& g = Gpu(p, p.metric_device[s.metric_id]);
       Timeline& t = g.m.timeline;
       switch (kind) {

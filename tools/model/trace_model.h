@@ -429,6 +429,11 @@ struct ProcessModel {
   // only this one).
   CpuSeries collector_cpu;
   CpuSeries sampler_cpu;
+  // When the sampled metrics saw this process's GPUs at work (>= 1%): first
+  // and last such sample of gpm.sm_util ([0]) and of nvml.gpu_util ([1]), 0
+  // if none; says where the GPU work was when a capture window caught none.
+  // gpu_work_samples: samples of each metric, at work or not.
+  uint64_t first_gpu_work_ns[2] = {}, last_gpu_work_ns[2] = {}, gpu_work_samples[2] = {};
 
   uint64_t api_calls = 0;
   LogHistogram launch_call_ns;     // CPU duration of kernel launch calls
