@@ -2,6 +2,7 @@
 #include "tools/analyses/gpu_report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
@@ -310,9 +311,11 @@ GpuReport ComputeGpu(const model::TraceModel& model, size_t index, const ReportO
   for (const model::ProcessModel& p : model.processes) {
     if (p.process_uid != g.process_uid) continue;
     const Timeline& pt = p.timeline;
-    r.sync_calls = pt.Sum(model::kSyncCalls, w0, w1);
+    // The timeline shares a bucket's counts out by time at the window's
+    // edges; a count of calls is whole.
+    r.sync_calls = std::round(pt.Sum(model::kSyncCalls, w0, w1));
     r.sync_blocked_ns = pt.Sum(model::kSyncBlockedNs, w0, w1);
-    if (r.sync_calls == 0) r.sync_calls = pt.Sum(model::kSyncRecords, w0, w1);
+    if (r.sync_calls == 0) r.sync_calls = std::round(pt.Sum(model::kSyncRecords, w0, w1));
   }
 
   // Communication.
