@@ -25,9 +25,8 @@ WindowRow Row(const model::GpuModel& g, const model::ProcessModel* p, uint64_t s
   auto sum = [&](int field) { return t.Sum(field, start_ns, end_ns); };
   // Shares are of the traced part; a row with almost nothing traced (between
   // capture windows) has none (NaN: a gap in the charts, skipped by spreads).
-  const double full = static_cast<double>(std::max<uint64_t>(1, end_ns - start_ns));
-  const double traced = full - std::min(full, sum(model::kWinUntracedNs));
-  const double length = traced >= 0.01 * full ? std::max(1.0, traced) : kNaN;
+  const double length = TracedRowNs(static_cast<double>(std::max<uint64_t>(1, end_ns - start_ns)),
+                                    sum(model::kWinUntracedNs));
   WindowRow r;
   auto& v = r.values;
   r.start_ns = start_ns;
@@ -81,6 +80,11 @@ WindowTable Rows(const model::TraceModel& model, size_t gpu_index, uint64_t widt
 }
 
 }  // namespace
+
+double TracedRowNs(double full_ns, double untraced_ns) {
+  const double traced = full_ns - std::min(full_ns, untraced_ns);
+  return traced >= 0.01 * full_ns ? std::max(1.0, traced) : kNaN;
+}
 
 const char* WindowColumnName(int column) {
   static constexpr const char* kNames[kWindowColumns] = {

@@ -28,6 +28,11 @@
 
 namespace gpscope::analyses {
 
+// The traced part of a row or chart bucket `full_ns` long with `untraced_ns`
+// of it inside lost intervals (between capture windows): the denominator of
+// its shares; NaN when under 1% of it was traced (it has no shares).
+double TracedRowNs(double full_ns, double untraced_ns);
+
 // Value columns of a window/minute row (after start_ns and end_ns); NaN
 // (JSON null, empty CSV cell) when not sampled. The names are
 // WindowColumnName(); they are a stable interface (summary --format

@@ -75,7 +75,7 @@ enum MetricKind : uint8_t {
   kMetricCpuSystem,
   kMetricCollectorCpu,  // gpscope.collector_cpu_pct
   kMetricSamplerCpu,    // gpscope.sampler_cpu_pct
-  kMetricGpuUtil,       // nvml.gpu_util (only for ProcessModel::first_gpu_work_sample_ns)
+  kMetricGpuUtil,       // nvml.gpu_util (only for ProcessModel::first_gpu_work_ns)
 };
 
 ApiClass ClassifyApiName(std::string_view raw) {

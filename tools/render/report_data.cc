@@ -285,9 +285,9 @@ std::vector<Series> GpuSeries(const ReportInputs& in, const analyses::GpuReport&
     if (b <= a) continue;
     // Shares of the traced part; a bucket with almost nothing traced
     // (between capture windows) stays NaN: a gap in the chart.
-    const double full = static_cast<double>(b - a);
-    const double w = full - std::min(full, tl.Sum(model::kUntracedNs, a, b));
-    if (w < 0.01 * full) continue;
+    const double w =
+        analyses::TracedRowNs(static_cast<double>(b - a), tl.Sum(model::kUntracedNs, a, b));
+    if (std::isnan(w)) continue;
     using model::GpuField;
     busy.values[i] = tl.Sum(model::kBusyNs, a, b) / w;
     kernel_busy.values[i] = tl.Sum(model::kKernelBusyNs, a, b) / w;
