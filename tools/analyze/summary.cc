@@ -431,14 +431,17 @@ void RenderEmptyWindows(const model::TraceModel& m, Text& t) {
       off.push_back({l.start_ns(), l.end_ns() == 0 ? p.last_ns : l.end_ns()});
     }
     std::sort(off.begin(), off.end());
-    std::vector<std::string> windows;
+    // The traced spans between them: the capture windows.
+    std::vector<std::pair<uint64_t, uint64_t>> traced;
     uint64_t at = p.first_ns;
     for (const auto& [a, b] : off) {
-      if (a > at) windows.push_back(absl::StrCat(Offset(at, p.first_ns), " for ", Time(a - at)));
+      if (a > at) traced.push_back({at, a});
       at = std::max(at, b);
     }
-    if (at < p.last_ns) {
-      windows.push_back(absl::StrCat(Offset(at, p.first_ns), " for ", Time(p.last_ns - at)));
+    if (at < p.last_ns) traced.push_back({at, p.last_ns});
+    std::vector<std::string> windows;
+    for (const auto& [a, b] : traced) {
+      windows.push_back(absl::StrCat(Offset(a, p.first_ns), " for ", Time(b - a)));
     }
     std::string text = absl::StrCat(
         "pid ", p.pid, ": traced in ", windows.empty() ? "no capture window" : "capture window ",
@@ -453,13 +456,8 @@ void RenderEmptyWindows(const model::TraceModel& m, Text& t) {
     } else if (first == 0) {
       absl::StrAppend(&text, "; the sampled ", metric, " stayed below 1% throughout.");
     } else {
-      bool inside = false;  // any work sample in a window?
-      uint64_t w = p.first_ns;
-      for (const auto& [a, b] : off) {
-        inside |= a > w && first < a && last >= w;
-        w = std::max(w, b);
-      }
-      inside |= w < p.last_ns && last >= w;
+      bool inside = false;  // [first, last] reaches into a window
+      for (const auto& [a, b] : traced) inside |= first < b && last >= a;
       absl::StrAppend(&text, "; the sampled ", metric, " saw the GPU at work from ",
                       Offset(first, p.first_ns), " to ", Offset(last, p.first_ns),
                       inside ? ", a span that includes the window although no CUDA work "
