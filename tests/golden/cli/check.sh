@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# tests/golden/cli/check.sh: pins what every gpscope-analyze command prints
+# for the recorded traces in tests/data, beside the summary goldens
+# (tests/golden/summary). A refactor of the offline pipeline must keep these
+# byte-identical; a commit that changes them on purpose says why.
+#
+#   check.sh ANALYZE_BIN            compare (exit 1 if any output differs)
+#   check.sh ANALYZE_BIN --update   rewrite the goldens, then review `git diff`
+#
+# Per trace T (tests/data/T.gpscope), run from the repository root (paths in
+# the outputs are relative to it):
+#   T/info.txt, T/metrics.txt, T/metrics.json    `info`, `metrics` (text, JSON)
+#   T/report.json.zst        `report --data-only --no-compress`
+#   T/export.json.zst, T/dump.jsonl.zst          `export`, `dump`, whole, for
+#                            the traces in $small only (they are megabytes)
+#   T/digests.txt            sha256 and byte count of `export` and `dump`
+# .zst goldens are compared by content (zstd -dc), so a zstd version that
+# compresses differently changes nothing. The analyzer's own version string
+# is replaced by @VERSION@ (the collector version a trace recorded is data
+# and stays), so a new version or git description touches no golden.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../../.." && pwd)
+golden=$root/tests/golden/cli
+bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+update=0
+[ "${2:-}" = "--update" ] && update=1
+cd "$root"
+small="torch_train h200x2_ddp_straggler"
+
+version=$("$bin" --version 2>/dev/null | head -1 | awk '{print $NF}')
+[ -n "$version" ] || { echo "FAIL: '$bin --version' printed nothing"; exit 1; }
+normalize() { sed -e "s/gpscope-analyze ${version//./\\.}/gpscope-analyze @VERSION@/g"; }
+# run OUT ARGS...: the command's stdout, then its stderr and a non-zero exit
+# status (a failure on a recorded trace is part of the output), normalized.
+run() {
+  local out=$1 rc=0; shift
+  "$bin" "$@" >"$tmp/stdout" 2>"$tmp/stderr" || rc=$?
+  { cat "$tmp/stdout"
+    if [ -s "$tmp/stderr" ]; then echo "--- stderr"; cat "$tmp/stderr"; fi
+    [ $rc = 0 ] || echo "--- exit status $rc"
+  } | normalize >"$out"
+}
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+# check NAME FILE: this run's FILE against golden NAME (NAME.zst: compressed).
+check() {
+  local name=$1 got=$2 want=$golden/$1
+  if [ $update = 1 ]; then
+    mkdir -p "$(dirname "$want")"
+    case $name in
+      *.zst) zstd -q -19 -T0 --no-progress -f -o "$want" "$got" ;;
+      *) cp "$got" "$want" ;;
+    esac
+    return 0
+  fi
+  if [ ! -f "$want" ]; then
+    echo "FAIL $name: no golden"; failed=1; return 0
+  fi
+  local plain=$want
+  case $name in
+    *.zst) plain=$tmp/want; zstd -q -dc "$want" >"$plain" ;;
+  esac
+  if ! cmp -s "$plain" "$got"; then
+    echo "FAIL $name differs (< golden, > now):"
+    diff "$plain" "$got" | head -20 || true
+    failed=1
+  fi
+}
+
+for trace in tests/data/*.gpscope; do
+  t=$(basename "$trace" .gpscope)
+  d=$tmp/$t; mkdir -p "$d"
+  run "$d/info.txt" info "$trace"
+  run "$d/metrics.txt" metrics "$trace"
+  run "$d/metrics.json" metrics --format json "$trace"
+  run "$d/report.json" report --data-only --no-compress -o /dev/stdout "$trace"
+  run "$d/export.json" export "$trace"
+  run "$d/dump.jsonl" dump "$trace"
+  for f in export.json dump.jsonl; do
+    echo "${f%%.*} $(sha256sum <"$d/$f" | cut -d' ' -f1) $(wc -c <"$d/$f") bytes"
+  done >"$d/digests.txt"
+  for f in info.txt metrics.txt metrics.json digests.txt; do check "$t/$f" "$d/$f"; done
+  check "$t/report.json.zst" "$d/report.json"
+  case " $small " in
+    *" $t "*) check "$t/export.json.zst" "$d/export.json"
+              check "$t/dump.jsonl.zst" "$d/dump.jsonl" ;;
+  esac
+  rm -f "$d"/*.json "$d"/*.jsonl
+done
+if [ $update = 1 ]; then
+  git -C "$root" status --short -- tests/golden/cli || true
+  exit 0
+fi
+if [ $failed = 1 ]; then
+  echo "If the change is intended, run tests/golden/cli/check.sh $1 --update and review the diff."
+  exit 1
+fi
+echo "cli goldens: $(ls tests/data/*.gpscope | wc -l) traces, all outputs match"
