@@ -14,6 +14,9 @@
 #   T/export.json.zst, T/dump.jsonl.zst          `export`, `dump`, whole, for
 #                            the traces in $small only (they are megabytes)
 #   T/digests.txt            sha256 and byte count of `export` and `dump`
+#   T/csv_<table>.csv        `summary --format csv --table <table>`, each table
+#   T/rules.txt (once, at the top: rules/list.txt)  `summary --rules`
+#   diff/<base>-<new>.{txt,json}  `diff` of pairs of recorded traces
 # .zst goldens are compared by content (zstd -dc), so a zstd version that
 # compresses differently changes nothing. The analyzer's own version string
 # is replaced by @VERSION@ (the collector version a trace recorded is data
@@ -82,12 +85,28 @@ for trace in tests/data/*.gpscope; do
     echo "${f%%.*} $(sha256sum <"$d/$f" | cut -d' ' -f1) $(wc -c <"$d/$f") bytes"
   done >"$d/digests.txt"
   for f in info.txt metrics.txt metrics.json digests.txt; do check "$t/$f" "$d/$f"; done
+  for table in kernels windows minutes copies steps ranks; do
+    run "$d/csv_$table.csv" summary --format csv --table $table "$trace"
+    check "$t/csv_$table.csv" "$d/csv_$table.csv"
+  done
   check "$t/report.json.zst" "$d/report.json"
   case " $small " in
     *" $t "*) check "$t/export.json.zst" "$d/export.json"
               check "$t/dump.jsonl.zst" "$d/dump.jsonl" ;;
   esac
   rm -f "$d"/*.json "$d"/*.jsonl
+done
+mkdir -p "$tmp/diff"
+run "$tmp/rules.txt" summary --rules
+check "rules/list.txt" "$tmp/rules.txt"
+for pair in torch_train:torch_train_sync torch_train:torch_train_starved \
+            h200x2_ddp_balanced:h200x2_ddp_straggler torch_train:torch_train; do
+  b=${pair%%:*} n=${pair#*:}
+  for fmt in text json; do
+    ext=txt; [ $fmt = json ] && ext=json
+    run "$tmp/diff/$b-$n.$ext" diff --format $fmt tests/data/$b.gpscope tests/data/$n.gpscope
+    check "diff/$b-$n.$ext" "$tmp/diff/$b-$n.$ext"
+  done
 done
 if [ $update = 1 ]; then
   git -C "$root" status --short -- tests/golden/cli || true
