@@ -13,8 +13,9 @@ program is listed); `expected` is "none" exactly for healthy controls
 analyzer's catalogue (rules.cc), or, with needs_new_rule, a proposed id
 that is not in the catalogue yet, listed under proposed_rules, with its
 expected_cause in words; acceptable ids are known too; at least 24
-workloads, 4 healthy, 5 marked for issue 20. --update rewrites each
-site's line number from the tags (for when code moved) and checks again.
+workloads, 4 healthy, 5 marked for issue 20; README.md's workload table
+is the manifest's. --update rewrites each site's line number from the
+tags (for when code moved) and README.md's table, and checks again.
 Exit 0 when all hold, 1 with one line per problem, 2 on bad usage.
 """
 import argparse
@@ -153,6 +154,45 @@ def check(m, rules):
     return problems
 
 
+README = os.path.join(HERE, "README.md")
+BEGIN, END = "<!-- corpus-table: made by check_manifest.py --update -->", "<!-- /corpus-table -->"
+
+
+def table(m):
+    """The manifest as a Markdown table (README.md's copy is checked)."""
+    rows = ["| # | workload | built on | bottleneck | expected top | also right | sites |",
+            "|---|---|---|---|---|---|---|"]
+    for i, w in enumerate(m["workloads"], 1):
+        short = "healthy control" if w["healthy"] else w["bottleneck"].split(":")[0]
+        exp = w["expected"] + (" (new rule)" if w["needs_new_rule"] else "")
+        sites = ", ".join(f"{os.path.basename(s['file'])}:{s['line']}" for s in w["sites"])
+        env = " ".join(f"{k}={v}" for k, v in w["env"].items())
+        rows.append(f"| {i} | {w['name']}{' (' + env + ')' if env else ''} | {', '.join(w['libraries'])} | "
+                    f"{short} | {exp} | {', '.join(w['acceptable'])} | {sites} |")
+    return "\n".join(rows)
+
+
+def readme_problems(m, path=README):
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        return [f"{path}: {e}"]
+    if BEGIN not in text or END not in text:
+        return [f"{path}: no table markers"]
+    inside = text.split(BEGIN, 1)[1].split(END, 1)[0].strip()
+    return [] if inside == table(m) else [f"{path}: the workload table is stale (check_manifest.py --update)"]
+
+
+def write_readme_table(m, path=README):
+    with open(path) as f:
+        text = f.read()
+    head, rest = text.split(BEGIN, 1)
+    tail = rest.split(END, 1)[1]
+    with open(path, "w") as f:
+        f.write(f"{head}{BEGIN}\n{table(m)}\n{END}{tail}")
+
+
 def update(m):
     """Sets each site's line from its tag; returns how many changed."""
     changed = 0
@@ -191,7 +231,11 @@ def main():
             json.dump(m, f, indent=2)
             f.write("\n")
         print(f"check_manifest: {n} site line(s) updated in {args.manifest}")
+        if os.path.abspath(args.manifest) == os.path.join(HERE, "manifest.json"):
+            write_readme_table(m)
     problems = check(m, rules)
+    if os.path.abspath(args.manifest) == os.path.join(HERE, "manifest.json"):
+        problems += readme_problems(m)
     for p in problems:
         print(f"check_manifest: {args.manifest}: {p}")
     if not problems:

@@ -251,6 +251,12 @@ class CheckManifestTest(unittest.TestCase):
         p = self.problems(lambda m: self.by_name(m, "sgemm").update(expected="low-occupancy"))
         self.assertIn("a healthy control expects 'none'", p)
 
+    def test_readme_table_is_current_and_a_stale_one_is_caught(self):
+        self.assertEqual(check_manifest.readme_problems(self.m), [])
+        m = copy.deepcopy(self.m)
+        self.by_name(m, "cufft")["expected"] = "dominant-kernel"
+        self.assertIn("table is stale", "\n".join(check_manifest.readme_problems(m)))
+
     def test_too_small_a_corpus_is_caught(self):
         p = self.problems(lambda m: m.update(workloads=m["workloads"][:10]))
         self.assertIn("want at least 24", p)
