@@ -36,4 +36,4 @@ def main(args):
 
 
 if __name__ == "__main__":
-    run(main, seconds=2)
+    run(main, seconds=1.5)
