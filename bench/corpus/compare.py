@@ -265,12 +265,13 @@ def main(argv=None):
                 summaries[w["name"]] = json.loads(data)
             except ValueError:
                 summaries[w["name"]] = None
-    if not records and not summaries:
-        print("compare: no results.json and no summaries in the inputs", file=sys.stderr)
-        return 1
     reanalyzed = None
     if args.analyze:
         reanalyzed = reanalyze(args.analyze, files, [w["name"] for w in manifest["workloads"]])
+    if not records and not summaries and not any((reanalyzed or {}).values()):
+        print("compare: no results.json, no summaries and no traces to analyze in the inputs",
+              file=sys.stderr)
+        return 1
     rows = build_rows(manifest, records, summaries, reanalyzed)
     line = summary_line(rows)
     if args.format == "json":

@@ -206,6 +206,44 @@ class RunAndCompareTest(unittest.TestCase):
         self.assertIn("unknown workload(s) nope", r.stderr)
 
 
+@unittest.skipUnless(os.environ.get("CORPUS_ANALYZER"), "CORPUS_ANALYZER (a gpscope-analyze) not set")
+class RealAnalyzerTest(unittest.TestCase):
+    """compare.py --analyze with the real gpscope-analyze on recorded H200
+    traces (tests/data): the top finding it reports is the first
+    warning/critical finding of the analyzer's own JSON, whatever the rules
+    say today."""
+
+    TRACES = {"starved": "torch_train_starved.gpscope", "sync": "torch_train_sync.gpscope"}
+
+    def test_compare_reads_the_real_summary_schema(self):
+        analyzer = os.environ["CORPUS_ANALYZER"]
+        data = os.path.join(check_manifest.REPO, "tests", "data")
+        with tempfile.TemporaryDirectory() as t:
+            ws = [workload(n, "data-starvation", "x.py") for n in self.TRACES]
+            os.makedirs(os.path.join(t, "corpus"))
+            with open(os.path.join(t, "corpus", "manifest.json"), "w") as f:
+                json.dump({"workloads": ws}, f)
+            want = {}
+            for name, trace in self.TRACES.items():
+                d = os.path.join(t, "corpus", name)
+                os.makedirs(d)
+                with open(os.path.join(data, trace), "rb") as src, open(os.path.join(d, trace), "wb") as dst:
+                    dst.write(src.read())
+                r = subprocess.run([analyzer, "summary", "--format", "json", os.path.join(data, trace)],
+                                   capture_output=True, text=True, check=True)
+                loud = [f["rule"] for f in json.loads(r.stdout)["findings"]
+                        if f["severity"] in ("warning", "critical")]
+                want[name] = loud[0] if loud else "none"
+            out = subprocess.run([sys.executable, os.path.join(HERE, "compare.py"), "--format", "json",
+                                  "--analyze", analyzer, t], capture_output=True, text=True)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            rows = {r["name"]: r for r in json.loads(out.stdout)["rows"]}
+            for name in self.TRACES:
+                self.assertEqual(rows[name]["actual"], want[name])
+                self.assertEqual(rows[name]["verdict"],
+                                 "match" if want[name] == "data-starvation" else "MISS")
+
+
 class CheckManifestTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
