@@ -223,8 +223,9 @@ def run_one(w, args, lib, log, native_dirs, deadline):
            "seconds": secs, "limit_s": limit, "result": res,
            "traces": [{"file": os.path.basename(p), "bytes": os.path.getsize(p)} for p in traces]}
     if status != "ok":
+        last = next((line for line in reversed(tail(log_path, 20)) if line.strip()), "")
         why = (res or {}).get("error") or ("timed out" if rc in (124, 137) else
-                                           "no trace written" if rc == 0 else f"exit {rc}")
+                                           "no trace written" if rc == 0 else f"exit {rc}: {last.strip()}")
         rec["error"] = why
         rec["log_tail"] = tail(log_path)
     steps = (res or {}).get("steps")

@@ -10,10 +10,12 @@ real manifest.
 import copy
 import json
 import os
+import signal
 import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -140,6 +142,7 @@ class RunAndCompareTest(unittest.TestCase):
         self.assertEqual(r["right"]["top"][0], "host-sync (warning)")
         self.assertEqual(r["crash"]["status"], "failed")
         self.assertEqual(r["crash"]["rc"], 3)
+        self.assertTrue(r["crash"]["error"].startswith("exit 3: CORPUS_RESULT"), r["crash"]["error"])
         self.assertEqual(r["skipped"]["status"], "not run")
         self.assertIn("budget", r["skipped"]["error"])
 
@@ -197,6 +200,33 @@ class RunAndCompareTest(unittest.TestCase):
                               *self.archives()], capture_output=True, text=True)
         self.assertIn("| wrong | data-starvation | launch-bound (critical, 2.5 ms) | MISS |", out.stdout)
         self.assertIn("| expected \\ actual |", out.stdout)
+
+    def test_sigterm_stops_the_running_workload_and_still_packs(self):
+        t = self.tmp.name
+        ws = [workload("first", "host-sync", os.path.join(t, "right.py")),
+              workload("sleeper", "host-sync", os.path.join(t, "hang.py"), timeout_s=60),
+              workload("never", "host-sync", os.path.join(t, "right.py"))]
+        mpath = os.path.join(t, "manifest-term.json")
+        with open(mpath, "w") as f:
+            json.dump({"workloads": ws}, f)
+        out = os.path.join(t, "out-term")
+        p = subprocess.Popen([sys.executable, os.path.join(HERE, "run_corpus.py"), "--bin",
+                              os.path.dirname(self.analyzer), "--out", out, "--manifest", mpath],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.time() + 30
+        while time.time() < deadline and not os.path.isdir(os.path.join(out, "run", "sleeper")):
+            time.sleep(0.1)
+        time.sleep(1.0)
+        t0 = time.time()
+        p.send_signal(signal.SIGTERM)
+        log, _ = p.communicate(timeout=30)
+        self.assertLess(time.time() - t0, 10, log)
+        self.assertEqual(p.returncode, 1, log)
+        with tarfile.open(os.path.join(out, "corpus.tar.gz")) as tar:
+            recs = {r["name"]: r for r in json.load(tar.extractfile("corpus/results.json"))["records"]}
+        self.assertEqual(recs["first"]["status"], "ok")
+        self.assertEqual(recs["sleeper"]["error"], "interrupted by SIGTERM")
+        self.assertNotIn("never", recs)
 
     def test_unknown_workload_is_bad_usage(self):
         r = subprocess.run([sys.executable, os.path.join(HERE, "run_corpus.py"), "--bin", "/nonexistent",
