@@ -104,7 +104,8 @@ def check(m, rules):
             if exp != "none":
                 problems.append(f"{where}: a healthy control expects 'none'")
             if not w["bottleneck"].startswith("healthy: nothing above info"):
-                problems.append(f"{where}: a healthy control's bottleneck starts 'healthy: nothing above info'")
+                problems.append(f"{where}: a healthy control's bottleneck starts "
+                                "'healthy: nothing above info'")
         elif exp == "none":
             problems.append(f"{where}: expects 'none' but is not marked healthy")
         elif w["needs_new_rule"]:
@@ -138,7 +139,8 @@ def check(m, rules):
                 continue
             lines = tags.get(s["tag"], [])
             if len(lines) != 1:
-                problems.append(f"{where}: site {s['tag']}: {len(lines)} '{'site:' + s['tag']}' comments in {src}")
+                problems.append(f"{where}: site {s['tag']}: {len(lines)} 'site:{s['tag']}' comments "
+                                f"in {src}")
             elif lines[0] != s["line"]:
                 problems.append(f"{where}: site {s['tag']}: line {s['line']} but the tag is on line "
                                 f"{lines[0]} of {src} (check_manifest.py --update)")
@@ -167,7 +169,8 @@ def table(m):
         exp = w["expected"] + (" (new rule)" if w["needs_new_rule"] else "")
         sites = ", ".join(f"{os.path.basename(s['file'])}:{s['line']}" for s in w["sites"])
         env = " ".join(f"{k}={v}" for k, v in w["env"].items())
-        rows.append(f"| {i} | {w['name']}{' (' + env + ')' if env else ''} | {', '.join(w['libraries'])} | "
+        label = f"{w['name']} ({env})" if env else w["name"]
+        rows.append(f"| {i} | {label} | {', '.join(w['libraries'])} | "
                     f"{short} | {exp} | {', '.join(w['acceptable'])} | {sites} |")
     return "\n".join(rows)
 
@@ -181,7 +184,9 @@ def readme_problems(m, path=README):
     if BEGIN not in text or END not in text:
         return [f"{path}: no table markers"]
     inside = text.split(BEGIN, 1)[1].split(END, 1)[0].strip()
-    return [] if inside == table(m) else [f"{path}: the workload table is stale (check_manifest.py --update)"]
+    if inside == table(m):
+        return []
+    return [f"{path}: the workload table is stale (check_manifest.py --update)"]
 
 
 def write_readme_table(m, path=README):

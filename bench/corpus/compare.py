@@ -179,7 +179,8 @@ def summary_line(rows):
     problems = [r for r in ran if not r["healthy"]]
     existing = [r for r in problems if not r["new_rule"]]
     right_existing = [r for r in existing if r["verdict"] in ("match", "acceptable")]
-    return (f"{len(rows)} workloads, {len(ran)} analyzed: top finding right {c['match'] + c['acceptable']} "
+    right = c["match"] + c["acceptable"]
+    return (f"{len(rows)} workloads, {len(ran)} analyzed: top finding right {right} "
             f"(match {c['match']}, acceptable {c['acceptable']}), MISS {c['MISS']}, awaiting a new "
             f"rule {c['new rule']}; failed {c['failed']}, not run {c['not run']}. Healthy controls "
             f"clean {len(clean)}/{len(healthy)}; problems with an existing rule named right "
@@ -215,11 +216,14 @@ def render_text(rows, line):
 
 
 def render_md(rows, line):
-    out = ["| workload | expected | actual top (severity, cost) | verdict | first 3 findings | steps | ms/step |",
+    out = ["| workload | expected | actual top (severity, cost) | verdict | first 3 findings | steps "
+           "| ms/step |",
            "|---|---|---|---|---|---|---|"]
     for r in rows:
+        steps = "" if r["steps"] is None else r["steps"]
+        ms = "" if r["step_ms"] is None else r["step_ms"]
         out.append(f"| {r['name']} | {r['expected']} | {r['shown']} | {r['verdict']} | {r['others']} | "
-                   f"{r['steps'] if r['steps'] is not None else ''} | {r['step_ms'] if r['step_ms'] is not None else ''} |")
+                   f"{steps} | {ms} |")
     out += ["", line, ""]
     exp, act, m = confusion(rows)
     if exp:

@@ -192,10 +192,11 @@ def run_one(w, args, lib, log, native_dirs, deadline):
     env.update(CUDA_INJECTION64_PATH=lib, GPSCOPE_OUTPUT=tdir, GPSCOPE_JOB=f"corpus-{name}",
                PYTHONUNBUFFERED="1")
     if w["kind"] == "native" and native_dirs:
-        env["LD_LIBRARY_PATH"] = ":".join(native_dirs + [p for p in env.get("LD_LIBRARY_PATH", "").split(":") if p])
+        old = [p for p in env.get("LD_LIBRARY_PATH", "").split(":") if p]
+        env["LD_LIBRARY_PATH"] = ":".join(native_dirs + old)
     log_path = os.path.join(wdir, "log.txt")
     shown_env = " ".join(f"{k}={v}" for k, v in w.get("env", {}).items())
-    log(f"{name}: start ({w['kind']}, {seconds} s steady, limit {limit} s){' ' + shown_env if shown_env else ''}")
+    log(f"{name}: start ({w['kind']}, {seconds} s steady, limit {limit} s) {shown_env}".rstrip())
     t0 = time.time()
     rc = None
     with open(log_path, "w") as lf:
@@ -311,7 +312,8 @@ def archive_name(k):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--bin", required=True, help="folder with libgpscope_inject.so, gpscope-analyze, corpus_*")
+    ap.add_argument("--bin", required=True,
+                    help="folder with libgpscope_inject.so, gpscope-analyze, corpus_*")
     ap.add_argument("--out", required=True, help="output folder (created)")
     ap.add_argument("--only", default="", help="space-separated workload names (default: all)")
     ap.add_argument("--manifest", default=MANIFEST)
@@ -352,10 +354,13 @@ def main():
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
 
-    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                         capture_output=True, text=True).stdout.strip().splitlines() if shutil.which("nvidia-smi") else []
+    gpu = []
+    if shutil.which("nvidia-smi"):
+        gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True).stdout.strip().splitlines()
     native_dirs = native_lib_dirs()
-    log(f"device: {gpu[0] if gpu else 'no nvidia-smi'}; python {sys.version.split()[0]} ({sys.executable}); "
+    log(f"device: {gpu[0] if gpu else 'no nvidia-smi'}; "
+        f"python {sys.version.split()[0]} ({sys.executable}); "
         f"{os.cpu_count()} CPUs; budget {args.budget_s:.0f} s; {len(workloads)} workloads")
     log(f"native libraries from: {', '.join(native_dirs) or 'none found (RUNPATH only)'}")
     records = []
@@ -386,7 +391,8 @@ def main():
             rec = run_one(w, args, lib, log, native_dirs, deadline)
             records.append(rec)
             if rec.get("traces"):
-                traces = [os.path.join(args.out, "run", w["name"], "trace", t["file"]) for t in rec["traces"]]
+                tdir = os.path.join(args.out, "run", w["name"], "trace")
+                traces = [os.path.join(tdir, t["file"]) for t in rec["traces"]]
                 analyze_in_background(w["name"], traces)
         current = None
     except Stop as e:

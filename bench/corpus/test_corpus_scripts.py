@@ -167,7 +167,8 @@ class RunAndCompareTest(unittest.TestCase):
         self.assertEqual(rows["right"], "corpus.tar.gz")
         self.assertEqual(sorted([rows["big"], rows["big2"]]), ["corpus-2.tar.gz", "corpus.tar.gz"])
         self.assertIn("corpus/huge/summary.json", self.names1)  # summary kept without its trace
-        left = [p for p, _, fs in os.walk(os.path.join(self.out, "run")) for f in fs if f.endswith(".gpscope")]
+        left = [f for _, _, fs in os.walk(os.path.join(self.out, "run")) for f in fs
+                if f.endswith(".gpscope")]
         self.assertEqual(left, [])
 
     def test_compare_gives_each_verdict(self):
@@ -257,8 +258,10 @@ class RealAnalyzerTest(unittest.TestCase):
             for name, trace in self.TRACES.items():
                 d = os.path.join(t, "corpus", name)
                 os.makedirs(d)
-                with open(os.path.join(data, trace), "rb") as src, open(os.path.join(d, trace), "wb") as dst:
-                    dst.write(src.read())
+                with open(os.path.join(data, trace), "rb") as src:
+                    blob = src.read()
+                with open(os.path.join(d, trace), "wb") as dst:
+                    dst.write(blob)
                 r = subprocess.run([analyzer, "summary", "--format", "json", os.path.join(data, trace)],
                                    capture_output=True, text=True, check=True)
                 loud = [f["rule"] for f in json.loads(r.stdout)["findings"]

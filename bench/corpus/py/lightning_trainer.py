@@ -96,7 +96,8 @@ def main(args):
         trainer = L.Trainer(accelerator="gpu", devices=1, precision="bf16-mixed", max_epochs=1000,
                             logger=False, enable_checkpointing=False, enable_model_summary=False,
                             num_sanity_val_steps=0, default_root_dir=root, callbacks=[stop])
-        loader = DataLoader(AugmentedImages(), batch_size=256, shuffle=True, num_workers=0)  # site:loader_config
+        loader = DataLoader(AugmentedImages(), batch_size=256, shuffle=True,  # site:loader_config
+                            num_workers=0)
         trainer.fit(SmallCNN(), loader)  # site:fit
     torch.cuda.synchronize()
     if stop.steady is None:

@@ -60,8 +60,8 @@ def matmul(a, b, c):
     M, K = a.shape
     _, N = b.shape
     grid = lambda meta: (triton.cdiv(M, meta["BM"]) * triton.cdiv(N, meta["BN"]),)  # noqa: E731
-    matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),  # site:launch
-                        c.stride(0), c.stride(1))
+    matmul_kernel[grid](a, b, c, M, N, K,  # site:launch
+                        a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
 
 
 def main(args):
