@@ -16,6 +16,12 @@
 #              (eu-stack, carried in .carry/tools) and /proc wchan
 #   rules      tests/e2e/rules_gpu.sh (each finding from a real workload;
 #              RULES_ONLY="a b" runs only those scenarios)
+#   corpus     bench/corpus/run_corpus.py: the real-program corpus (issue 21),
+#              every workload traced, its budget the suite's limit - 30 s;
+#              CORPUS_ONLY="a b" runs only those workloads. Its archives
+#              (corpus.tar.gz, corpus-N.tar.gz when the traces need more
+#              room) go to OUT_DIR beside session.tar.gz; read them with
+#              bench/corpus/compare.py
 #   ddp        tests/e2e/ddp_gpu.sh (torchrun + NCCL DDP on every GPU: one
 #              per-node file, ranks aligned, straggler; DDP_VARIANTS="a b"
 #              runs only those variants)
@@ -24,7 +30,8 @@
 #   overhead_ab_fast  the same, windows through the control socket, 100 pairs of 1 s
 #   overhead_parts  the launch-bound loop with gpscope minus one part at a time
 # Writes OUT_DIR/session.log (one line per suite: rc and seconds) and
-# OUT_DIR/session.tar.gz (all logs and small traces).
+# OUT_DIR/session.tar.gz (all logs and small traces), plus the corpus
+# suite's own archives.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 out=$(mkdir -p "$1" && cd "$1" && pwd); shift
@@ -69,6 +76,10 @@ for spec in "$@"; do
     monitor) timeout -k 10 "$limit" bash "$repo/tests/e2e/monitor_gpu.sh" "$carry/bin" "$d/run" >"$d/stdout.txt" 2>&1 ;;
     ddp) timeout -k 10 "$limit" bash "$repo/tests/e2e/ddp_gpu.sh" "$carry/bin" "$d" ${DDP_VARIANTS:+"$DDP_VARIANTS"} >"$d/stdout.txt" 2>&1 ;;
     rules) timeout -k 10 "$limit" bash "$repo/tests/e2e/rules_gpu.sh" "$carry/bin" "$d" ${RULES_ONLY:+"$RULES_ONLY"} >"$d/stdout.txt" 2>&1 ;;
+    corpus)  # the traces travel in the corpus archives, not in session.tar.gz
+      timeout -k 10 "$limit" python3 "$repo/bench/corpus/run_corpus.py" --bin "$carry/bin" --out "$d" \
+        --budget-s $((limit > 60 ? limit - 30 : 30)) ${CORPUS_ONLY:+--only "$CORPUS_ONLY"} >"$d/stdout.txt" 2>&1
+      r=$?; mv "$d"/corpus*.tar.gz "$out/" 2>/dev/null; (exit $r) ;;
     windowprobe)  # a 3 s window after WINDOW_DELAY s (default 4) of a torch_train run of
       # WINDOW_STEPS steps (default 400): kinds switched on at the window (the default),
       # kernels gated on from the start (GPSCOPE_DIAG_GATE_KERNELS=1), no window; per
