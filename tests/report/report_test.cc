@@ -9,10 +9,12 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "tests/testing/trace_builder.h"
 #include "tools/analyze/cli.h"
 #include "tools/analyze/summary.h"
@@ -261,6 +263,141 @@ TEST(ReportDataTest, DocumentCarriesSummaryTimelineAndFindingRangesInReportTime)
   EXPECT_NE(html->find("\\u003c/script\\u003e\\u003cimg src=x onerror=alert(1)\\u003e"),
             std::string::npos);
   std::remove(path.c_str());
+}
+
+// The report JSON of a synthetic two-rank job: rank 1's CUPTI clock reads
+// 3 s more than rank 0's; rank 0 runs 1 s of kernels on GPU 0, rank 1
+// 0.6 s on GPU 1 from 250 ms later, each with a GPU counter; rank 0's host
+// blocks 300 ms in one cudaStreamSynchronize.
+std::string TwoRankJson() {
+  TraceBuilder trace;
+  std::vector<TraceBuilder::Process*> procs;
+  for (int r = 0; r < 2; ++r) {
+    TraceBuilder::Process& p = trace.AddProcess(0x10 + r, 100 + r);
+    p.header().mutable_identity()->set_rank(r);
+    p.header().mutable_identity()->set_world_size(2);
+    p.header().mutable_devices(0)->set_device_id(static_cast<uint32_t>(r));
+    p.header().mutable_clocks(0)->set_cupti_ns(1'000'000'000 + r * 3'000'000'000ull);
+    p.WriteHeader();
+    procs.push_back(&p);
+  }
+  for (int r = 0; r < 2; ++r) {
+    TraceBuilder::Process& p = *procs[static_cast<size_t>(r)];
+    const uint64_t base = kT0 + static_cast<uint64_t>(r) * 3'000'000'000ull;
+    proto::MetricDescriptor* d = p.batch().add_metric_descriptors();
+    d->set_id(1);
+    d->set_name("gpm.nvlink_rx_bytes_per_s");
+    d->set_unit("bytes/s");
+    d->set_scope(proto::SCOPE_DEVICE);
+    d->set_device_id(static_cast<uint32_t>(r));
+    d->set_label("GPU-uuid-" + std::to_string(r));
+    const uint64_t first = r == 0 ? base : base + 250 * kMs;
+    for (int i = 0; i < (r == 0 ? 100 : 60); ++i) {
+      format::KernelEvent k{};
+      k.start_ns = first + static_cast<uint64_t>(i) * 10 * kMs;
+      k.end_ns = k.start_ns + 6 * kMs;
+      k.device_id = static_cast<uint32_t>(r);
+      k.context_id = 1;
+      k.stream_id = 7;
+      k.correlation_id = static_cast<uint32_t>(i + 1);
+      k.name_id = p.Intern("_Z4gemmv");
+      p.Add(k);
+      p.Add(format::MetricSample{k.start_ns, 1, 1.5e9});
+    }
+    if (r == 0) {
+      p.Add(format::ApiCallEvent{base + 400 * kMs, base + 700 * kMs, proto::API_RUNTIME, 131,
+                                 100, 1000, 0, p.Intern("cudaStreamSynchronize")});
+    }
+    p.WriteEnd();
+  }
+  const std::string path = TempPath("two_ranks.gpscope");
+  EXPECT_TRUE(trace.WriteFile(path));
+  std::unique_ptr<analyze::SummaryResult> result =
+      analyze::ComputeSummaryResult({path}, model::ModelOptions{}, analyses::ReportOptions{});
+  const TimelineData timeline = Collect(path);
+  ReportInputs in;
+  in.model = &result->model;
+  in.summary = &result->report;
+  in.findings = &result->findings;
+  in.summary_json = analyze::RenderSummaryJson(*result);
+  in.timeline = &timeline;
+  in.generator = "test";
+  std::string json = BuildReportJson(in);
+  std::remove(path.c_str());
+  return json;
+}
+
+std::vector<std::smatch> AllMatches(const std::string& text, const std::regex& re) {
+  std::vector<std::smatch> out;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator();
+       ++it) {
+    out.push_back(*it);
+  }
+  return out;
+}
+
+TEST(ReportDataTest, GpuCountersFoldApartFromTheirStreams) {
+  const std::string json = TwoRankJson();
+  // Per rank: a "gpu" group for the streams and a "gpu_metrics" group for
+  // the counters, both under the rank's process group.
+  const std::regex group(
+      R"re(\{"label":"([^"]*)","kind":"(gpu|gpu_metrics)","parent":(\d+),"process":(\d+),"device_id":(\d+)\})re");
+  const std::vector<std::smatch> groups = AllMatches(json, group);
+  ASSERT_EQ(groups.size(), 4u) << json.substr(json.find("\"groups\""), 800);
+  EXPECT_EQ(groups[0][2], "gpu");
+  EXPECT_EQ(groups[1][2], "gpu_metrics");
+  EXPECT_EQ(groups[1][1], "GPU 0 · metrics");
+  EXPECT_EQ(groups[3][1], "GPU 1 · metrics");
+  EXPECT_EQ(groups[0][3], groups[1][3]) << "both under rank 0's group";
+  // The counter lane points at the metrics group, the stream lane at the GPU's.
+  const std::regex gpu(R"re("device_id":(\d),"group":(\d+),"metrics_group":(\d+))re");
+  const std::vector<std::smatch> gpus = AllMatches(json, gpu);
+  ASSERT_EQ(gpus.size(), 2u);
+  const std::regex lane(R"re(\{"group":(\d+),"kind":"(stream|counter)")re");
+  std::vector<std::string> stream_groups, counter_groups;
+  for (const std::smatch& m : AllMatches(json, lane)) {
+    (m[2] == "stream" ? stream_groups : counter_groups).push_back(m[1]);
+  }
+  EXPECT_EQ(stream_groups, (std::vector<std::string>{gpus[0][2], gpus[1][2]}));
+  EXPECT_EQ(counter_groups, (std::vector<std::string>{gpus[0][3], gpus[1][3]}));
+}
+
+TEST(ReportDataTest, TrendWindowsShareOneWidthAlignedInReportTime) {
+  const std::string json = TwoRankJson();
+  const std::regex trend(R"re("trend":\{"start_ns":(\d+),"width_ns":(\d+))re");
+  const std::vector<std::smatch> trends = AllMatches(json, trend);
+  ASSERT_EQ(trends.size(), 2u);
+  const uint64_t width = std::stoull(trends[0][2]);
+  EXPECT_GT(width, 0u);
+  EXPECT_EQ(trends[1][2], trends[0][2]) << "one window width for every GPU";
+  for (const std::smatch& m : trends) EXPECT_EQ(std::stoull(m[1]) % width, 0u) << m[0];
+  // Rank 1 started 250 ms later: its first window is the one holding 250 ms.
+  EXPECT_EQ(std::stoull(trends[0][1]), 0u);
+  EXPECT_EQ(std::stoull(trends[1][1]), 250 * kMs / width * width);
+}
+
+TEST(ReportDataTest, HostBlockedShareStaysWithinEachWindow) {
+  const std::string json = TwoRankJson();
+  const std::regex blocked(R"re("sync_blocked_share":\[([^\]]*)\])re");
+  const std::vector<std::smatch> series = AllMatches(json, blocked);
+  ASSERT_EQ(series.size(), 2u);
+  double max0 = 0, sum0 = 0, max1 = 0;
+  for (absl::string_view v : absl::StrSplit(std::string(series[0][1]), ',')) {
+    if (v == "null") continue;
+    max0 = std::max(max0, std::stod(std::string(v)));
+    sum0 += std::stod(std::string(v));
+  }
+  for (absl::string_view v : absl::StrSplit(std::string(series[1][1]), ',')) {
+    if (v != "null") max1 = std::max(max1, std::stod(std::string(v)));
+  }
+  // One 300 ms call spans several windows: each is at most fully blocked,
+  // and the windows add up to the call.
+  EXPECT_LE(max0, 1.0);
+  EXPECT_GE(max0, 0.99);
+  const std::regex trend(R"re("trend":\{"start_ns":(\d+),"width_ns":(\d+))re");
+  const double width = std::stod(AllMatches(json, trend)[0][2]);
+  EXPECT_NEAR(sum0 * width, 300.0 * kMs, 1.0 * kMs);
+  EXPECT_EQ(max1, 0.0);
 }
 
 TEST(ReportCommandTest, WritesAFileAndRejectsBadUsage) {
