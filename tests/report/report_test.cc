@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -327,75 +326,117 @@ std::string TwoRankJson() {
   return json;
 }
 
-std::vector<std::smatch> AllMatches(const std::string& text, const std::regex& re) {
-  std::vector<std::smatch> out;
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator();
-       ++it) {
-    out.push_back(*it);
+// The positions just past every occurrence of `needle` in `text`. (No
+// std::regex: GCC 12's trips -Wmaybe-uninitialized in the ASan build.)
+std::vector<size_t> After(const std::string& text, const std::string& needle, size_t from = 0,
+                          size_t to = std::string::npos) {
+  std::vector<size_t> out;
+  for (size_t at = text.find(needle, from); at != std::string::npos && at < to;
+       at = text.find(needle, at + 1)) {
+    out.push_back(at + needle.size());
   }
   return out;
+}
+
+// The JSON number or string value at `pos` (a string without its quotes).
+std::string ValueAt(const std::string& text, size_t pos) {
+  if (text[pos] == '"') return text.substr(pos + 1, text.find('"', pos + 1) - pos - 1);
+  return text.substr(pos, text.find_first_of(",}]", pos) - pos);
+}
+
+// Field `key` of the object that starts at or before `pos` (the first one
+// after the object's start).
+std::string FieldAfter(const std::string& text, size_t object_start, const std::string& key) {
+  const size_t at = text.find("\"" + key + "\":", object_start);
+  return at == std::string::npos ? "" : ValueAt(text, at + key.size() + 3);
 }
 
 TEST(ReportDataTest, GpuCountersFoldApartFromTheirStreams) {
   const std::string json = TwoRankJson();
   // Per rank: a "gpu" group for the streams and a "gpu_metrics" group for
   // the counters, both under the rank's process group.
-  const std::regex group(
-      R"re(\{"label":"([^"]*)","kind":"(gpu|gpu_metrics)","parent":(\d+),"process":(\d+),"device_id":(\d+)\})re");
-  const std::vector<std::smatch> groups = AllMatches(json, group);
-  ASSERT_EQ(groups.size(), 4u) << json.substr(json.find("\"groups\""), 800);
-  EXPECT_EQ(groups[0][2], "gpu");
-  EXPECT_EQ(groups[1][2], "gpu_metrics");
-  EXPECT_EQ(groups[1][1], "GPU 0 · metrics");
-  EXPECT_EQ(groups[3][1], "GPU 1 · metrics");
-  EXPECT_EQ(groups[0][3], groups[1][3]) << "both under rank 0's group";
-  // The counter lane points at the metrics group, the stream lane at the GPU's.
-  const std::regex gpu(R"re("device_id":(\d),"group":(\d+),"metrics_group":(\d+))re");
-  const std::vector<std::smatch> gpus = AllMatches(json, gpu);
-  ASSERT_EQ(gpus.size(), 2u);
-  const std::regex lane(R"re(\{"group":(\d+),"kind":"(stream|counter)")re");
-  std::vector<std::string> stream_groups, counter_groups;
-  for (const std::smatch& m : AllMatches(json, lane)) {
-    (m[2] == "stream" ? stream_groups : counter_groups).push_back(m[1]);
+  const size_t groups_at = json.find("\"groups\":[");
+  const size_t lanes_at = json.find("\"lanes\":[", groups_at);
+  ASSERT_NE(groups_at, std::string::npos);
+  struct Group {
+    std::string label, kind, parent;
+  };
+  std::vector<Group> groups;
+  for (size_t at : After(json, "{\"label\":", groups_at, lanes_at)) {
+    const size_t object = at - 9;
+    groups.push_back({ValueAt(json, at), FieldAfter(json, object, "kind"),
+                      FieldAfter(json, object, "parent")});
   }
-  EXPECT_EQ(stream_groups, (std::vector<std::string>{gpus[0][2], gpus[1][2]}));
-  EXPECT_EQ(counter_groups, (std::vector<std::string>{gpus[0][3], gpus[1][3]}));
+  std::vector<Group> gpu_groups;
+  for (const Group& g : groups) {
+    if (g.kind == "gpu" || g.kind == "gpu_metrics") gpu_groups.push_back(g);
+  }
+  ASSERT_EQ(gpu_groups.size(), 4u) << json.substr(groups_at, 800);
+  EXPECT_EQ(gpu_groups[0].kind, "gpu");
+  EXPECT_EQ(gpu_groups[1].kind, "gpu_metrics");
+  EXPECT_EQ(gpu_groups[1].label, "GPU 0 · metrics");
+  EXPECT_EQ(gpu_groups[3].label, "GPU 1 · metrics");
+  EXPECT_EQ(gpu_groups[0].parent, gpu_groups[1].parent) << "both under rank 0's group";
+  EXPECT_NE(gpu_groups[1].parent, gpu_groups[3].parent);
+  // The counter lane points at the metrics group, the stream lane at the GPU's.
+  std::vector<std::string> gpu_of, metrics_of;
+  for (size_t at : After(json, "\"metrics_group\":")) {
+    metrics_of.push_back(ValueAt(json, at));
+    const size_t group = json.rfind("\"group\":", at);
+    gpu_of.push_back(ValueAt(json, group + 8));
+  }
+  ASSERT_EQ(metrics_of.size(), 2u);
+  std::vector<std::string> stream_groups, counter_groups;
+  for (size_t at : After(json, "{\"group\":", lanes_at)) {
+    const std::string kind = FieldAfter(json, at, "kind");
+    if (kind == "stream") stream_groups.push_back(ValueAt(json, at));
+    if (kind == "counter") counter_groups.push_back(ValueAt(json, at));
+  }
+  EXPECT_EQ(stream_groups, gpu_of);
+  EXPECT_EQ(counter_groups, metrics_of);
 }
 
 TEST(ReportDataTest, TrendWindowsShareOneWidthAlignedInReportTime) {
   const std::string json = TwoRankJson();
-  const std::regex trend(R"re("trend":\{"start_ns":(\d+),"width_ns":(\d+))re");
-  const std::vector<std::smatch> trends = AllMatches(json, trend);
-  ASSERT_EQ(trends.size(), 2u);
-  const uint64_t width = std::stoull(trends[0][2]);
+  std::vector<uint64_t> starts, widths;
+  for (size_t at : After(json, "\"trend\":{\"start_ns\":")) {
+    starts.push_back(std::stoull(ValueAt(json, at)));
+    widths.push_back(std::stoull(FieldAfter(json, at, "width_ns")));
+  }
+  ASSERT_EQ(starts.size(), 2u);
+  const uint64_t width = widths[0];
   EXPECT_GT(width, 0u);
-  EXPECT_EQ(trends[1][2], trends[0][2]) << "one window width for every GPU";
-  for (const std::smatch& m : trends) EXPECT_EQ(std::stoull(m[1]) % width, 0u) << m[0];
+  EXPECT_EQ(widths[1], width) << "one window width for every GPU";
+  for (uint64_t start : starts) EXPECT_EQ(start % width, 0u) << start;
   // Rank 1 started 250 ms later: its first window is the one holding 250 ms.
-  EXPECT_EQ(std::stoull(trends[0][1]), 0u);
-  EXPECT_EQ(std::stoull(trends[1][1]), 250 * kMs / width * width);
+  EXPECT_EQ(starts[0], 0u);
+  EXPECT_EQ(starts[1], 250 * kMs / width * width);
 }
 
 TEST(ReportDataTest, HostBlockedShareStaysWithinEachWindow) {
   const std::string json = TwoRankJson();
-  const std::regex blocked(R"re("sync_blocked_share":\[([^\]]*)\])re");
-  const std::vector<std::smatch> series = AllMatches(json, blocked);
+  std::vector<std::vector<double>> series;
+  for (size_t at : After(json, "\"sync_blocked_share\":[")) {
+    std::vector<double> values;
+    for (absl::string_view v :
+         absl::StrSplit(json.substr(at, json.find(']', at) - at), ',', absl::SkipEmpty())) {
+      if (v != "null") values.push_back(std::stod(std::string(v)));
+    }
+    series.push_back(std::move(values));
+  }
   ASSERT_EQ(series.size(), 2u);
   double max0 = 0, sum0 = 0, max1 = 0;
-  for (absl::string_view v : absl::StrSplit(std::string(series[0][1]), ',')) {
-    if (v == "null") continue;
-    max0 = std::max(max0, std::stod(std::string(v)));
-    sum0 += std::stod(std::string(v));
+  for (double v : series[0]) {
+    max0 = std::max(max0, v);
+    sum0 += v;
   }
-  for (absl::string_view v : absl::StrSplit(std::string(series[1][1]), ',')) {
-    if (v != "null") max1 = std::max(max1, std::stod(std::string(v)));
-  }
+  for (double v : series[1]) max1 = std::max(max1, v);
   // One 300 ms call spans several windows: each is at most fully blocked,
   // and the windows add up to the call.
   EXPECT_LE(max0, 1.0);
   EXPECT_GE(max0, 0.99);
-  const std::regex trend(R"re("trend":\{"start_ns":(\d+),"width_ns":(\d+))re");
-  const double width = std::stod(AllMatches(json, trend)[0][2]);
+  const size_t width_at = json.find("\"width_ns\":", json.find("\"trend\":{"));
+  const double width = std::stod(ValueAt(json, width_at + 11));
   EXPECT_NEAR(sum0 * width, 300.0 * kMs, 1.0 * kMs);
   EXPECT_EQ(max1, 0.0);
 }
