@@ -5,15 +5,18 @@
 #      (no browser is downloaded by npm or playwright);
 #   2. builds gpscope-analyze and gen_trace (the 1M-event trace);
 #   3. npm ci in report/ (playwright-core, the locked front-end packages);
-#   4. writes reports of the bundled trace, a hostile-strings trace, a
-#      two-rank trace and a 1M-event trace, and runs the browser tests;
+#   4. writes reports of the bundled traces (single GPU, the two-GPU DDP
+#      runs, a power-capped H200), a hostile-strings trace, two- and
+#      eight-rank traces and a 1M-event trace, and runs the browser tests;
 #      checks that the committed report/dist/ matches a fresh build.
 # Prints "N passed, N failed" last; exits non-zero when any failed.
 #
 #   scripts/test_report.sh [--build DIR] [--out DIR] [--screenshots]
 #
 # --screenshots also refreshes docs/report-overview.png and
-# docs/report-timeline.png from the bundled trace's report.
+# docs/report-timeline.png from the bundled trace's report,
+# docs/report-ranks.png from the two-GPU straggler trace's and
+# docs/report-metrics.png from the power-capped H200 trace's.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"

@@ -4,12 +4,18 @@
 
 import uPlot from 'uplot';
 import { fmtDuration, fmtOffset, fmtUnitValue, sig } from './format.js';
+import { fmtScaled, trimNumber } from './metrics.js';
 
 const charts = [];
 let resizeBound = false;
 
 function width(el) {
   return Math.max(260, Math.floor(el.clientWidth || 600));
+}
+
+// Every chart drawn, for the browser tests: [{el, u}] (u: the uPlot).
+export function chartInstances() {
+  return charts.slice();
 }
 
 function track(el, u) {
@@ -35,27 +41,36 @@ const AXIS = {
 };
 
 // Time series over report seconds. series: [{label, values, color, unit,
-// scale ('pct' | 'y2'), dash}]. onPick(tSeconds) on click.
-export function timeChart(el, { x, series, height = 190, onPick, yLabel, y2Label, pctMax = 100 }) {
+// scale ('pct' | 'y2'), dash, fill}]. The pct scale is a share: its axis is
+// bounded to 0-100%. The y2 scale reads `y2Scale` (metrics.js axisScale:
+// {div, label}), so its axis says "1.5 GB/s", not 1500000000. `xRange`
+// (seconds) fixes the time axis: every time chart of a page passes the
+// same, so they line up. onPick(tSeconds) on click.
+export function timeChart(el, { x, series, height = 190, onPick, yLabel, y2Label, y2Scale, xRange }) {
   const hasY2 = series.some((s) => s.scale === 'y2');
   const usesPct = series.some((s) => (s.scale || 'pct') === 'pct');
-  const span = x.length > 1 ? x[x.length - 1] - x[0] : 1;
+  const span = xRange ? xRange[1] - xRange[0] : x.length > 1 ? x[x.length - 1] - x[0] : 1;
+  const y2 = y2Scale || { div: 1, label: '' };
+  // With a unit scale, every tick carries its unit ("15 GB/s"); without,
+  // plain numbers and y2Label beside them.
+  const y2Text = (v) => (y2Scale ? fmtScaled(v, y2) : trimNumber(v));
   const opts = {
     width: width(el),
     height,
     cursor: { drag: { x: false, y: false }, points: { size: 6 } },
     legend: { live: true },
     scales: {
-      x: { time: false },
-      pct: { range: (u, lo, hi) => [0, Math.max(pctMax === 100 ? 100 : 1, hi || 1) * 1.02] },
+      x: { time: false, range: xRange ? () => xRange : undefined },
+      pct: { range: [0, 100] },
       y2: { range: (u, lo, hi) => [0, (hi || 1) * 1.1] },
     },
     axes: [
       { ...AXIS, values: (u, splits) => splits.map((s) => fmtOffset(s * 1e9, (span / 6) * 1e9)) },
-      usesPct ? { ...AXIS, scale: 'pct', size: 52, label: yLabel, labelSize: 16,
-        values: (u, splits) => splits.map((s) => `${sig(s)}%`) } : null,
-      hasY2 ? { ...AXIS, scale: 'y2', side: usesPct ? 1 : 3, size: 60, label: y2Label, labelSize: 16,
-        grid: usesPct ? { show: false } : AXIS.grid, values: (u, splits) => splits.map((s) => sig(s)) } : null,
+      usesPct ? { ...AXIS, scale: 'pct', size: 52, label: yLabel, labelSize: yLabel ? 16 : 0,
+        splits: () => [0, 25, 50, 75, 100], values: (u, splits) => splits.map((s) => `${s}%`) } : null,
+      hasY2 ? { ...AXIS, scale: 'y2', side: usesPct ? 1 : 3, size: y2Scale ? 70 : 60, label: y2Scale ? undefined : y2Label,
+        labelSize: y2Scale ? 0 : 16,
+        grid: usesPct ? { show: false } : AXIS.grid, values: (u, splits) => splits.map((s) => y2Text(s)) } : null,
     ].filter(Boolean),
     series: [
       { label: 'time', value: (u, v) => (v == null ? '—' : fmtOffset(v * 1e9, 1e6)) },
@@ -68,7 +83,7 @@ export function timeChart(el, { x, series, height = 190, onPick, yLabel, y2Label
         fill: s.fill ? `${s.color}22` : undefined,
         spanGaps: false,
         points: { show: false },
-        value: (u, v) => (v == null ? '—' : fmtUnitValue(v, s.unit)),
+        value: (u, v) => (v == null ? '—' : s.scale === 'y2' && y2Scale ? fmtScaled(v, y2) : fmtUnitValue(v, s.unit)),
       })),
     ],
   };
@@ -78,6 +93,67 @@ export function timeChart(el, { x, series, height = 190, onPick, yLabel, y2Label
     u.over.addEventListener('click', () => {
       const i = u.cursor.idx;
       if (i != null) onPick(x[i], i);
+    });
+    u.over.style.cursor = 'pointer';
+  }
+  return u;
+}
+
+// A bitmask metric as a state chart on the same time axis as timeChart:
+// one row per named state (e.g. a clock-limiting reason), its spans filled
+// in the state's colour. rows: [{name, color, spans: [[t0, t1] seconds]}].
+// The legend names each state with its share of the time shown.
+export function stateChart(el, { rows, xRange, height, onPick, empty }) {
+  const n = Math.max(1, rows.length);
+  const h = height || 70 + 22 * n;
+  const span = xRange[1] - xRange[0] || 1;
+  const names = rows.map((r) => r.name);
+  const opts = {
+    width: width(el),
+    height: h,
+    cursor: { drag: { x: false, y: false }, points: { show: false }, y: false },
+    legend: { show: false },
+    scales: { x: { time: false, range: () => xRange }, st: { range: [0, n] } },
+    axes: [
+      { ...AXIS, values: (u, splits) => splits.map((s) => fmtOffset(s * 1e9, (span / 6) * 1e9)) },
+      { ...AXIS, scale: 'st', size: rows.length ? Math.max(52, 14 + 6.4 * Math.max(...names.map((x) => x.length))) : 52,
+        grid: { show: false }, ticks: { show: false },
+        splits: () => rows.map((r, i) => n - i - 0.5), values: (u, splits) => splits.map((s, i) => names[i] || '') },
+    ],
+    series: [{ label: 'time' }, { label: 'state', scale: 'st', show: false }],
+    hooks: {
+      draw: [(u) => {
+        const { ctx } = u;
+        ctx.save();
+        ctx.beginPath();
+        ctx.rect(u.bbox.left, u.bbox.top, u.bbox.width, u.bbox.height);
+        ctx.clip();
+        rows.forEach((r, i) => {
+          const top = u.valToPos(n - i, 'st', true);
+          const bottom = u.valToPos(n - i - 1, 'st', true);
+          const pad = (bottom - top) * 0.16;
+          ctx.fillStyle = r.color;
+          for (const [a, b] of r.spans) {
+            const x0 = u.valToPos(a, 'x', true);
+            const x1 = Math.max(x0 + devicePixelRatio, u.valToPos(b, 'x', true));
+            ctx.fillRect(x0, top + pad, x1 - x0, bottom - top - 2 * pad);
+          }
+        });
+        if (!rows.length && empty) {
+          ctx.fillStyle = '#6b7482';
+          ctx.font = `${12 * devicePixelRatio}px system-ui, sans-serif`;
+          ctx.textBaseline = 'middle';
+          ctx.fillText(empty, u.bbox.left + 10 * devicePixelRatio, u.bbox.top + u.bbox.height / 2);
+        }
+        ctx.restore();
+      }],
+    },
+  };
+  const u = track(el, new uPlot(opts, [[xRange[0], xRange[1]], [null, null]], el));
+  if (onPick) {
+    u.over.addEventListener('click', () => {
+      const left = u.cursor.left;
+      if (left != null && left >= 0) onPick(u.posToVal(left, 'x'));
     });
     u.over.style.cursor = 'pointer';
   }

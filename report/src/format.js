@@ -95,15 +95,3 @@ export function niceStep(x) {
   const m = x / p;
   return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
 }
-
-// NVML clock event reasons (nvml.clock_event_reasons), without "GPU idle".
-const CLOCK_REASONS = [
-  [0x1, 'GPU idle'], [0x2, 'application clocks setting'], [0x4, 'SW power cap'],
-  [0x8, 'HW slowdown'], [0x10, 'sync boost'], [0x20, 'SW thermal slowdown'],
-  [0x40, 'HW thermal slowdown'], [0x80, 'HW power brake'], [0x100, 'display clock setting'],
-];
-export function clockReasons(mask) {
-  const out = [];
-  for (const [bit, name] of CLOCK_REASONS) if (mask & bit) out.push(name);
-  return out.length ? out.join(', ') : 'none';
-}

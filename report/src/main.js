@@ -1,22 +1,28 @@
 // main.js: the report page. Reads the JSON data the C++ side put into
 // <script id="gpscope-data"> (schema gpscope.report/1, see
 // tools/render/report_data.h), decodes the timeline and builds the sections:
-// header, findings, timeline, per-GPU numbers and trends, distributions, top
-// kernels, steps, correlations, processes and data completeness.
+// header, findings, ranks (jobs of several ranks), timeline, per-GPU numbers,
+// trends and metric charts, distributions, top kernels, steps, correlations,
+// processes and data completeness.
 //
 // Every trace string is inserted as text (dom.js), never as markup.
 // window.__gpscope exposes the state for the browser tests.
 
-import { downsample, histogramChart, stepsChart, timeChart } from './charts.js';
+import {
+  chartInstances, downsample, histogramChart, stateChart, stepsChart, timeChart,
+} from './charts.js';
 import { decodeTimeline } from './decode.js';
 import { append, clear, h, section } from './dom.js';
 import {
   fmtBytes, fmtCount, fmtDuration, fmtEvidence, fmtOffset, fmtPercent, fmtUnitValue, fmtWallClock, sig,
 } from './format.js';
-import { Timeline } from './timeline.js';
+import {
+  axisScale, FAMILIES, legendLabel, metricInfo, reasonSpans, reasonsOf,
+} from './metrics.js';
+import { stragglerProcess, Timeline } from './timeline.js';
 
 const app = () => document.getElementById('app');
-const state = { ready: false, errors: [], timings: {} };
+const state = { ready: false, errors: [], timings: {}, uplots: () => chartInstances().map((c) => c.u) };
 window.__gpscope = state;
 
 function cudaVersion(v) {
@@ -136,8 +142,8 @@ function glance(s) {
   return h('div', { class: 'glance' }, rows);
 }
 
-function renderNav(hasSteps) {
-  const links = [['findings', 'Findings'], ['timeline', 'Timeline'], ['gpus', 'GPUs'], ['distributions', 'Distributions'],
+function renderNav(hasSteps, hasRanks) {
+  const links = [['findings', 'Findings'], hasRanks ? ['ranks', 'Ranks'] : null, ['timeline', 'Timeline'], ['gpus', 'GPUs'], ['distributions', 'Distributions'],
     ['kernels', 'Top kernels'], hasSteps ? ['steps', 'Steps'] : null, ['correlation', 'Correlations'], ['details', 'Processes & data']].filter(Boolean);
   return h('nav', { class: 'report-nav' }, links.map(([id, label]) => h('a', { href: `#${id}` }, label)));
 }
@@ -157,6 +163,17 @@ function gotoTimeline(ranges, group, index = -1) {
   t.showRanges(ranges, group, index);
 }
 
+// Findings about how ranks compare (tools/analyses/rules.cc): their links
+// line the ranks up in the compare view instead of scrolling to one GPU.
+const RANK_RULES = new Set(['straggler-rank']);
+
+function gotoRanks(ranges, group, index = -1) {
+  const t = state.timeline;
+  if (!t) return;
+  document.getElementById('timeline').scrollIntoView({ behavior: 'auto', block: 'start' });
+  t.compareRanks(ranges, index, group);
+}
+
 function renderFindings(data) {
   const s = data.summary || {};
   const findings = s.findings || [];
@@ -170,6 +187,7 @@ function renderFindings(data) {
   findings.forEach((f, i) => {
     const extra = (data.findings || [])[i] || { ranges: [], group: -1 };
     const ranges = extra.ranges || [];
+    const go = RANK_RULES.has(f.rule) ? gotoRanks : gotoTimeline;
     const scope = f.scope ? h('span', { class: 'scope' }, f.scope) : null;
     const card = h('article', { class: `card finding ${severityClass(f.severity)}`, 'data-rule': f.rule },
       h('div', { class: 'finding-head' },
@@ -189,9 +207,9 @@ function renderFindings(data) {
         ranges.map((r, j) => h('button', {
           class: 'range-link', type: 'button', 'data-finding': i, 'data-range': j,
           title: 'show on the timeline',
-          onclick: () => gotoTimeline(ranges, extra.group, j),
+          onclick: () => go(ranges, extra.group, j),
         }, `${fmtOffset(r.start_ns, 1e5)} · ${fmtDuration(r.end_ns - r.start_ns)}`, r.note ? h('span', { class: 'note' }, ` ${r.note}`) : null)),
-        ranges.length > 1 ? h('button', { class: 'range-link all', type: 'button', onclick: () => gotoTimeline(ranges, extra.group) }, 'all on timeline') : null)
+        ranges.length > 1 ? h('button', { class: 'range-link all', type: 'button', onclick: () => go(ranges, extra.group) }, 'all on timeline') : null)
         : null,
       (f.fixes || []).length ? h('div', { class: 'fixes' }, h('div', { class: 'fixes-label' }, 'what to do'),
         h('ul', null, f.fixes.map((x) => h('li', null, x)))) : null);
@@ -205,6 +223,76 @@ function renderFindings(data) {
   return section('findings', 'Findings', findings.length
     ? 'Ranked by the GPU time each likely costs. Links move the timeline to where a finding holds.'
     : null, body);
+}
+
+// ------------------------------------------------------------- ranks --
+
+function signedDuration(ns) {
+  if (ns == null || !isFinite(ns)) return 'n/a';
+  return `${ns > 0 ? '+' : ns < 0 ? '−' : ''}${fmtDuration(Math.abs(ns))}`;
+}
+
+// The analyzer's per-rank comparison (summary.ranks, tools/analyses/ranks.h)
+// as a table: one row per GPU, the straggler marked. Every number is the
+// summary's; a row click shows that rank on the timeline.
+function renderRanks(data) {
+  const s = data.summary || {};
+  const ranks = s.ranks;
+  if (!ranks || !ranks.rows || ranks.rows.length < 2) return null;
+  const gpus = s.gpus || [];
+  const rows = ranks.rows.map((r, i) => ({ ...r, index: i, straggler: i === ranks.straggler, info: gpus[r.gpu] || {} }));
+  const matched = ranks.matched_collectives > 0;
+  const share = (a, b) => (b > 0 ? a / b : null);
+  const cols = [
+    { id: 'rank', label: 'rank', key: (r) => (r.rank >= 0 ? r.rank : 1e9 + r.index), value: (r) => r.rank,
+      show: (r) => [r.rank >= 0 ? `${r.rank}` : '—', r.straggler ? h('span', { class: 'badge bad straggler-badge', title: 'the straggler: starts the matched collectives last' }, 'straggler') : null] },
+    { id: 'host', label: 'host', key: (r) => r.hostname || '', value: (r) => r.hostname, show: (r) => r.hostname || '—' },
+    { id: 'gpu', label: 'GPU', key: (r) => r.device_id, value: (r) => r.device_id,
+      show: (r) => `GPU ${r.device_id}${r.info.device && r.info.device.name ? ` · ${r.info.device.name}` : ''}` },
+    { id: 'pid', label: 'pid', num: true, key: (r) => r.pid, value: (r) => r.pid, show: (r) => `${r.pid}` },
+    { id: 'steps', label: 'steps', num: true, key: (r) => (r.info.steps ? r.info.steps.count : null),
+      value: (r) => (r.info.steps ? r.info.steps.count : null), show: (r) => (r.info.steps ? fmtCount(r.info.steps.count) : '—'),
+      title: 'steps the analyzer found (NVTX, else repeating patterns)' },
+    { id: 'step_p50_ns', label: 'step P50', num: true, key: (r) => r.step_p50_ns, value: (r) => r.step_p50_ns,
+      show: (r) => (r.step_p50_ns > 0 ? fmtDuration(r.step_p50_ns) : '—'), title: 'step time, start to next start' },
+    { id: 'step_p95_ns', label: 'step P95', num: true, key: (r) => r.step_p95_ns, value: (r) => r.step_p95_ns,
+      show: (r) => (r.step_p95_ns > 0 ? fmtDuration(r.step_p95_ns) : '—') },
+    { id: 'compute_busy_ns', label: 'compute', num: true, key: (r) => r.compute_busy_ns, value: (r) => r.compute_busy_ns,
+      show: (r) => fmtDuration(r.compute_busy_ns), title: 'non-communication kernels, steady window' },
+    { id: 'comm_share', label: 'comm', num: true, key: (r) => share(r.comm_busy_ns, r.window_ns), value: (r) => r.comm_busy_ns,
+      show: (r) => `${fmtDuration(r.comm_busy_ns)} · ${fmtPercent(share(r.comm_busy_ns, r.window_ns))}`,
+      title: 'communication (NCCL) kernels, steady window: time · share of the window' },
+    { id: 'wait_ns', label: 'wait', num: true, key: (r) => (r.collectives ? r.wait_ns : null), value: (r) => (r.collectives ? r.wait_ns : null),
+      show: (r) => (r.collectives ? fmtDuration(r.wait_ns) : '—'), title: "time in collectives beyond the fastest rank's (TB's synchronizing time), whole run" },
+    { id: 'idle_share', label: 'idle', num: true, key: (r) => share(r.idle_ns, r.window_ns), value: (r) => share(r.idle_ns, r.window_ns),
+      show: (r) => fmtPercent(share(r.idle_ns, r.window_ns)), title: 'GPU idle share of the steady window' },
+    { id: 'mean_late_ns', label: 'late', num: true, key: (r) => (r.collectives ? r.mean_late_ns : null), value: (r) => (r.collectives ? r.mean_late_ns : null),
+      show: (r) => (r.collectives ? signedDuration(r.mean_late_ns) : '—'), title: "mean start of a collective after the other ranks' median start" },
+    { id: 'last_share', label: 'last', num: true, key: (r) => (r.collectives ? r.last_share : null), value: (r) => (r.collectives ? r.last_share : null),
+      show: (r) => (r.collectives ? fmtPercent(r.last_share) : '—'), title: 'share of the matched collectives it started last' },
+    { id: 'comm_overlap', label: 'overlap', num: true, key: (r) => r.comm_overlap, value: (r) => r.comm_overlap,
+      show: (r) => (r.comm_overlap == null ? '—' : fmtPercent(r.comm_overlap)), title: 'share of communication time overlapped by compute (HTA)' },
+  ];
+  const straggler = ranks.straggler != null ? rows[ranks.straggler] : null;
+  const head = matched
+    ? `${fmtCount(ranks.matched_collectives)} collectives matched across the ranks${ranks.stride > 1 ? ` (every ${ranks.stride}th kept)` : ''}; their ends agree to ${fmtDuration(ranks.end_spread_ns)} (P95 ${fmtDuration(ranks.end_spread_p95_ns)}), so lateness below ${fmtDuration(2 * ranks.end_spread_ns)} is within the clocks' agreement.`
+    : 'No collectives were matched across the ranks (fewer than two GPUs communicate).';
+  const verdict = straggler
+    ? h('p', { class: 'ranks-verdict' }, h('strong', null, straggler.label), ` is the straggler: it starts ${fmtPercent(straggler.last_share)} of the collectives last, ${fmtDuration(straggler.mean_late_ns)} after the others on average.`)
+    : matched ? h('p', { class: 'ranks-verdict muted' }, 'No straggler: no rank starts the collectives late often enough, by enough.') : null;
+  const table = sortableTable(cols, rows, {
+    initial: 0, desc: false, rowClass: (r) => (r.straggler ? 'straggler' : ''),
+    rowTitle: 'show this rank on the timeline',
+    onRow: (r) => {
+      const gd = data.gpus[r.gpu] || {};
+      if (gd.group >= 0) gotoTimeline([], gd.group);
+    },
+  });
+  table.querySelector('table').classList.add('ranks-table');
+  const buttons = h('div', { class: 'ranks-actions' },
+    h('button', { class: 'range-link', type: 'button', onclick: () => gotoRanks([], -1) }, 'compare the ranks on the timeline'));
+  return section('ranks', 'Ranks', 'One row per GPU; compute, comm and idle over each GPU’s steady window. Click a row to show that rank on the timeline.',
+    h('div', { class: 'card' }, h('p', { class: 'muted ranks-head' }, head), verdict, table, buttons));
 }
 
 // ---------------------------------------------------------- timeline --
@@ -291,34 +379,41 @@ function renderGpus(data, deferred) {
     const x = Array.from({ length: n }, (_, i) => (gd.trend.start_ns + (i + 0.5) * w) / 1e9);
     const pick = (t) => state.timeline && (gotoTimeline([], gd.group), state.timeline.setRange(t * 1e9 - w, t * 1e9 + w));
     const make = (title, note, keys, opts = {}) => {
-      const series = keys.map((k) => seriesOf(gd, k)).filter(Boolean).map((sr) => ({ ...sr, scale: sr.unit === 'per_s' ? 'y2' : 'pct' }));
+      const series = keys.map((k) => seriesOf(gd, k)).filter(Boolean)
+        .map((sr) => ({ ...sr, scale: sr.unit === 'per_s' || opts.y2 ? 'y2' : 'pct', fill: opts.y2 }));
       if (!series.length) return;
       const [box, el] = chartBox(title, note);
       charts.append(box);
-      deferred.push(() => timeChart(el, { x, series, onPick: pick, y2Label: opts.y2Label, yLabel: opts.yLabel }));
+      deferred.push(() => timeChart(el, { x, series, onPick: pick, y2Label: opts.y2Label, yLabel: opts.yLabel, xRange: state.xRange }));
     };
-    make('Utilization over time', `windows of ${fmtDuration(w)}; click to show on the timeline`,
+    make('Utilization over time', `windows of ${fmtDuration(w)} (the same for every GPU); click to show on the timeline`,
       ['sm_util', 'dram_util', 'busy_share', 'kernel_busy_share']);
     make('Idle and waiting', 'share of each window', ['idle_gap_share', 'host_wait_share', 'sync_wait_share', 'sync_blocked_share']);
-    make('Feeding the GPU', 'host CPU (when sampled), copies and launch rate', ['host_cpu', 'copy_share', 'launches_per_s'], { y2Label: 'launches/s' });
-    // Clocks, power, temperature, throttling, from the GPU's metric samples.
+    make('Feeding the GPU', 'copies (share of each window) and kernel launch rate', ['copy_share', 'launches_per_s'], { y2Label: 'launches/s' });
+    // CPU time is % of one core (four busy threads read 400%): not a share,
+    // so it gets an axis of its own.
+    make('Host CPU', "this process's CPU time in % of one core (the whole host's share when the process was not sampled)",
+      ['host_cpu'], { y2Label: '% of one core', y2: true });
+    // The GPU's metric samples, one chart per family (one unit, one axis),
+    // and its clock limits as states.
     const lanes = (gd.counters || []).map((i) => state.lanes[i]).filter((l) => l && l.count);
-    const groups = [
-      ['Clocks', (m) => /clock_mhz|clock$/.test(m), 'MHz'],
-      ['Power', (m) => /power/.test(m), 'W'],
-      ['Temperature', (m) => /temperature/.test(m), '°C'],
-      ['Throttling', (m) => /clock_event_reasons|throttle/.test(m), ''],
-      ['GPU counters', (m) => /^gpm\.|util/.test(m) && !/clock|power|temperature/.test(m), '%'],
-    ];
-    const used = new Set();
-    for (const [title, test, unitLabel] of groups) {
-      const chosen = lanes.filter((l) => !used.has(l.index) && test(l.metric));
-      if (!chosen.length) continue;
-      chosen.forEach((l) => used.add(l.index));
-      const [box, el] = chartBox(title, title === 'Throttling' ? 'share of samples with a clock-limiting reason (GPU idle excluded)' : 'metric samples');
+    const pickAt = (t) => { gotoTimeline([], gd.group); state.timeline.setRange(t * 1e9 - 2e8, t * 1e9 + 2e8); };
+    const notes = {
+      util: 'sampled, % of peak', link: 'bytes per second, sampled', clock: 'sampled', power: 'sampled',
+      temperature: 'sampled', memory: 'sampled',
+    };
+    for (const [family, title] of FAMILIES) {
+      const first = lanes.find((l) => l.unit !== 'bitmask' && metricInfo(l.metric, l.unit).family === family);
+      if (!first) continue;
+      // One unit per chart: a lane of the family in another unit waits for
+      // a catalogue entry (metrics.js) rather than sharing a wrong axis.
+      const chosen = lanes.filter((l) => l.unit === first.unit && metricInfo(l.metric, l.unit).family === family);
+      const scale = first.unit === 'percent' ? { div: 1, label: '%' } : axisScale(first.unit, Math.max(...chosen.map((l) => l.max)));
+      const [box, el] = chartBox(first.unit === 'percent' ? `${title}, %` : `${title}, ${scale.label}`, notes[family]);
+      box.dataset.family = family;
       charts.append(box);
       deferred.push(() => {
-        const palette = ['#2e6fd6', '#d94a4a', '#2f9e5d', '#e08a2c', '#8a6bbf', '#2f8f83'];
+        const palette = ['#2e6fd6', '#d94a4a', '#2f9e5d', '#e08a2c', '#8a6bbf', '#2f8f83', '#c7a028', '#5d6b7e', '#b566c7'];
         const base = chosen[0];
         const [xs] = downsample(base.t, base.v);
         const series = chosen.map((l, i) => {
@@ -329,12 +424,33 @@ function renderGpus(data, deferred) {
             while (lo < hi) { const mid = (lo + hi + 1) >> 1; if (l.t[mid] / 1e9 <= tt) lo = mid; else hi = mid - 1; }
             return l.v[lo];
           });
-          if (l.unit === 'bitmask') values = values.map((v) => ((v & ~1) ? 100 : 0));
-          const scale = l.unit === 'percent' || l.unit === 'bitmask' ? 'pct' : 'y2';
-          return { label: l.label, values, color: palette[i % palette.length], unit: l.unit === 'bitmask' ? 'percent' : l.unit, scale, fill: chosen.length === 1 };
+          return {
+            label: legendLabel(metricInfo(l.metric, l.unit).title, scale, gd.device_id), values, color: palette[i % palette.length],
+            unit: l.unit, scale: l.unit === 'percent' ? 'pct' : 'y2', fill: chosen.length === 1,
+          };
         });
-        timeChart(el, { x: xs, series, y2Label: unitLabel, onPick: (t) => { gotoTimeline([], gd.group); state.timeline.setRange(t * 1e9 - 2e8, t * 1e9 + 2e8); } });
+        timeChart(el, { x: xs, series, xRange: state.xRange, y2Scale: scale, onPick: pickAt });
       });
+    }
+    for (const l of lanes.filter((x) => x.unit === 'bitmask')) {
+      const spans = reasonSpans(l.t, l.v, data.span_ns);
+      const [box, el] = chartBox(`${metricInfo(l.metric, l.unit).title} (GPU ${gd.device_id})`,
+        `why the clocks were held down (NVML clock event reasons), ${fmtCount(l.count)} samples`);
+      box.dataset.family = 'reasons';
+      const count = (reason) => {
+        let n = 0;
+        for (let i = 0; i < l.v.length; i++) if (reasonsOf(l.v[i]).includes(reason)) n++;
+        return n;
+      };
+      el.before(h('div', { class: 'state-legend' }, spans.length
+        ? spans.map(({ reason }) => h('span', { class: 'state-item' }, h('i', { style: { background: reason.color } }),
+          `${reason.name} `, h('span', { class: 'muted' }, `${fmtPercent(count(reason) / l.count)} of samples`)))
+        : h('span', { class: 'muted' }, `no clock-limiting reason in ${fmtCount(l.count)} samples`)));
+      charts.append(box);
+      deferred.push(() => stateChart(el, {
+        rows: spans.map(({ reason, spans: sp }) => ({ name: reason.name, color: reason.color, spans: sp.map(([a, b]) => [a / 1e9, b / 1e9]) })),
+        xRange: state.xRange, onPick: pickAt, empty: 'no clock limit',
+      }));
     }
   });
   return section('gpus', 'GPUs', 'Per GPU: the four numbers, then how they moved over the run.',
@@ -370,7 +486,7 @@ function renderDistributions(data, deferred) {
 
 // ------------------------------------------------------- top kernels --
 
-function sortableTable(columns, rows, { initial = 0, desc = true, onRow } = {}) {
+function sortableTable(columns, rows, { initial = 0, desc = true, onRow, rowClass, rowTitle } = {}) {
   let sortCol = initial, sortDesc = desc;
   const tbody = h('tbody');
   const heads = columns.map((c, i) => h('th', {
@@ -389,8 +505,18 @@ function sortableTable(columns, rows, { initial = 0, desc = true, onRow } = {}) 
     });
     heads.forEach((th, i) => th.setAttribute('aria-sort', i === sortCol ? (sortDesc ? 'descending' : 'ascending') : 'none'));
     clear(tbody);
-    sorted.forEach((row, i) => tbody.append(h('tr', onRow ? { class: 'clickable', onclick: () => onRow(row), title: 'find on the timeline' } : null,
-      columns.map((col) => h('td', { class: col.num ? 'num' : col.cls || null, title: col.tip ? col.tip(row) : null }, col.show ? col.show(row, i) : col.key(row))))));
+    sorted.forEach((row, i) => tbody.append(h('tr', {
+      class: [onRow ? 'clickable' : '', rowClass ? rowClass(row) : ''].filter(Boolean).join(' ') || null,
+      onclick: onRow ? () => onRow(row) : null,
+      title: onRow ? (rowTitle || 'find on the timeline') : null,
+    }, columns.map((col) => {
+      // data-value: the number shown, as the analyzer wrote it (tests read it).
+      const v = col.value ? col.value(row) : null;
+      return h('td', {
+        class: col.num ? 'num' : col.cls || null, title: col.tip ? col.tip(row) : null,
+        'data-col': col.id || null, 'data-value': v == null ? null : String(v),
+      }, col.show ? col.show(row, i) : col.key(row));
+    }))));
   }
   draw();
   return h('div', { class: 'table-wrap' }, h('table', { class: 'data sortable-table' }, h('thead', null, h('tr', null, heads)), tbody));
@@ -592,6 +718,8 @@ async function main() {
     return;
   }
   state.data = data;
+  // One time axis for every chart of the page: the whole report, in s.
+  state.xRange = [0, Math.max(1, data.span_ns) / 1e9];
   state.timings.parse_ms = performance.now() - t0;
   const lanes = await decodeTimeline(data.timeline);
   state.lanes = lanes;
@@ -601,10 +729,13 @@ async function main() {
   const deferred = [];
   const stepsSection = renderSteps(data, deferred);
   const [timelineSection, holder] = renderTimelineSection();
-  root.append(renderHeader(data), renderNav(!!stepsSection));
+  const ranksSection = renderRanks(data);
+  root.append(renderHeader(data), renderNav(!!stepsSection, !!ranksSection));
   const main = h('main', { class: 'report-main' });
   root.append(main);
-  main.append(renderFindings(data), timelineSection);
+  main.append(renderFindings(data));
+  if (ranksSection) main.append(ranksSection);
+  main.append(timelineSection);
   state.timeline = new Timeline(holder, data, lanes);
   main.append(renderGpus(data, deferred), renderDistributions(data, deferred), renderKernels(data));
   if (stepsSection) main.append(stepsSection);

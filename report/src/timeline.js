@@ -2,8 +2,12 @@
 // library handles a million intervals in lanes well).
 //
 // Lanes come grouped per process (rank), then per GPU (one lane per stream,
-// a sync-wait lane, device counters), host threads (NVTX, CUDA API) and host
-// metrics, all on one time base (report ns). Each frame draws only what is
+// a sync-wait lane), the GPU's counters, host threads (NVTX, CUDA API) and
+// host metrics, all on one time base (report ns). With two or more ranks the
+// default layout is "compare ranks" (each rank's streams only, in thin rows,
+// 2-8 ranks on one screen) and counter groups start folded; ranks can be
+// shown or hidden one by one. A bitmask counter (clock event reasons) is
+// drawn as states: one band per reason seen. Each frame draws only what is
 // visible: a lane with many events in view draws the pre-aggregated bins the
 // C++ side wrote (tools/render/report_data.h), otherwise its exact events,
 // merging neighbours narrower than a pixel. Hit testing and search work on
@@ -14,19 +18,31 @@
 // to an event, click on a group header folds it. Keys: W/S zoom, A/D or
 // arrows pan, 0 shows everything, / searches.
 //
-// Test hooks: range() -> {start_ns, end_ns}; setRange(); search().
+// Test hooks: range() -> {start_ns, end_ns}; setRange(); search();
+// laneBoxes() (lanes on screen, viewport px); setCompact();
+// setProcessVisible(); setMetricsFolded(); compareRanks().
 
 import { CAT, CAT_COLORS, CAT_NAMES, LEGEND, nameColor } from './colors.js';
 import { h } from './dom.js';
 import {
-  clockReasons, fmtBytes, fmtCount, fmtDuration, fmtOffset, fmtPercent, fmtUnitValue, niceStep,
+  fmtBytes, fmtCount, fmtDuration, fmtOffset, fmtPercent, fmtUnitValue, niceStep,
 } from './format.js';
+import {
+  clockReasons, FAMILIES, isShare, laneTitle, metricInfo, reasonSpans,
+} from './metrics.js';
 
 const ROW_H = 18;
 const LANE_PAD = 3;
 const COUNTER_H = 34;
 const GROUP_H = 24;
 const SUBGROUP_H = 21;
+// "Compare ranks": one thin header per rank and only its streams, in rows
+// as tall as fit the view, never thinner than COMPACT_ROW_H: 8 ranks of 4
+// streams fit one 1080 px screen.
+const COMPACT_ROW_H = 10;
+const COMPACT_PAD = 1;
+const COMPACT_GROUP_H = 18;
+const FOLDED_BY_DEFAULT = new Set(['gpu_metrics', 'metrics']);
 const AXIS_H = 26;
 const LABEL_W = 236;
 const OVERVIEW_H = 44;
@@ -43,8 +59,19 @@ function lowerBound(a, x) {
   return lo;
 }
 
+// The timeline process index of the rank the analyzer named the straggler
+// (summary.ranks, tools/analyses/ranks.h), or -1.
+export function stragglerProcess(report) {
+  const ranks = report.summary && report.summary.ranks;
+  if (!ranks || ranks.straggler == null) return -1;
+  const row = ranks.rows[ranks.straggler];
+  const gpu = row && (report.gpus || [])[row.gpu];
+  return gpu && gpu.process >= 0 ? gpu.process : -1;
+}
+
 const FONT = '11px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
 const FONT_BOLD = '600 11.5px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
+const FONT_SMALL = '10px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
 
 export class Timeline {
   constructor(root, report, lanes) {
@@ -59,6 +86,23 @@ export class Timeline {
     this.home = [-pad, this.span + pad];
     this.view = this.home.slice();
     this.collapsed = new Set();
+    this.hidden = new Set();  // processes (timeline process index) not shown
+    // Processes with GPU streams: the ranks the compare view lines up.
+    this.rankProcesses = [...new Set(this.lanes.filter((l) => l.kind === 'stream')
+      .map((l) => this.groups[l.group].process))].sort((a, b) => a - b);
+    this.multiRank = this.rankProcesses.length >= 2;
+    this.compact = this.multiRank;
+    // Several ranks: counters fold by default (a GPU's ~20 counter lanes
+    // pushed the next rank's streams ~1,500 px down); one rank: all open.
+    if (this.multiRank) {
+      this.groups.forEach((g, gi) => { if (FOLDED_BY_DEFAULT.has(g.kind)) this.collapsed.add(gi); });
+    }
+    this.straggler = stragglerProcess(report);
+    for (const lane of this.lanes) {
+      if (lane.kind !== 'counter') continue;
+      lane.title = laneTitle(lane);
+      if (lane.unit === 'bitmask') lane.states = reasonSpans(lane.t, lane.v, this.span);
+    }
     this.colorCache = new Array(this.names.length);
     this.searchState = null;
     this.highlights = [];
@@ -100,6 +144,7 @@ export class Timeline {
       h('span', { class: 'tl-legend-item' }, h('i', { class: 'hatch' }), 'data lost'),
       h('span', { class: 'tl-help' },
         'wheel zoom · drag pan · Shift+drag select · W/S zoom · A/D pan · double-click zooms to an event'));
+    this.rankBar = this.buildRankBar();
     this.overview = h('canvas', { class: 'tl-overview', 'aria-label': 'whole-run overview' });
     this.canvas = h('canvas', { class: 'tl-canvas', tabindex: '0', 'aria-label': 'timeline' });
     this.spacer = h('div', { class: 'tl-spacer-block' }, this.canvas);
@@ -108,48 +153,222 @@ export class Timeline {
     this.details = h('div', { class: 'tl-details' },
       h('span', { class: 'muted' }, 'Click an event to pin its details here.'));
     this.root = root;
-    root.append(this.toolbar, legend, this.overview, this.scroller, this.details, this.tooltip);
+    root.append(this.toolbar, this.rankBar, legend, this.overview, this.scroller, this.details, this.tooltip);
+  }
+
+  // Layout switch (compare ranks / all lanes), per-rank show/hide and
+  // folding of every counter group at once.
+  buildRankBar() {
+    const bar = h('div', { class: 'tl-ranks' });
+    const hasMetrics = this.groups.some((g) => g.kind === 'gpu_metrics' || g.kind === 'metrics');
+    if (!this.multiRank && !hasMetrics) return bar;
+    this.layoutButtons = {};
+    if (this.multiRank) {
+      const seg = h('span', { class: 'tl-seg', role: 'group', 'aria-label': 'layout' });
+      for (const [key, label, title] of [
+        ['compact', 'Compare ranks', "every rank's streams in thin rows on one screen"],
+        ['full', 'All lanes', 'streams, sync waits, metrics and host threads of each rank']]) {
+        const b = h('button', { type: 'button', class: 'tl-seg-btn', 'data-layout': key, title,
+          onclick: () => this.setCompact(key === 'compact') }, label);
+        this.layoutButtons[key] = b;
+        seg.append(b);
+      }
+      bar.append(seg, h('span', { class: 'tl-ranks-label' }, 'ranks'));
+      this.rankBoxes = new Map();
+      for (const p of this.rankProcesses) {
+        const proc = this.report.processes[p] || {};
+        const box = h('input', { type: 'checkbox', checked: true, 'data-process': p,
+          onchange: () => this.setProcessVisible(p, box.checked) });
+        const name = proc.rank >= 0 ? `rank ${proc.rank}` : `pid ${proc.pid}`;
+        this.rankBoxes.set(p, box);
+        bar.append(h('label', { class: `tl-rank${p === this.straggler ? ' straggler' : ''}`,
+          title: `${this.processLabel(p)}${p === this.straggler ? ' (the straggler)' : ''}` }, box, name));
+      }
+      bar.append(
+        h('button', { type: 'button', class: 'tl-btn small tl-ranks-all', title: 'show every rank', onclick: () => this.showAllProcesses() }, 'all'));
+    }
+    if (hasMetrics) {
+      this.metricsButton = h('button', { type: 'button', class: 'tl-btn small tl-metrics-btn',
+        title: 'fold or unfold every metric group (GPU counters and host metrics)',
+        onclick: () => this.setMetricsFolded(!this.metricsFolded()) });
+      bar.append(h('span', { class: 'tl-spacer' }), this.metricsButton);
+    }
+    this.updateRankBar();
+    return bar;
+  }
+
+  updateRankBar() {
+    if (this.layoutButtons) {
+      for (const [key, b] of Object.entries(this.layoutButtons)) {
+        b.classList.toggle('on', (key === 'compact') === this.compact);
+        b.setAttribute('aria-pressed', String((key === 'compact') === this.compact));
+      }
+    }
+    if (this.rankBoxes) for (const [p, box] of this.rankBoxes) box.checked = !this.hidden.has(p);
+    if (this.metricsButton) {
+      this.metricsButton.textContent = this.metricsFolded() ? 'show metrics' : 'fold metrics';
+      this.metricsButton.disabled = this.compact;
+      this.metricsButton.title = this.compact ? 'metrics show in "All lanes"'
+        : 'fold or unfold every metric group (GPU counters and host metrics)';
+    }
+  }
+
+  metricGroups() {
+    const out = [];
+    this.groups.forEach((g, gi) => { if (g.kind === 'gpu_metrics' || g.kind === 'metrics') out.push(gi); });
+    return out;
+  }
+
+  metricsFolded() {
+    return this.metricGroups().every((gi) => this.collapsed.has(gi));
+  }
+
+  setMetricsFolded(folded) {
+    for (const gi of this.metricGroups()) {
+      if (folded) this.collapsed.add(gi); else this.collapsed.delete(gi);
+    }
+    this.relayout();
+  }
+
+  setCompact(compact) {
+    this.compact = !!compact && this.multiRank;
+    this.relayout();
+  }
+
+  setProcessVisible(p, visible) {
+    if (visible) this.hidden.delete(p); else this.hidden.add(p);
+    this.relayout();
+  }
+
+  showAllProcesses() {
+    this.hidden.clear();
+    this.relayout();
+  }
+
+  relayout() {
+    this.layout();
+    this.updateRankBar();
+    this.resize();
+  }
+
+  // Lines up the ranks for a finding about them (a straggler): the compare
+  // view, every rank shown (up to 8; beyond, at least the finding's own),
+  // the ranges highlighted on all of them.
+  compareRanks(ranges, focusIndex = -1, group = -1) {
+    if (this.multiRank) {
+      this.compact = true;
+      if (this.rankProcesses.length <= 8) this.hidden.clear();
+      if (group >= 0) this.hidden.delete(this.groups[group].process);
+      this.relayout();
+      this.scroller.scrollTop = 0;
+    }
+    this.showRanges(ranges, this.multiRank ? -1 : group, focusIndex);
+  }
+
+  // Test hook: the on-screen boxes (viewport px) of the lanes drawn now.
+  laneBoxes() {
+    const r = this.canvas.getBoundingClientRect();
+    const top = r.top + AXIS_H - this.scroller.scrollTop;
+    const viewTop = r.top + AXIS_H, viewBottom = r.top + this.viewH;
+    return this.items.filter((it) => it.type === 'lane').map((it) => ({
+      lane: it.lane.index, kind: it.lane.kind, process: it.process, label: it.label || it.lane.label,
+      top: top + it.y, bottom: top + it.y + it.h, inView: top + it.y >= viewTop && top + it.y + it.h <= viewBottom,
+    }));
   }
 
   // --------------------------------------------------------- layout --
 
-  // Items top to bottom: group headers and lanes, with y offsets.
+  // Items top to bottom: group headers and lanes, with y offsets. Each
+  // lane item carries its row height and padding (compact rows are thin).
   layout() {
     const items = [];
     let y = 0;
-    const laneHeight = (lane) => (lane.kind === 'counter' ? COUNTER_H : lane.rows * ROW_H + 2 * LANE_PAD);
-    const byGroup = new Map();
-    this.lanes.forEach((lane) => {
-      if (!byGroup.has(lane.group)) byGroup.set(lane.group, []);
-      byGroup.get(lane.group).push(lane);
-    });
+    const byGroup = this.lanesByGroup();
+    // Compare view: rows as tall as fit the timeline's height (ROW_H for a
+    // few ranks, down to COMPACT_ROW_H for many).
+    let compactRowH = COMPACT_ROW_H;
+    if (this.compact) {
+      let headers = 0, rows = 0, lanes = 0;
+      for (const p of this.rankProcesses) {
+        if (this.hidden.has(p)) continue;
+        headers++;
+        for (const lane of this.lanes) {
+          if (lane.kind === 'stream' && this.groups[lane.group].process === p) { rows += lane.rows; lanes++; }
+        }
+      }
+      const avail = this.targetViewH() - AXIS_H - 8 - headers * COMPACT_GROUP_H - lanes * 2 * COMPACT_PAD;
+      if (rows) compactRowH = Math.max(COMPACT_ROW_H, Math.min(ROW_H, Math.floor(avail / rows)));
+    }
+    const pushLane = (lane, process, compact, label) => {
+      const rowH = compact ? compactRowH : ROW_H;
+      const pad = compact ? COMPACT_PAD : LANE_PAD;
+      const hh = lane.kind === 'counter' ? COUNTER_H : lane.rows * rowH + 2 * pad;
+      items.push({ type: 'lane', lane, y, h: hh, process, rowH, pad, compact, label });
+      y += hh;
+    };
     this.groupY = new Map();
     this.groups.forEach((g, gi) => {
-      if (g.parent !== -1) return;
+      if (g.parent !== -1 || this.hidden.has(g.process)) return;
+      const compact = this.compact && this.rankProcesses.includes(g.process);
       this.groupY.set(gi, y);
-      items.push({ type: 'group', level: 0, group: gi, y, h: GROUP_H, process: g.process });
-      y += GROUP_H;
+      const hh = compact ? COMPACT_GROUP_H : GROUP_H;
+      items.push({ type: 'group', level: 0, group: gi, y, h: hh, process: g.process, compact });
+      y += hh;
       if (this.collapsed.has(gi)) return;
-      this.groups.forEach((sub, si) => {
-        if (sub.parent !== gi) return;
+      const subs = [];
+      this.groups.forEach((sub, si) => { if (sub.parent === gi) subs.push([sub, si]); });
+      if (compact) {
+        // Streams only, no subgroup headers; a process with several GPUs
+        // says which GPU each stream is on.
+        const gpus = subs.filter(([sub]) => sub.kind === 'gpu');
+        for (const [sub, si] of gpus) {
+          this.groupY.set(si, y);
+          for (const lane of byGroup.get(si) || []) {
+            if (lane.kind !== 'stream') continue;
+            pushLane(lane, sub.process, true, gpus.length > 1 ? `GPU ${sub.device_id} · ${lane.label}` : lane.label);
+          }
+        }
+        return;
+      }
+      for (const [sub, si] of subs) {
         this.groupY.set(si, y);
         items.push({ type: 'group', level: 1, group: si, y, h: SUBGROUP_H, process: sub.process });
         y += SUBGROUP_H;
-        if (this.collapsed.has(si)) return;
-        for (const lane of byGroup.get(si) || []) {
-          const hh = laneHeight(lane);
-          items.push({ type: 'lane', lane, y, h: hh, process: sub.process });
-          y += hh;
-        }
-      });
+        if (this.collapsed.has(si)) continue;
+        for (const lane of byGroup.get(si) || []) pushLane(lane, sub.process, false);
+      }
     });
     this.items = items;
     this.contentH = y + 8;
   }
 
+  // Lanes per group; counters ordered by family (utilization, links,
+  // clocks, power, ...) then name, as the GPU cards chart them.
+  lanesByGroup() {
+    if (this.byGroup) return this.byGroup;
+    const byGroup = new Map();
+    this.lanes.forEach((lane) => {
+      if (!byGroup.has(lane.group)) byGroup.set(lane.group, []);
+      byGroup.get(lane.group).push(lane);
+    });
+    const order = new Map([...FAMILIES.map(([f]) => f), 'reasons', 'other'].map((f, i) => [f, i]));
+    const rank = (l) => order.get(metricInfo(l.metric, l.unit).family) ?? order.size;
+    for (const list of byGroup.values()) {
+      if (!list.every((l) => l.kind === 'counter')) continue;
+      list.sort((a, b) => rank(a) - rank(b) || a.title.localeCompare(b.title));
+    }
+    this.byGroup = byGroup;
+    return byGroup;
+  }
+
+  // The lanes' viewport height when the content is taller.
+  targetViewH() {
+    return Math.max(360, Math.round(window.innerHeight * 0.68));
+  }
+
   resize() {
     const width = Math.max(480, this.scroller.clientWidth || this.root.clientWidth || 1000);
-    const viewH = Math.min(this.contentH + AXIS_H, Math.max(360, Math.round(window.innerHeight * 0.68)));
+    const viewH = Math.min(this.contentH + AXIS_H, this.targetViewH());
     this.width = width;
     this.viewH = viewH;
     this.scroller.style.height = `${viewH}px`;
@@ -226,11 +445,13 @@ export class Timeline {
     let g = group;
     while (g != null && g >= 0) {
       this.collapsed.delete(g);
+      this.hidden.delete(this.groups[g].process);
       g = this.groups[g].parent;
     }
-    this.layout();
-    this.resize();
-    const y = this.groupY.get(group);
+    this.relayout();
+    // In the compare view a GPU's streams sit right under its rank's header.
+    const top = this.groups[group].parent >= 0 && this.compact ? this.groups[group].parent : group;
+    const y = this.groupY.get(top) ?? this.groupY.get(group);
     if (y != null) this.scroller.scrollTop = Math.max(0, y - 4);
   }
 
@@ -307,7 +528,7 @@ export class Timeline {
 
   bind() {
     const c = this.canvas;
-    window.addEventListener('resize', () => this.resize());
+    window.addEventListener('resize', () => { this.layout(); this.resize(); });
     this.scroller.addEventListener('scroll', () => this.requestDraw());
     c.addEventListener('wheel', (e) => {
       e.preventDefault();
@@ -474,7 +695,7 @@ export class Timeline {
       const i = lowerBound(lane.t, t + 0.5 / k) - 1;
       return i >= 0 ? { lane, sample: i, x, t } : null;
     }
-    const row = Math.max(0, Math.min(lane.rows - 1, Math.floor((dy - LANE_PAD) / ROW_H)));
+    const row = Math.max(0, Math.min(lane.rows - 1, Math.floor((dy - item.pad) / item.rowH)));
     if (this.useBins(lane)) {
       const b = Math.floor(t / this.tl.bin_ns);
       if (b < 0 || b >= this.tl.bin_count || !lane.binData.count[b]) return null;
@@ -517,8 +738,7 @@ export class Timeline {
     if (hit && hit.group != null) {
       if (this.collapsed.has(hit.group)) this.collapsed.delete(hit.group);
       else this.collapsed.add(hit.group);
-      this.layout();
-      this.resize();
+      this.relayout();
       return;
     }
     this.selected = hit && hit.event != null ? hit : null;
@@ -545,12 +765,12 @@ export class Timeline {
     let subtitle = '';
     if (hit.sample != null) {
       const v = lane.v[hit.sample];
-      title = lane.metric || lane.label;
-      subtitle = 'metric sample';
-      rows.push(['value', fmtUnitValue(v, lane.unit)]);
+      title = lane.title || lane.metric || lane.label;
+      subtitle = `metric sample · ${lane.metric}`;
       if (lane.unit === 'bitmask' && /clock_event_reasons|throttle/.test(lane.metric)) {
         rows.push(['reasons', clockReasons(v)]);
       }
+      rows.push(['value', fmtUnitValue(v, lane.unit)]);
       rows.push(['at', fmtOffset(lane.t[hit.sample], 1e3)]);
       rows.push(['range', `${fmtUnitValue(lane.min, lane.unit)} … ${fmtUnitValue(lane.max, lane.unit)}`]);
     } else if (hit.bin != null) {
@@ -584,7 +804,7 @@ export class Timeline {
         rows.push(['returned', `error ${aux}`]);
       }
     }
-    rows.push(['lane', `${lane.label}${group ? ` · ${group.kind === 'gpu' ? group.label : ''}` : ''}`.replace(/ · $/, '')]);
+    rows.push(['lane', `${lane.title || lane.label}${group ? ` · ${group.kind === 'gpu' || group.kind === 'gpu_metrics' ? group.label : ''}` : ''}`.replace(/ · $/, '')]);
     rows.push(['process', this.processLabel(group ? group.process : 0)]);
     return h('div', { class: pinned ? 'desc pinned' : 'desc' },
       h('div', { class: 'desc-title' }, title),
@@ -601,8 +821,9 @@ export class Timeline {
     const rows = [['events', fmtCount(lane.count)]];
     if (lane.not_kept) rows.push(['not shown', `${fmtCount(lane.not_kept)} (over --max-events)`]);
     if (lane.rows > 1) rows.push(['rows', `${lane.rows} (nested or overlapping)`]);
+    if (lane.kind === 'counter') rows.unshift(['metric', lane.label]);
     this.tooltip.replaceChildren(h('div', { class: 'desc' },
-      h('div', { class: 'desc-title' }, lane.label),
+      h('div', { class: 'desc-title' }, lane.title || lane.label),
       h('table', null, rows.map(([k, v]) => h('tr', null, h('th', null, k), h('td', null, v))))));
     this.placeTooltip(clientX, clientY);
   }
@@ -739,22 +960,6 @@ export class Timeline {
         ctx.lineWidth = 1;
         ctx.strokeRect(Math.round(a) + 0.5, AXIS_H + 0.5, Math.max(1, Math.round(b - a) - 1), H - AXIS_H - 1);
       }
-      // Notes on the bands, where they do not collide.
-      ctx.font = FONT;
-      ctx.textBaseline = 'middle';
-      let lastEnd = -Infinity;
-      for (const r of this.highlights.slice().sort((p, q) => p.start - q.start)) {
-        if (!r.note) continue;
-        const a = Math.max(LABEL_W, X(r.start));
-        if (a > W || X(r.end) < LABEL_W || a < lastEnd + 6) continue;
-        const tw = ctx.measureText(r.note).width + 10;
-        const x = Math.min(a, W - tw - 2);
-        ctx.fillStyle = 'rgba(120, 80, 0, 0.92)';
-        ctx.fillRect(x, H - 22, tw, 18);
-        ctx.fillStyle = '#fff';
-        ctx.fillText(r.note, x + 5, H - 13);
-        lastEnd = x + tw;
-      }
       ctx.restore();
     }
 
@@ -791,6 +996,31 @@ export class Timeline {
     ctx.fillStyle = '#1d2430';
     ctx.font = FONT_BOLD;
     ctx.fillText(`${fmtDuration(v1 - v0)} shown`, 10, AXIS_H / 2 - 1);
+
+    // Notes on the bands, in the axis strip (over the lanes they would
+    // hide the rank rows the band compares), where they do not collide.
+    if (this.highlights.length) {
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(LABEL_W, 0, plotW, AXIS_H);
+      ctx.clip();
+      ctx.font = FONT;
+      ctx.textBaseline = 'middle';
+      let lastEnd = -Infinity;
+      for (const r of this.highlights.slice().sort((p, q) => p.start - q.start)) {
+        if (!r.note) continue;
+        const a = Math.max(LABEL_W, X(r.start));
+        if (a > W || X(r.end) < LABEL_W || a < lastEnd + 6) continue;
+        const tw = ctx.measureText(r.note).width + 10;
+        const x = Math.min(a, W - tw - 2);
+        ctx.fillStyle = 'rgba(120, 80, 0, 0.95)';
+        ctx.fillRect(x, 3, tw, AXIS_H - 7);
+        ctx.fillStyle = '#fff';
+        ctx.fillText(r.note, x + 5, AXIS_H / 2 - 1);
+        lastEnd = x + tw;
+      }
+      ctx.restore();
+    }
 
     // Cursor line.
     if (this.mouse && !this.drag && this.mouse.x > LABEL_W) {
@@ -861,14 +1091,45 @@ export class Timeline {
     }
     ctx.textBaseline = 'middle';
     const indent = it.level === 0 ? 8 : 20;
-    ctx.fillText(`${collapsed ? '▸' : '▾'}  ${g.label}`, indent, y + it.h / 2);
+    const text = `${collapsed ? '▸' : '▾'}  ${g.label}`;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(0, y, LABEL_W - 4, it.h);
+    ctx.clip();
+    ctx.fillText(text, indent, y + it.h / 2);
+    ctx.restore();
     if (it.level === 0) {
+      let x = LABEL_W + 10;
+      ctx.font = FONT;
+      if (g.process === this.straggler) {
+        // The rank the analyzer named the straggler.
+        const tag = 'straggler';
+        const tw = ctx.measureText(tag).width + 12;
+        ctx.fillStyle = '#d94a4a';
+        ctx.fillRect(x, y + 3, tw, it.h - 6);
+        ctx.fillStyle = '#ffffff';
+        ctx.fillText(tag, x + 6, y + it.h / 2);
+        x += tw + 10;
+      }
+      if (it.compact && !collapsed) {
+        const gpu = this.groups.find((sub) => sub.parent === it.group && sub.kind === 'gpu');
+        if (gpu) {
+          ctx.fillStyle = '#c9d3e0';
+          ctx.fillText(gpu.label, x, y + it.h / 2);
+          x += ctx.measureText(gpu.label).width + 14;
+        }
+      }
       const p = this.report.processes[g.process];
       if (p && p.lost && p.lost.length) {
         ctx.fillStyle = '#ffb4b4';
-        ctx.font = FONT;
-        ctx.fillText(`${p.lost.length} interval${p.lost.length > 1 ? 's' : ''} without data`, LABEL_W + 10, y + it.h / 2);
+        ctx.fillText(`${p.lost.length} interval${p.lost.length > 1 ? 's' : ''} without data`, x, y + it.h / 2);
       }
+    } else if (collapsed) {
+      // A folded group says what it holds.
+      const n = this.lanes.reduce((a, l) => a + (l.group === it.group ? 1 : 0), 0);
+      ctx.fillStyle = '#7b8594';
+      ctx.font = FONT;
+      ctx.fillText(`${n} lane${n === 1 ? '' : 's'} folded`, LABEL_W + 10, y + it.h / 2);
     }
   }
 
@@ -887,13 +1148,13 @@ export class Timeline {
     ctx.rect(0, y, LABEL_W - 6, it.h);
     ctx.clip();
     ctx.fillStyle = '#3a4350';
-    ctx.font = FONT;
+    ctx.font = it.compact && it.rowH < 14 ? FONT_SMALL : FONT;
     ctx.textBaseline = 'middle';
-    const label = lane.label + (lane.not_kept ? ' (partial)' : '');
-    ctx.fillText(label, 32, y + Math.min(it.h / 2, ROW_H / 2 + LANE_PAD));
+    const label = (lane.title || it.label || lane.label) + (lane.not_kept ? ' (partial)' : '');
+    ctx.fillText(label, it.compact ? 22 : 32, y + Math.min(it.h / 2, it.rowH / 2 + it.pad));
     if (lane.kind === 'counter' && lane.count) {
       ctx.fillStyle = '#7b8594';
-      ctx.fillText(`max ${fmtUnitValue(lane.max, lane.unit)}`, 32, y + it.h - 9);
+      ctx.fillText(this.counterNote(lane), 32, y + it.h - 9);
     }
     ctx.restore();
 
@@ -901,17 +1162,55 @@ export class Timeline {
     ctx.beginPath();
     ctx.rect(LABEL_W, y, W - LABEL_W, it.h);
     ctx.clip();
-    if (lane.kind === 'counter') this.drawCounter(ctx, lane, y, it.h, v0, v1, k, X);
-    else if (this.useBins(lane)) this.drawBins(ctx, lane, y, v0, v1, k, X);
-    else this.drawExact(ctx, lane, y, v0, v1, k, X);
+    if (lane.states) this.drawStates(ctx, lane, y, it.h, X);
+    else if (lane.kind === 'counter') this.drawCounter(ctx, lane, y, it.h, v0, v1, k, X);
+    else if (this.useBins(lane)) this.drawBins(ctx, it, y, v0, v1, k, X);
+    else this.drawExact(ctx, it, y, v0, v1, k, X);
     ctx.restore();
+  }
+
+  // The second line of a counter lane's label.
+  counterNote(lane) {
+    if (lane.states) {
+      const seen = lane.states.map((s) => s.reason.name);
+      return seen.length ? seen.join(', ') : `no limit in ${fmtCount(lane.count)} samples`;
+    }
+    return `max ${fmtUnitValue(lane.max, lane.unit)}`;
+  }
+
+  // A bitmask lane (nvml.clock_event_reasons) as states: one band per
+  // reason seen, its spans in the reason's colour.
+  drawStates(ctx, lane, y, hh, X) {
+    const rows = lane.states;
+    if (!rows.length) {
+      ctx.fillStyle = '#e9edf2';
+      ctx.fillRect(LABEL_W, y + hh / 2 - 1, this.width - LABEL_W, 2);
+      return;
+    }
+    const top = y + 4, band = (hh - 7) / rows.length;
+    rows.forEach(({ reason, spans }, i) => {
+      ctx.fillStyle = reason.color;
+      const y0 = top + i * band;
+      for (const [a, b] of spans) {
+        const x0 = Math.max(LABEL_W, X(a)), x1 = Math.min(this.width, X(b));
+        if (x1 < LABEL_W || x0 > this.width) continue;
+        ctx.fillRect(x0, y0, Math.max(1, x1 - x0), Math.max(2, band - 1));
+      }
+      if (band >= 11) {
+        ctx.fillStyle = '#1d2430';
+        ctx.font = FONT_SMALL;
+        ctx.fillText(reason.name, LABEL_W + 4, y0 + band / 2);
+      }
+    });
   }
 
   // Events at least 2 px wide are boxes (with their names when they fit);
   // narrower ones add to a per-pixel occupancy drawn as a column whose height
   // is the share of that pixel's time covered, so a zoomed-out lane shows
   // how busy it was instead of a solid bar.
-  drawExact(ctx, lane, y, v0, v1, k, X) {
+  drawExact(ctx, it, y, v0, v1, k, X) {
+    const lane = it.lane;
+    const rowH = it.rowH, pad = it.pad;
     const { start, dur, name, cat, row } = lane;
     const st = this.searchState;
     const mask = st ? st.mask : null;
@@ -967,8 +1266,8 @@ export class Timeline {
           }
         }
       }
-      const yy = y + LANE_PAD + r * ROW_H;
-      const full = ROW_H - 3;
+      const yy = y + pad + r * rowH;
+      const full = rowH - (rowH < 14 ? 1 : 3);
       if (used) {
         for (let p = 0; p < plotW; p++) {
           const f = occ[p];
@@ -996,7 +1295,7 @@ export class Timeline {
         ctx.globalAlpha = dim ? 0.16 : 1;
         ctx.fillStyle = this.colorOf(name[i], c);
         if (c === CAT.NVTX_MARK) {
-          ctx.fillRect(a - 1, yy, 2, ROW_H - 2);
+          ctx.fillRect(a - 1, yy, 2, rowH - 2);
           continue;
         }
         ctx.fillRect(a, yy + 1, Math.max(1, b - a - (b - a > 4 ? 0.5 : 0)), full);
@@ -1006,13 +1305,13 @@ export class Timeline {
           ctx.lineWidth = 1;
           ctx.strokeRect(a + 0.5, yy + 1.5, Math.max(1, b - a - 1), full - 1);
         }
-        if (b - a > 34) {
+        if (b - a > 34 && rowH >= 14) {
           const text = this.shortNames[name[i]] || this.names[name[i]] || '';
           const room = Math.floor((b - a - 8) / 6.1);
           if (room >= 3) {
             const shown = text.length > room ? `${text.slice(0, room - 1)}…` : text;
             ctx.fillStyle = dim ? 'rgba(255,255,255,0.5)' : (c === CAT.NVTX || c === CAT.OVERHEAD ? '#1d2430' : '#ffffff');
-            ctx.fillText(shown, a + 4, yy + ROW_H / 2);
+            ctx.fillText(shown, a + 4, yy + rowH / 2);
           }
         }
       }
@@ -1023,19 +1322,20 @@ export class Timeline {
       if (j < 0) continue;
       const a = Math.max(xmin, X(start[j]));
       const b = Math.max(a + 2, Math.min(xmax, X(start[j] + dur[j])));
-      const yy = y + LANE_PAD + (row ? row[j] : 0) * ROW_H;
+      const yy = y + pad + (row ? row[j] : 0) * rowH;
       ctx.strokeStyle = color;
       ctx.lineWidth = 2;
-      ctx.strokeRect(a, yy + 1, b - a, ROW_H - 3);
+      ctx.strokeRect(a, yy + 1, b - a, rowH - (rowH < 14 ? 1 : 3));
     }
   }
 
-  drawBins(ctx, lane, y, v0, v1, k, X) {
+  drawBins(ctx, it, y, v0, v1, k, X) {
+    const lane = it.lane;
     const bd = lane.binData;
     const bn = this.tl.bin_ns;
     const m = this.tl.bin_count;
-    const hh = lane.rows * ROW_H - 2;
-    const base = y + LANE_PAD + hh;
+    const hh = lane.rows * it.rowH - (it.compact ? 0 : 2);
+    const base = y + it.pad + hh;
     const b0 = Math.max(0, Math.floor(v0 / bn));
     const b1 = Math.min(m - 1, Math.floor(v1 / bn));
     const st = this.searchState;
@@ -1058,14 +1358,14 @@ export class Timeline {
       for (let x = xmin; x < xmax; x++) {
         const ta = v0 + (x - xmin) / k, tb = ta + 1 / k;
         const i = lowerBound(match.starts, ta);
-        if (i < match.starts.length && match.starts[i] < tb) ctx.fillRect(x, y + LANE_PAD, 1, 4);
+        if (i < match.starts.length && match.starts[i] < tb) ctx.fillRect(x, y + it.pad, 1, 4);
       }
     }
     // Hovered bin.
     if (this.hover && this.hover.lane === lane && this.hover.bin != null) {
       ctx.strokeStyle = '#1d2430';
       ctx.lineWidth = 1.5;
-      ctx.strokeRect(X(this.hover.bin * bn), y + LANE_PAD, w, hh);
+      ctx.strokeRect(X(this.hover.bin * bn), y + it.pad, w, hh);
     }
   }
 
@@ -1074,12 +1374,15 @@ export class Timeline {
     const n = t.length;
     if (!n) return;
     const isBitmask = lane.unit === 'bitmask';
+    // A share reads against 0-100% whatever it peaked at; CPU time in % of
+    // a core may pass 100%.
+    const share = isShare(lane.metric, lane.unit);
     let lo = lane.unit === 'percent' ? 0 : Math.min(0, lane.min);
-    let hi = lane.unit === 'percent' ? Math.max(100, lane.max) : lane.max;
+    let hi = share ? 100 : lane.unit === 'percent' ? Math.max(100, lane.max) : lane.max;
     if (isBitmask) { lo = 0; hi = 1; }
     if (hi <= lo) hi = lo + 1;
     const top = y + 4, bottom = y + hh - 3;
-    const Y = (val) => bottom - (val - lo) / (hi - lo) * (bottom - top);
+    const Y = (val) => bottom - (Math.min(hi, Math.max(lo, val)) - lo) / (hi - lo) * (bottom - top);
     const value = (i) => (isBitmask ? ((v[i] & ~1) ? 1 : 0) : v[i]);
     const i0 = Math.max(0, lowerBound(t, v0) - 1);
     const i1 = Math.min(n, lowerBound(t, v1) + 1);

@@ -6,8 +6,9 @@
 // check of proto/gpscope/trace.proto and proto/framing.h.
 //
 //   node tests/report/make_trace.mjs xss   OUT.gpscope   # hostile strings everywhere
-//   node tests/report/make_trace.mjs ranks OUT.gpscope   # 2 ranks, 2 hosts, skewed CUPTI
-//                                                        # clocks, metrics, a lost interval
+//   node tests/report/make_trace.mjs ranks OUT.gpscope [N] # N (2) ranks on N hosts, skewed
+//                                                        # CUPTI clocks, metrics, a lost
+//                                                        # interval; N > 2: 4 streams each
 //   node tests/report/make_trace.mjs empty OUT.gpscope   # a process that traced nothing
 import { writeFileSync } from 'node:fs';
 
@@ -210,7 +211,8 @@ const REALTIME0 = 1764400000000000000n;
 
 // A little training loop: per step an H2D copy, kernels with launch calls,
 // a D2H copy and a stream sync, an NVTX step range; `gap` host time between steps.
-function trainingLoop(p, { cupti0, steps, kernelNames, gapNs, tid, metrics = [] }) {
+// With `streams` > 1 the kernels take turns on that many streams.
+function trainingLoop(p, { cupti0, steps, kernelNames, gapNs, tid, metrics = [], streams = 1 }) {
   let t = cupti0;
   let corr = 1;
   const launch = p.intern('cudaLaunchKernel_v7000');
@@ -231,7 +233,7 @@ function trainingLoop(p, { cupti0, steps, kernelNames, gapNs, tid, metrics = [] 
       p.add('api', { start: cpu, dur: 6n * US, tid, name: launch, corr });
       cpu += 8n * US;
       const dur = BigInt(40 + 60 * i) * US;
-      p.add('kernel', { start: t, dur, name, config: 1, corr: corr++ });
+      p.add('kernel', { start: t, dur, name, config: 1, corr: corr++, stream: [7, 13, 14, 17][i % Math.min(4, streams)] });
       t += dur + 3n * US;
     });
     p.add('memcpy', { start: t, dur: 12n * US, bytes: 4n, kind: 2, src: 3, dst: 1, flags: 0, corr: corr++ });
@@ -278,16 +280,17 @@ function xss(out) {
   writeFileSync(out, trace.bytes());
 }
 
-function ranks(out) {
+// `n` ranks (default 2, one stream each); more ranks use four streams each.
+function ranks(out, n = 2) {
   const trace = new Trace();
-  for (let r = 0; r < 2; r++) {
+  for (let r = 0; r < n; r++) {
     const p = trace.process(0xabc0n + BigInt(r), 3000 + r);
     // Each host's CUPTI clock has its own origin; ClockSnapshots map both to
     // the same wall clock, so rank 1's work lines up with rank 0's.
     const cupti0 = BigInt(r === 0 ? 2 : 9) * 1000000000n;
     const clock = { cupti: cupti0, realtime: REALTIME0 };
     p.header({
-      hostname: `node${r}`, cmdline: ['torchrun', '--nproc-per-node=1', 'train.py'], rank: r, worldSize: 2, job: 'job-77',
+      hostname: `node${r}`, cmdline: ['torchrun', '--nproc-per-node=1', 'train.py'], rank: r, worldSize: n, job: 'job-77',
       devices: [{ id: 0, name: 'NVIDIA H200', uuid: `GPU-${r}` }], clock,
     });
     const ids = { sm: 1, dram: 2, clock: 3, power: 4, temp: 5, reasons: 6, cpu: 7, pcpu: 8 };
@@ -304,7 +307,7 @@ function ranks(out) {
       if (r === 1) b.msg(17, new Pb().uint(1, cupti0 + 120n * MS).uint(2, cupti0 + 150n * MS).uint(3, 1).string(4, 'another profiler'));
     });
     const end = trainingLoop(p, {
-      cupti0: cupti0 + 10n * MS, steps: 40, tid: 3000 + r, gapNs: BigInt(4 + 3 * r) * MS,
+      cupti0: cupti0 + 10n * MS, steps: 40, tid: 3000 + r, gapNs: BigInt(4 + 3 * (r % 2)) * MS, streams: n > 2 ? 4 : 1,
       kernelNames: ['_Z10gemm_tilePfS_S_', '_Z7softmaxPf', 'ncclDevKernel_AllReduce_Sum_f32_RING_LL', '_Z6adam_stepPfS_'],
       metrics: [
         (x, k) => p.add('metric', { start: x, id: ids.sm, value: 35 + 25 * Math.sin(k / 5) }),
@@ -333,11 +336,11 @@ function empty(out) {
   writeFileSync(out, trace.bytes());
 }
 
-const [kind, out] = process.argv.slice(2);
+const [kind, out, count] = process.argv.slice(2);
 if (kind === 'xss') xss(out);
 else if (kind === 'empty') empty(out);
-else if (kind === 'ranks') ranks(out);
+else if (kind === 'ranks') ranks(out, count ? Number(count) : 2);
 else {
-  console.error('usage: make_trace.mjs xss|ranks|empty OUT.gpscope');
+  console.error('usage: make_trace.mjs xss|ranks|empty OUT.gpscope [RANKS]');
   process.exit(2);
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "tests/testing/trace_builder.h"
 #include "tools/analyze/cli.h"
 #include "tools/analyze/summary.h"
@@ -261,6 +262,183 @@ TEST(ReportDataTest, DocumentCarriesSummaryTimelineAndFindingRangesInReportTime)
   EXPECT_NE(html->find("\\u003c/script\\u003e\\u003cimg src=x onerror=alert(1)\\u003e"),
             std::string::npos);
   std::remove(path.c_str());
+}
+
+// The report JSON of a synthetic two-rank job: rank 1's CUPTI clock reads
+// 3 s more than rank 0's; rank 0 runs 1 s of kernels on GPU 0, rank 1
+// 0.6 s on GPU 1 from 250 ms later, each with a GPU counter; rank 0's host
+// blocks 300 ms in one cudaStreamSynchronize.
+std::string TwoRankJson() {
+  TraceBuilder trace;
+  std::vector<TraceBuilder::Process*> procs;
+  for (int r = 0; r < 2; ++r) {
+    TraceBuilder::Process& p = trace.AddProcess(0x10 + r, 100 + r);
+    p.header().mutable_identity()->set_rank(r);
+    p.header().mutable_identity()->set_world_size(2);
+    p.header().mutable_devices(0)->set_device_id(static_cast<uint32_t>(r));
+    p.header().mutable_clocks(0)->set_cupti_ns(1'000'000'000 + r * 3'000'000'000ull);
+    p.WriteHeader();
+    procs.push_back(&p);
+  }
+  for (int r = 0; r < 2; ++r) {
+    TraceBuilder::Process& p = *procs[static_cast<size_t>(r)];
+    const uint64_t base = kT0 + static_cast<uint64_t>(r) * 3'000'000'000ull;
+    proto::MetricDescriptor* d = p.batch().add_metric_descriptors();
+    d->set_id(1);
+    d->set_name("gpm.nvlink_rx_bytes_per_s");
+    d->set_unit("bytes/s");
+    d->set_scope(proto::SCOPE_DEVICE);
+    d->set_device_id(static_cast<uint32_t>(r));
+    d->set_label("GPU-uuid-" + std::to_string(r));
+    const uint64_t first = r == 0 ? base : base + 250 * kMs;
+    for (int i = 0; i < (r == 0 ? 100 : 60); ++i) {
+      format::KernelEvent k{};
+      k.start_ns = first + static_cast<uint64_t>(i) * 10 * kMs;
+      k.end_ns = k.start_ns + 6 * kMs;
+      k.device_id = static_cast<uint32_t>(r);
+      k.context_id = 1;
+      k.stream_id = 7;
+      k.correlation_id = static_cast<uint32_t>(i + 1);
+      k.name_id = p.Intern("_Z4gemmv");
+      p.Add(k);
+      p.Add(format::MetricSample{k.start_ns, 1, 1.5e9});
+    }
+    if (r == 0) {
+      p.Add(format::ApiCallEvent{base + 400 * kMs, base + 700 * kMs, proto::API_RUNTIME, 131,
+                                 100, 1000, 0, p.Intern("cudaStreamSynchronize")});
+    }
+    p.WriteEnd();
+  }
+  const std::string path = TempPath("two_ranks.gpscope");
+  EXPECT_TRUE(trace.WriteFile(path));
+  std::unique_ptr<analyze::SummaryResult> result =
+      analyze::ComputeSummaryResult({path}, model::ModelOptions{}, analyses::ReportOptions{});
+  const TimelineData timeline = Collect(path);
+  ReportInputs in;
+  in.model = &result->model;
+  in.summary = &result->report;
+  in.findings = &result->findings;
+  in.summary_json = analyze::RenderSummaryJson(*result);
+  in.timeline = &timeline;
+  in.generator = "test";
+  std::string json = BuildReportJson(in);
+  std::remove(path.c_str());
+  return json;
+}
+
+// The positions just past every occurrence of `needle` in `text`. (No
+// std::regex: GCC 12's trips -Wmaybe-uninitialized in the ASan build.)
+std::vector<size_t> After(const std::string& text, const std::string& needle, size_t from = 0,
+                          size_t to = std::string::npos) {
+  std::vector<size_t> out;
+  for (size_t at = text.find(needle, from); at != std::string::npos && at < to;
+       at = text.find(needle, at + 1)) {
+    out.push_back(at + needle.size());
+  }
+  return out;
+}
+
+// The JSON number or string value at `pos` (a string without its quotes).
+std::string ValueAt(const std::string& text, size_t pos) {
+  if (text[pos] == '"') return text.substr(pos + 1, text.find('"', pos + 1) - pos - 1);
+  return text.substr(pos, text.find_first_of(",}]", pos) - pos);
+}
+
+// Field `key` of the object that starts at or before `pos` (the first one
+// after the object's start).
+std::string FieldAfter(const std::string& text, size_t object_start, const std::string& key) {
+  const size_t at = text.find("\"" + key + "\":", object_start);
+  return at == std::string::npos ? "" : ValueAt(text, at + key.size() + 3);
+}
+
+TEST(ReportDataTest, GpuCountersFoldApartFromTheirStreams) {
+  const std::string json = TwoRankJson();
+  // Per rank: a "gpu" group for the streams and a "gpu_metrics" group for
+  // the counters, both under the rank's process group.
+  const size_t groups_at = json.find("\"groups\":[");
+  const size_t lanes_at = json.find("\"lanes\":[", groups_at);
+  ASSERT_NE(groups_at, std::string::npos);
+  struct Group {
+    std::string label, kind, parent;
+  };
+  std::vector<Group> groups;
+  for (size_t at : After(json, "{\"label\":", groups_at, lanes_at)) {
+    const size_t object = at - 9;
+    groups.push_back({ValueAt(json, at), FieldAfter(json, object, "kind"),
+                      FieldAfter(json, object, "parent")});
+  }
+  std::vector<Group> gpu_groups;
+  for (const Group& g : groups) {
+    if (g.kind == "gpu" || g.kind == "gpu_metrics") gpu_groups.push_back(g);
+  }
+  ASSERT_EQ(gpu_groups.size(), 4u) << json.substr(groups_at, 800);
+  EXPECT_EQ(gpu_groups[0].kind, "gpu");
+  EXPECT_EQ(gpu_groups[1].kind, "gpu_metrics");
+  EXPECT_EQ(gpu_groups[1].label, "GPU 0 · metrics");
+  EXPECT_EQ(gpu_groups[3].label, "GPU 1 · metrics");
+  EXPECT_EQ(gpu_groups[0].parent, gpu_groups[1].parent) << "both under rank 0's group";
+  EXPECT_NE(gpu_groups[1].parent, gpu_groups[3].parent);
+  // The counter lane points at the metrics group, the stream lane at the GPU's.
+  std::vector<std::string> gpu_of, metrics_of;
+  for (size_t at : After(json, "\"metrics_group\":")) {
+    metrics_of.push_back(ValueAt(json, at));
+    const size_t group = json.rfind("\"group\":", at);
+    gpu_of.push_back(ValueAt(json, group + 8));
+  }
+  ASSERT_EQ(metrics_of.size(), 2u);
+  std::vector<std::string> stream_groups, counter_groups;
+  for (size_t at : After(json, "{\"group\":", lanes_at)) {
+    const std::string kind = FieldAfter(json, at, "kind");
+    if (kind == "stream") stream_groups.push_back(ValueAt(json, at));
+    if (kind == "counter") counter_groups.push_back(ValueAt(json, at));
+  }
+  EXPECT_EQ(stream_groups, gpu_of);
+  EXPECT_EQ(counter_groups, metrics_of);
+}
+
+TEST(ReportDataTest, TrendWindowsShareOneWidthAlignedInReportTime) {
+  const std::string json = TwoRankJson();
+  std::vector<uint64_t> starts, widths;
+  for (size_t at : After(json, "\"trend\":{\"start_ns\":")) {
+    starts.push_back(std::stoull(ValueAt(json, at)));
+    widths.push_back(std::stoull(FieldAfter(json, at, "width_ns")));
+  }
+  ASSERT_EQ(starts.size(), 2u);
+  const uint64_t width = widths[0];
+  EXPECT_GT(width, 0u);
+  EXPECT_EQ(widths[1], width) << "one window width for every GPU";
+  for (uint64_t start : starts) EXPECT_EQ(start % width, 0u) << start;
+  // Rank 1 started 250 ms later: its first window is the one holding 250 ms.
+  EXPECT_EQ(starts[0], 0u);
+  EXPECT_EQ(starts[1], 250 * kMs / width * width);
+}
+
+TEST(ReportDataTest, HostBlockedShareStaysWithinEachWindow) {
+  const std::string json = TwoRankJson();
+  std::vector<std::vector<double>> series;
+  for (size_t at : After(json, "\"sync_blocked_share\":[")) {
+    std::vector<double> values;
+    for (absl::string_view v :
+         absl::StrSplit(json.substr(at, json.find(']', at) - at), ',', absl::SkipEmpty())) {
+      if (v != "null") values.push_back(std::stod(std::string(v)));
+    }
+    series.push_back(std::move(values));
+  }
+  ASSERT_EQ(series.size(), 2u);
+  double max0 = 0, sum0 = 0, max1 = 0;
+  for (double v : series[0]) {
+    max0 = std::max(max0, v);
+    sum0 += v;
+  }
+  for (double v : series[1]) max1 = std::max(max1, v);
+  // One 300 ms call spans several windows: each is at most fully blocked,
+  // and the windows add up to the call.
+  EXPECT_LE(max0, 1.0);
+  EXPECT_GE(max0, 0.99);
+  const size_t width_at = json.find("\"width_ns\":", json.find("\"trend\":{"));
+  const double width = std::stod(ValueAt(json, width_at + 11));
+  EXPECT_NEAR(sum0 * width, 300.0 * kMs, 1.0 * kMs);
+  EXPECT_EQ(max1, 0.0);
 }
 
 TEST(ReportCommandTest, WritesAFileAndRejectsBadUsage) {

@@ -156,6 +156,428 @@ async function settle(page) {
   await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
 }
 
+// A number as the page shows it ("10.8 ms", "1.71 s", "−3.53 ms", "79.7%",
+// "1,234"): ns for durations, a ratio for percentages.
+// Returns {value, step}: step is what the last digit shown is worth.
+function parseShown(text) {
+  const m = /^\s*([+−-]?)([\d,]+)(?:\.(\d+))?\s*(ns|µs|ms|s|%)?/.exec(text);
+  if (!m) return { value: NaN, step: 0 };
+  const sign = m[1] === '−' || m[1] === '-' ? -1 : 1;
+  const mul = { ns: 1, 'µs': 1e3, ms: 1e6, s: 1e9, '%': 0.01 }[m[4]] ?? 1;
+  const decimals = m[3] ? m[3].length : 0;
+  const v = sign * Number(`${m[2].replace(/,/g, '')}${m[3] ? `.${m[3]}` : ''}`);
+  return { value: v * mul, step: mul * 10 ** -decimals };
+}
+
+// Whether a shown number is `value` rounded to the digits it shows.
+function close(shown, value) {
+  return Math.abs(shown.value - value) <= 0.5 * shown.step * (1 + 1e-9) + 1e-12;
+}
+
+function summaryJson(trace) {
+  return JSON.parse(execFileSync(ANALYZE, ['summary', '--format', 'json', trace], { maxBuffer: 64 << 20 }).toString());
+}
+
+// The ranks table against `gpscope-analyze summary --format json` of the
+// same trace: the straggler row marked, every cell the summary's number.
+async function checkRanksTable(page, summary) {
+  const ranks = summary.ranks;
+  const rows = await page.evaluate(() => [...document.querySelectorAll('#ranks table.ranks-table tbody tr')].map((tr) => ({
+    straggler: tr.classList.contains('straggler'),
+    badge: !!tr.querySelector('.straggler-badge'),
+    cells: Object.fromEntries([...tr.children].map((td) => [td.dataset.col, { value: td.dataset.value, text: td.textContent }])),
+  })));
+  expect(rows.length === ranks.rows.length, `${rows.length} table rows, the summary has ${ranks.rows.length}`);
+  const checks = [
+    ['step_p50_ns', (r) => r.step_p50_ns], ['step_p95_ns', (r) => r.step_p95_ns], ['compute_busy_ns', (r) => r.compute_busy_ns],
+    ['comm_share', (r) => r.comm_busy_ns], ['wait_ns', (r) => r.wait_ns], ['idle_share', (r) => r.idle_ns / r.window_ns],
+    ['mean_late_ns', (r) => r.mean_late_ns], ['last_share', (r) => r.last_share], ['comm_overlap', (r) => r.comm_overlap],
+  ];
+  let compared = 0;
+  ranks.rows.forEach((want, i) => {
+    const got = rows[i];
+    expect(Number(got.cells.rank.value) === want.rank, `row ${i}: rank ${got.cells.rank.value}, summary ${want.rank}`);
+    expect(got.cells.host.value === want.hostname && Number(got.cells.pid.value) === want.pid, `row ${i}: host/pid`);
+    expect(Number(got.cells.gpu.value) === want.device_id, `row ${i}: GPU ${got.cells.gpu.value}`);
+    expect(Number(got.cells.steps.value) === summary.gpus[want.gpu].steps.count, `row ${i}: steps`);
+    const isStraggler = i === ranks.straggler;
+    expect(got.straggler === isStraggler && got.badge === isStraggler, `row ${i}: straggler mark ${got.straggler}/${got.badge}, summary says ${isStraggler}`);
+    for (const [col, f] of checks) {
+      const value = f(want);
+      const cell = got.cells[col];
+      expect(cell, `row ${i}: no ${col} column`);
+      // The cell carries the summary's number exactly, and shows it rounded.
+      expect(Number(cell.value) === value, `row ${i} ${col}: data ${cell.value}, summary ${value}`);
+      const shown = col === 'comm_share' ? parseShown(cell.text.split('·')[0]) : parseShown(cell.text);
+      expect(close(shown, value), `row ${i} ${col}: shows "${cell.text}" for ${value}`);
+      compared++;
+    }
+    const commShare = parseShown(got.cells.comm_share.text.split('·')[1]);
+    expect(close(commShare, want.comm_busy_ns / want.window_ns), `row ${i}: comm share "${got.cells.comm_share.text}"`);
+  });
+  return compared;
+}
+
+async function multiRankTests() {
+  const stragglerTrace = join(repo, 'tests/data/h200x2_ddp_straggler.gpscope');
+  const balancedTrace = join(repo, 'tests/data/h200x2_ddp_balanced.gpscope');
+  const stragglerSummary = summaryJson(stragglerTrace);
+  const balancedSummary = summaryJson(balancedTrace);
+  const screen = { width: 1440, height: 1080 };
+  const st = await open(join(OUT, 'ddp_straggler.html'), { viewport: screen });
+  const p = st.page;
+
+  await test('DDP straggler: the ranks table marks the straggler and shows the summary JSON\'s numbers', async () => {
+    expect(st.problems.length === 0, st.problems.join('; '));
+    expect(stragglerSummary.ranks.straggler === 1, `the summary names straggler ${stragglerSummary.ranks.straggler}`);
+    const n = await checkRanksTable(p, stragglerSummary);
+    const verdict = await p.locator('#ranks .ranks-verdict').textContent();
+    expect(/rank 1 .* is the straggler/.test(verdict), `verdict "${verdict}"`);
+    const nav = await p.locator('.report-nav a[href="#ranks"]').count();
+    expect(nav === 1, 'no Ranks link in the navigation');
+    return `${n} cells match; ${verdict.slice(0, 60)}…`;
+  });
+
+  // The lanes of the first stream of each rank, in viewport px.
+  const firstStreams = async () => p.evaluate(() => {
+    const boxes = window.__gpscope.timeline.laneBoxes().filter((b) => b.kind === 'stream');
+    const first = new Map();
+    for (const b of boxes) if (!first.has(b.process)) first.set(b.process, b);
+    return { boxes, first: [...first.values()] };
+  });
+
+  let oldDistance = 0;
+  await test('DDP straggler: the compact rank lanes put both ranks\' streams on one 1080 px screen', async () => {
+    const t = 'window.__gpscope.timeline';
+    // The layout as it was (every lane, metrics unfolded): rank 1's streams
+    // sat ~1,485 px below rank 0's.
+    await p.evaluate(`${t}.setCompact(false); ${t}.setMetricsFolded(false)`);
+    let lanes = await firstStreams();
+    oldDistance = lanes.first[1].top - lanes.first[0].top;
+    expect(oldDistance > 1400, `all lanes, metrics open: rank 1's streams ${oldDistance} px below rank 0's`);
+    // All lanes with metrics folded (the multi-rank default for that layout).
+    await p.evaluate(`${t}.setMetricsFolded(true)`);
+    lanes = await firstStreams();
+    const foldedDistance = lanes.first[1].top - lanes.first[0].top;
+    // The compare view (the default of a multi-rank report).
+    await p.evaluate(`${t}.setCompact(true)`);
+    await p.locator('#timeline').evaluate((e) => e.scrollIntoView({ block: 'start' }));
+    await p.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    lanes = await firstStreams();
+    const distance = lanes.first[1].top - lanes.first[0].top;
+    const streams = lanes.boxes;
+    expect(streams.length === 8, `${streams.length} stream lanes (2 ranks x 4 streams)`);
+    expect(new Set(streams.map((b) => b.process)).size === 2, 'not both ranks');
+    const top = Math.min(...streams.map((b) => b.top)), bottom = Math.max(...streams.map((b) => b.bottom));
+    expect(streams.every((b) => b.inView), `lanes outside the timeline's view: ${JSON.stringify(streams.filter((b) => !b.inView))}`);
+    expect(top >= 0 && bottom <= screen.height, `streams span ${top}-${bottom} px of a ${screen.height} px screen`);
+    expect(distance < 300, `rank 1's streams ${distance} px below rank 0's`);
+    const metricsLanes = (await p.evaluate(() => window.__gpscope.timeline.laneBoxes())).filter((b) => b.kind !== 'stream').length;
+    expect(metricsLanes === 0, `${metricsLanes} non-stream lanes in the compare view`);
+    return `rank 1's streams ${distance} px below rank 0's (all lanes: ${oldDistance} px; all lanes, metrics folded: ${foldedDistance} px); all 8 streams within ${Math.round(top)}-${Math.round(bottom)} px`;
+  });
+
+  await test("DDP straggler: the straggler finding's WHERE link shows rank 0 in its all-reduce while rank 1's GPU is idle", async () => {
+    await p.evaluate(() => { const t = window.__gpscope.timeline; t.setCompact(false); t.setRange(-1e18, 1e18, false); });
+    const links = p.locator('.finding[data-rule="straggler-rank"] .where .range-link:not(.all)');
+    const n = await links.count();
+    expect(n === 5, `${n} WHERE links on the straggler finding`);
+    const info = await p.evaluate(() => {
+      const d = window.__gpscope.data;
+      const i = d.summary.findings.findIndex((f) => f.rule === 'straggler-rank');
+      return { ranges: d.findings[i].ranges, notes: d.summary.findings[i].ranges.map((r) => r.note) };
+    });
+    expect(info.notes.every((x) => /^all_reduce #\d+ starts .* late$|^broadcast #\d+ starts .* late$/.test(x)), `notes ${info.notes}`);
+    const j = info.notes.findIndex((x) => x.startsWith('all_reduce') && / 30\.\d ms late/.test(x));
+    expect(j >= 0, `no steady-state all-reduce among ${info.notes}`);
+    await links.nth(j).click();
+    await settle(p);
+    const view = await p.evaluate(() => ({ compact: window.__gpscope.timeline.compact, range: window.__gpscope.timeline.range(), highlights: window.__gpscope.timeline.highlights.length }));
+    const r = info.ranges[j];
+    expect(view.compact, 'the link did not switch to the compare view');
+    expect(view.range.start_ns <= r.start_ns && view.range.end_ns >= r.end_ns, `view ${JSON.stringify(view.range)} misses ${JSON.stringify(r)}`);
+    expect(view.highlights === 5, `${view.highlights} highlighted ranges`);
+    // On screen: rank 0's NCCL stream is inked across the band, rank 1's
+    // streams are empty from the band's start to its all-reduce.
+    const geo = await p.evaluate((range) => {
+      const t = window.__gpscope.timeline;
+      const boxes = t.laneBoxes().filter((b) => b.kind === 'stream');
+      const c = t.canvas.getBoundingClientRect();
+      const X = (ns) => c.left + 236 + (ns - t.view[0]) * (t.width - 236) / (t.view[1] - t.view[0]);
+      // Rank 1's all-reduce that ends the range: its start ends the idle part.
+      let late = null;
+      for (const b of boxes.filter((x) => x.process === 1)) {
+        const lane = t.lanes[b.lane];
+        for (let i = 0; i < lane.start.length; i++) {
+          if (lane.cat[i] === 1 && Math.abs(lane.start[i] + lane.dur[i] - range.end_ns) < 1000) late = lane.start[i];
+        }
+      }
+      // Rank 0's lane with the most NCCL time in the range.
+      let comm = null, most = -1;
+      for (const b of boxes.filter((x) => x.process === 0)) {
+        const lane = t.lanes[b.lane];
+        let ns = 0;
+        for (let i = 0; i < lane.start.length; i++) {
+          if (lane.cat[i] !== 1) continue;
+          const a = Math.max(lane.start[i], range.start_ns), e = Math.min(lane.start[i] + lane.dur[i], range.end_ns);
+          if (e > a) ns += e - a;
+        }
+        if (ns > most) { most = ns; comm = b; }
+      }
+      return { x0: X(range.start_ns), x1: X(range.end_ns), xLate: late == null ? null : X(late), comm, rank1: boxes.filter((b) => b.process === 1) };
+    }, r);
+    expect(geo.xLate != null && geo.comm, `layout ${JSON.stringify(geo).slice(0, 200)}`);
+    const shot = await p.screenshot();
+    const png = decodePng(shot);
+    // Share of the pixel columns in [x0, x1) in which any of `lanes` is
+    // drawn (a column counts when a third of its pixels in a lane are ink).
+    const busyColumns = (x0, x1, lanes) => {
+      let busy = 0, all = 0;
+      for (let x = Math.ceil(x0) + 1; x < Math.floor(x1) - 1; x++) {
+        all++;
+        const hit = lanes.some((b) => {
+          let ink = 0, n = 0;
+          for (let y = Math.ceil(b.top) + 1; y < Math.floor(b.bottom) - 1; y++, n++) {
+            const o = (y * png.width + x) * png.channels;
+            if (0.299 * png.pixels[o] + 0.587 * png.pixels[o + 1] + 0.114 * png.pixels[o + 2] < 200) ink++;
+          }
+          return n && ink / n > 0.33;
+        });
+        if (hit) busy++;
+      }
+      return all ? busy / all : NaN;
+    };
+    const busy0 = busyColumns(geo.x0, geo.xLate, [geo.comm]);
+    const busy1 = busyColumns(geo.x0, geo.xLate, geo.rank1);
+    expect(busy0 > 0.9, `rank 0's NCCL lane is drawn in ${(100 * busy0).toFixed(0)}% of the band`);
+    expect(busy1 < 0.5, `rank 1's streams are drawn in ${(100 * busy1).toFixed(0)}% of the band before its all-reduce`);
+    expect(geo.comm.bottom <= screen.height && Math.max(...geo.rank1.map((b) => b.bottom)) <= screen.height, 'not on one screen');
+    return `${info.notes[j]}: over the ${Math.round(geo.xLate - geo.x0)} px before rank 1's all-reduce, rank 0's NCCL stream is drawn in ${(100 * busy0).toFixed(0)}% of the columns, rank 1's streams in ${(100 * busy1).toFixed(0)}%`;
+  });
+
+  await test('DDP straggler: per-rank show/hide, and metrics fold apart from their GPU\'s streams', async () => {
+    const t = 'window.__gpscope.timeline';
+    await p.evaluate(`${t}.setCompact(true); ${t}.showAllProcesses()`);
+    await p.locator('.tl-rank input[data-process="0"]').uncheck();
+    let boxes = await p.evaluate(() => window.__gpscope.timeline.laneBoxes());
+    expect(boxes.length > 0 && boxes.every((b) => b.process === 1), `rank 0 still shown: ${JSON.stringify(boxes.map((b) => b.process))}`);
+    await p.locator('.tl-rank input[data-process="0"]').check();
+    boxes = await p.evaluate(() => window.__gpscope.timeline.laneBoxes());
+    expect(new Set(boxes.map((b) => b.process)).size === 2, 'rank 0 did not come back');
+    // All lanes: counters are folded by default; unfolding one GPU's
+    // metrics group shows its counters, folding it keeps its streams.
+    await p.locator('.tl-seg-btn[data-layout="full"]').click();
+    const count = async () => p.evaluate(() => {
+      const b = window.__gpscope.timeline.laneBoxes();
+      return { counter: b.filter((x) => x.kind === 'counter').length, stream: b.filter((x) => x.kind === 'stream').length };
+    });
+    const folded = await count();
+    expect(folded.counter === 0 && folded.stream === 8, `all lanes, default: ${JSON.stringify(folded)}`);
+    const g = await p.evaluate(() => window.__gpscope.data.gpus[0].metrics_group);
+    await p.evaluate((gi) => { const t = window.__gpscope.timeline; t.collapsed.delete(gi); t.relayout(); }, g);
+    const open1 = await count();
+    expect(open1.counter === 20 && open1.stream === 8, `rank 0's metrics open: ${JSON.stringify(open1)}`);
+    // The toolbar button folds every metric group, then opens them all.
+    const button = p.locator('.tl-metrics-btn');
+    expect(await button.textContent() === 'fold metrics', `button reads ${await button.textContent()}`);
+    await button.click();
+    const again = await count();
+    expect(again.counter === 0 && again.stream === 8, `metrics folded again: ${JSON.stringify(again)}`);
+    expect(await button.textContent() === 'show metrics', `button reads ${await button.textContent()}`);
+    await button.click();
+    const allOpen = await count();
+    expect(allOpen.counter > 40 && allOpen.stream === 8, `all metrics open: ${JSON.stringify(allOpen)}`);
+    await p.evaluate(`${t}.setMetricsFolded(true); ${t}.setCompact(true)`);
+    return `rank 0 hidden and shown; counters ${folded.counter} -> ${open1.counter} (one GPU's) -> ${again.counter} -> ${allOpen.counter} (all), streams stay 8`;
+  });
+
+  if (DOCS) {
+    await test('screenshot of the multi-rank report saved to docs/report-ranks.png', async () => {
+      const shot = await browser.newPage({ viewport: { width: 1440, height: 1080 }, deviceScaleFactor: 1 });
+      await shot.goto(`file://${join(OUT, 'ddp_straggler.html')}`);
+      await shot.waitForFunction(() => window.__gpscope && window.__gpscope.ready);
+      const i = await shot.evaluate(() => window.__gpscope.data.summary.findings.findIndex((f) => f.rule === 'straggler-rank'));
+      const notes = await shot.evaluate((k) => window.__gpscope.data.summary.findings[k].ranges.map((r) => r.note), i);
+      const j = Math.max(0, notes.findIndex((x) => x.startsWith('all_reduce') && / 30\.\d ms late/.test(x)));
+      await shot.locator('.finding[data-rule="straggler-rank"] .where .range-link').nth(j).click();
+      await shot.waitForFunction(() => !window.__gpscope.timeline.animation);
+      await shot.locator('#ranks').evaluate((e) => e.scrollIntoView({ block: 'start' }));
+      await shot.waitForTimeout(200);
+      const a = await shot.locator('#ranks').boundingBox();
+      const b = await shot.locator('#timeline').boundingBox();
+      await shot.screenshot({ path: join(DOCS, 'report-ranks.png'), clip: { x: 0, y: a.y - 8, width: 1440, height: Math.min(1080 - a.y + 8, b.y + b.height - a.y + 16) } });
+      await shot.close();
+      return `${DOCS}/report-ranks.png`;
+    });
+  }
+  await p.close();
+
+  const bal = await open(report([balancedTrace], 'ddp_balanced.html'), { viewport: screen });
+  await test('DDP balanced: the ranks table names no straggler and matches the summary JSON', async () => {
+    expect(bal.problems.length === 0, bal.problems.join('; '));
+    expect(balancedSummary.ranks.straggler == null, 'the summary names a straggler');
+    const n = await checkRanksTable(bal.page, balancedSummary);
+    const verdict = await bal.page.locator('#ranks .ranks-verdict').textContent();
+    expect(/No straggler/.test(verdict), `verdict "${verdict}"`);
+    const tags = await bal.page.evaluate(() => window.__gpscope.timeline.straggler);
+    expect(tags === -1, 'the timeline marks a straggler');
+    await bal.page.locator('#timeline').evaluate((e) => e.scrollIntoView({ block: 'start' }));
+    const boxes = await bal.page.evaluate(() => window.__gpscope.timeline.laneBoxes());
+    expect(boxes.length === 8 && boxes.every((b) => b.inView && b.bottom <= 1080), `compare view: ${boxes.length} lanes`);
+    return `${n} cells match; ${verdict}`;
+  });
+  await bal.page.close();
+}
+
+// Metric lanes and charts: human names with units, bounded share axes,
+// one time axis, bitmasks as states.
+async function metricTests() {
+  const st = await open(join(OUT, 'ddp_straggler.html'), { viewport: { width: 1440, height: 1080 } });
+  const p = st.page;
+  const raw = /gpm\.|nvml\.|host\.|gpscope\.|GPU-[0-9a-f]{8}/;
+  await test('DDP metrics: lanes and legends read human names with units, one line per legend entry', async () => {
+    const lanes = await p.evaluate(() => window.__gpscope.lanes.filter((l) => l.kind === 'counter').map((l) => ({ metric: l.metric, title: l.title, group: l.group })));
+    expect(lanes.length >= 40, `${lanes.length} counter lanes`);
+    const rawTitles = lanes.filter((l) => raw.test(l.title));
+    expect(!rawTitles.length, `raw lane names: ${rawTitles.map((l) => l.title).slice(0, 5)}`);
+    const nv = lanes.find((l) => l.metric === 'gpm.nvlink_rx_bytes_per_s');
+    expect(nv && nv.title === 'NVLink RX', `NVLink lane titled ${nv && nv.title}`);
+    const legends = await p.evaluate(() => [...document.querySelectorAll('#gpus .u-legend tr.u-series')].map((tr) => ({
+      text: tr.querySelector('th').textContent, h: tr.getBoundingClientRect().height,
+      line: parseFloat(getComputedStyle(tr).lineHeight) || 18,
+    })));
+    expect(legends.length > 30, `${legends.length} legend entries`);
+    const bad = legends.filter((l) => raw.test(l.text));
+    expect(!bad.length, `raw legend names: ${bad.map((l) => l.text).slice(0, 4)}`);
+    const multi = legends.filter((l) => l.h > 1.5 * l.line);
+    expect(!multi.length, `legend entries on more than one line: ${multi.map((l) => `${l.text} (${l.h} px)`).slice(0, 4)}`);
+    for (const want of ['NVLink RX, GB/s (GPU 0)', 'NVLink TX, GB/s (GPU 1)', 'SM clock, MHz (GPU 0)', 'Power, W (GPU 1)', 'Temperature, °C (GPU 0)', 'SM util, % (GPU 1)']) {
+      expect(legends.some((l) => l.text === want), `no legend "${want}"`);
+    }
+    return `${lanes.length} lanes, ${legends.length} legend entries, e.g. "NVLink RX, GB/s (GPU 0)"`;
+  });
+
+  await test('DDP metrics: axes carry units and human scaling, shares stay within 0-100%, one time axis for every chart', async () => {
+    const info = await p.evaluate(() => {
+      const span = window.__gpscope.data.span_ns / 1e9;
+      return window.__gpscope.uplots().map((u) => {
+        const box = u.root.closest('.chart-box');
+        return {
+          title: box ? box.querySelector('.chart-title').textContent : '',
+          family: box ? box.dataset.family || '' : '',
+          x: [u.scales.x.min, u.scales.x.max],
+          span,
+          pct: u.scales.pct ? [u.scales.pct.min, u.scales.pct.max] : null,
+          ticks: u.axes.slice(1).map((a) => (a._values || []).map(String)),
+        };
+      });
+    });
+    const timeCharts = info.filter((c) => !/^(Kernel durations|Idle-gap lengths|Per-step time)$/.test(c.title));
+    expect(timeCharts.length >= 20, `${timeCharts.length} time charts`);
+    const off = timeCharts.filter((c) => !c.x || Math.abs(c.x[0]) > 1e-9 || Math.abs(c.x[1] - c.span) > 1e-6);
+    expect(!off.length, `charts on another time axis: ${off.map((c) => `${c.title} ${c.x}`).slice(0, 4)}`);
+    const pct = info.filter((c) => c.pct);
+    expect(pct.length >= 8 && pct.every((c) => c.pct[0] === 0 && c.pct[1] === 100), `share axes ${JSON.stringify(pct.map((c) => c.pct))}`);
+    const pctTicks = info.map((c) => c.ticks.flat().filter((x) => x.endsWith('%'))).filter((t) => t.length);
+    expect(pctTicks.length >= 8 && pctTicks.every((t) => t.every((x) => Number(x.replace('%', '')) <= 100)),
+      `share ticks ${JSON.stringify(pctTicks.filter((t) => t.some((x) => Number(x.replace('%', '')) > 100)))}`);
+    const link = info.filter((c) => c.family === 'link');
+    expect(link.length === 2, `${link.length} interconnect charts`);
+    for (const c of link) {
+      const ticks = c.ticks.flat();
+      expect(ticks.length >= 3 && ticks.every((x) => /^[\d.,]+ GB\/s$/.test(x)), `${c.title}: ticks ${ticks}`);
+      expect(c.title === 'Interconnect, GB/s', `title ${c.title}`);
+    }
+    const clocks = info.find((c) => c.family === 'clock');
+    expect(clocks.ticks.flat().every((x) => /^[\d,]+ MHz$/.test(x)), `clock ticks ${clocks.ticks}`);
+    // The trend series behind the share charts are shares.
+    const over = await p.evaluate(() => window.__gpscope.data.gpus.flatMap((g) => g.trend_keys.filter((k) => k.unit === 'ratio')
+      .flatMap((k) => g.trend.series[k.key].filter((v) => v != null && v > 1.0001).map((v) => `${k.key} ${v}`))));
+    expect(!over.length, `shares above 100%: ${over.slice(0, 4)}`);
+    return `${timeCharts.length} time charts on 0-${info[0].span.toFixed(2)} s, ${pct.length} share axes 0-100%, link ticks e.g. ${link[0].ticks.flat().slice(-1)}`;
+  });
+
+  await test('DDP metrics: nvml.clock_event_reasons is a state lane (no reason set in this run), not a line', async () => {
+    await p.evaluate(() => { const t = window.__gpscope.timeline; t.setCompact(false); t.setMetricsFolded(false); });
+    const lanes = await p.evaluate(() => window.__gpscope.timeline.laneBoxes().filter((b) => b.kind === 'counter')
+      .map((b) => { const l = window.__gpscope.lanes[b.lane]; return { metric: l.metric, states: l.states ? l.states.length : null, title: l.title, note: window.__gpscope.timeline.counterNote(l) }; }));
+    const reasons = lanes.filter((l) => l.metric === 'nvml.clock_event_reasons');
+    expect(reasons.length === 2, `${reasons.length} clock-reason lanes`);
+    expect(reasons.every((l) => l.states === 0 && l.title === 'Clock limits' && /^no limit in \d+ samples$/.test(l.note)), JSON.stringify(reasons));
+    const chart = await p.evaluate(() => [...document.querySelectorAll('#gpus .chart-box[data-family="reasons"] .state-legend')].map((e) => e.textContent));
+    expect(chart.length === 2 && chart.every((x) => /no clock-limiting reason in \d+ samples/.test(x)), `state charts: ${chart}`);
+    return reasons.map((l) => l.note).join('; ');
+  });
+  await p.close();
+
+  // A real H200 run whose clocks were capped by power in two phases.
+  const phasesHtml = report([join(repo, 'tests/data/h200_metrics_phases.gpscope')], 'h200_metrics_phases.html');
+  const ph = await open(phasesHtml, { viewport: { width: 1440, height: 1080 } });
+  await test('power-capped H200 trace: clock limits are named, coloured spans on the timeline and in the GPU card', async () => {
+    expect(ph.problems.length === 0, ph.problems.join('; '));
+    const q = ph.page;
+    const lane = await q.evaluate(() => {
+      const t = window.__gpscope.timeline;
+      const b = t.laneBoxes().find((x) => window.__gpscope.lanes[x.lane].metric === 'nvml.clock_event_reasons');
+      const l = window.__gpscope.lanes[b.lane];
+      const cover = l.states.map((s) => ({ name: s.reason.name, color: s.reason.color, spans: s.spans.length, ns: s.spans.reduce((a, [x, y]) => a + y - x, 0) }));
+      return { box: b, cover, note: t.counterNote(l) };
+    });
+    expect(lane.cover.length === 1 && lane.cover[0].name === 'SW power cap', `states ${JSON.stringify(lane.cover)}`);
+    expect(lane.cover[0].spans >= 2 && lane.cover[0].ns > 5e9, `power-cap spans ${JSON.stringify(lane.cover)}`);
+    expect(lane.note === 'SW power cap', `lane note ${lane.note}`);
+    // The lane is drawn in the reason's colour (orange), not as a line.
+    await q.locator('#timeline').evaluate((e) => e.scrollIntoView({ block: 'start' }));
+    await q.evaluate(() => {
+      const t = window.__gpscope.timeline;
+      const it = t.items.find((x) => x.type === 'lane' && x.lane.metric === 'nvml.clock_event_reasons');
+      t.scroller.scrollTop = Math.max(0, it.y - 60);
+    });
+    await q.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    const box = await q.evaluate(() => {
+      const t = window.__gpscope.timeline;
+      return t.laneBoxes().find((x) => window.__gpscope.lanes[x.lane].metric === 'nvml.clock_event_reasons');
+    });
+    expect(box.inView && box.bottom <= 1080, `state lane not on screen: ${JSON.stringify(box)}`);
+    const png = decodePng(await q.screenshot({ clip: { x: 240, y: box.top + 3, width: 1100, height: box.bottom - box.top - 6 } }));
+    let orange = 0;
+    for (let i = 0; i < png.pixels.length; i += png.channels) {
+      const [r, g, b] = [png.pixels[i], png.pixels[i + 1], png.pixels[i + 2]];
+      if (Math.abs(r - 0xe0) < 24 && Math.abs(g - 0x8a) < 24 && Math.abs(b - 0x2c) < 30) orange++;
+    }
+    const share = orange / (png.pixels.length / png.channels);
+    expect(share > 0.2, `the state lane is ${(100 * share).toFixed(1)}% orange`);
+    const legend = await q.locator('#gpus .chart-box[data-family="reasons"] .state-legend').textContent();
+    expect(/SW power cap\s*[\d.]+% of samples/.test(legend), `legend "${legend}"`);
+    const chart = await q.locator('#gpus .chart-box[data-family="reasons"] canvas').first();
+    await chart.scrollIntoViewIfNeeded();
+    const cp = decodePng(await chart.screenshot());
+    let o2 = 0;
+    for (let i = 0; i < cp.pixels.length; i += cp.channels) {
+      if (Math.abs(cp.pixels[i] - 0xe0) < 24 && Math.abs(cp.pixels[i + 1] - 0x8a) < 24 && Math.abs(cp.pixels[i + 2] - 0x2c) < 30) o2++;
+    }
+    expect(o2 > 500, `the state chart has ${o2} orange pixels`);
+    return `${lane.cover[0].spans} SW power cap spans, ${(lane.cover[0].ns / 1e9).toFixed(1)} s; lane ${(100 * share).toFixed(0)}% orange; "${legend.trim()}"`;
+  });
+  if (DOCS) {
+    await test('screenshot of the metric charts saved to docs/report-metrics.png', async () => {
+      const shot = await browser.newPage({ viewport: { width: 1440, height: 1080 }, deviceScaleFactor: 1 });
+      await shot.goto(`file://${phasesHtml}`);
+      await shot.waitForFunction(() => window.__gpscope && window.__gpscope.ready);
+      const first = shot.locator('#gpus .chart-box[data-family="util"]').first();
+      // Below the sticky navigation bar.
+      await first.evaluate((e) => { e.scrollIntoView({ block: 'start' }); window.scrollBy(0, -56); });
+      await shot.waitForTimeout(200);
+      const a = await first.boundingBox();
+      const last = await shot.locator('#gpus .chart-box[data-family="reasons"]').first().boundingBox();
+      await shot.screenshot({ path: join(DOCS, 'report-metrics.png'), clip: { x: 0, y: Math.max(0, a.y - 10), width: 1440, height: Math.min(1080, last.y + last.height - a.y + 20) } });
+      await shot.close();
+      return `${DOCS}/report-metrics.png`;
+    });
+  }
+  await ph.page.close();
+}
+
 // --------------------------------------------------------------- tests --
 
 async function main() {
@@ -374,6 +796,9 @@ async function main() {
   });
   await ddp.page.close();
 
+  await multiRankTests();
+  await metricTests();
+
   if (DOCS) {
     await test('screenshots of the real-trace report saved to docs/', async () => {
       mkdirSync(DOCS, { recursive: true });
@@ -488,6 +913,35 @@ async function main() {
     return `${info.counters} counter lanes, ${info.charts} GPU charts`;
   });
   await ranks.page.close();
+
+  // Eight ranks of four streams each: the compare view still fits one screen.
+  const r8Trace = join(OUT, 'ranks8.gpscope');
+  execFileSync('node', [join(here, 'make_trace.mjs'), 'ranks', r8Trace, '8']);
+  const r8 = await open(report([r8Trace], 'ranks8.html'), { viewport: { width: 1440, height: 1080 } });
+  await test('eight ranks: the compare view shows all 32 streams on one 1080 px screen; hiding ranks frees their rows', async () => {
+    const p = r8.page;
+    expect(r8.problems.length === 0, r8.problems.join('; '));
+    await p.locator('#timeline').evaluate((e) => e.scrollIntoView({ block: 'start' }));
+    await p.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    const boxes = await p.evaluate(() => window.__gpscope.timeline.laneBoxes());
+    expect(boxes.length === 32 && new Set(boxes.map((b) => b.process)).size === 8, `${boxes.length} lanes`);
+    const bottom = Math.max(...boxes.map((b) => b.bottom)), top = Math.min(...boxes.map((b) => b.top));
+    expect(boxes.every((b) => b.inView) && top >= 0 && bottom <= 1080, `lanes span ${top}-${bottom} px`);
+    const rows = await p.locator('#ranks table.ranks-table tbody tr').count();
+    expect(rows === 8, `${rows} rows in the ranks table`);
+    const rowH = await p.evaluate(() => window.__gpscope.timeline.items.find((i) => i.type === 'lane').rowH);
+    for (const q of [1, 2, 3, 4, 5, 6]) await p.locator(`.tl-rank input[data-process="${q}"]`).uncheck();
+    const two = await p.evaluate(() => ({
+      boxes: window.__gpscope.timeline.laneBoxes(), rowH: window.__gpscope.timeline.items.find((i) => i.type === 'lane').rowH,
+    }));
+    expect(two.boxes.length === 8 && two.boxes.every((b) => b.process === 0 || b.process === 7), `after hiding 6 ranks: ${two.boxes.length} lanes`);
+    expect(two.rowH > rowH, `rows stay ${two.rowH} px with two ranks shown (${rowH} px with eight)`);
+    await p.locator('.tl-ranks-all').click();
+    const again = await p.evaluate(() => window.__gpscope.timeline.laneBoxes().length);
+    expect(again === 32, `${again} lanes after "all"`);
+    return `32 streams within ${Math.round(top)}-${Math.round(bottom)} px in rows of ${rowH} px (${two.rowH} px with two ranks shown)`;
+  });
+  await r8.page.close();
 
   // Nothing traced: the page still opens and says so.
   const emptyTrace = join(OUT, 'empty.gpscope');

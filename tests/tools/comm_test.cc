@@ -351,6 +351,45 @@ TEST(RanksTest, PlantedStragglerIsNamedDespiteClockOffsets) {
   EXPECT_EQ(r->report.gpus.at(0).comm_ranges, 40u);
 }
 
+TEST(RanksTest, StragglerFindingLinksToItsLatestCollectives) {
+  JobOptions o;
+  o.slow_rank = 2;
+  o.slow_extra_ns = 4 * kMs;
+  const auto r = Analyze(Job(o).Write("straggler-where"));
+  const analyses::RankReport& ranks = r->report.ranks;
+  ASSERT_GE(ranks.straggler, 0);
+  const analyses::RankRow& s = ranks.rows[static_cast<size_t>(ranks.straggler)];
+  ASSERT_EQ(s.latest.size(), analyses::kLateCollectivesKept);
+  for (size_t i = 0; i < s.latest.size(); ++i) {
+    const analyses::LateCollective& l = s.latest[i];
+    if (i > 0) {
+      EXPECT_GE(s.latest[i - 1].late_ns, l.late_ns);  // latest first
+    }
+    EXPECT_EQ(l.kind, model::CollectiveKind::kAllReduce);
+    // The planted 4 ms, plus up to 0.1 ms of jitter either way.
+    EXPECT_NEAR(l.late_ns, 4.0 * kMs, 0.15 * kMs);
+    // The earliest other rank began 4 ms (give or take the jitter) before it, on its clock.
+    EXPECT_NEAR(static_cast<double>(l.start_ns - l.others_start_ns), 4.0 * kMs, 0.25 * kMs);
+    EXPECT_GT(l.end_ns, l.start_ns);
+  }
+  // The fast ranks were never later than the median of the others by 4 ms.
+  for (const analyses::RankRow& row : ranks.rows) {
+    if (row.rank == 2) continue;
+    for (const analyses::LateCollective& l : row.latest) {
+      EXPECT_LT(l.late_ns, 0.15 * kMs) << row.label;
+    }
+  }
+  const Finding& f = *std::find_if(r->findings.begin(), r->findings.end(),
+                                   [](const Finding& x) { return x.rule == "straggler-rank"; });
+  ASSERT_EQ(f.ranges.size(), s.latest.size());
+  for (size_t i = 0; i < f.ranges.size(); ++i) {
+    EXPECT_EQ(f.ranges[i].start_ns, s.latest[i].others_start_ns);
+    EXPECT_EQ(f.ranges[i].end_ns, s.latest[i].end_ns);
+    EXPECT_EQ(f.ranges[i].note.rfind("all_reduce #", 0), 0u) << f.ranges[i].note;
+    EXPECT_NE(f.ranges[i].note.find(" late"), std::string::npos) << f.ranges[i].note;
+  }
+}
+
 TEST(RanksTest, BalancedJobWithSkewedClocksHasNoStraggler) {
   const auto r = Analyze(Job(JobOptions{}).Write("balanced"));
   EXPECT_TRUE(WarningRules(r->findings).empty()) << Describe(r->findings);

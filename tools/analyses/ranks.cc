@@ -48,7 +48,28 @@ const model::CollectiveRecord* Find(const std::vector<const model::CollectiveRec
   return it != v.end() && (*it)->kind == key.first && (*it)->seq == key.second ? *it : nullptr;
 }
 
-void MatchCollectives(const model::TraceModel& model, RankReport& out) {
+// Keeps the kLateCollectivesKept latest collectives of a GPU, latest first.
+// `ahead_ns`: how long before this GPU's start the earliest other GPU began.
+void KeepLate(const model::CollectiveRecord& r, double late_ns, double ahead_ns,
+              std::vector<LateCollective>* kept) {
+  if (late_ns <= 0) return;
+  if (kept->size() == kLateCollectivesKept && late_ns <= kept->back().late_ns) return;
+  LateCollective c;
+  const uint64_t ahead = ahead_ns > 0 ? static_cast<uint64_t>(ahead_ns) : 0;
+  c.others_start_ns = r.start_ns > ahead ? r.start_ns - ahead : 0;
+  c.start_ns = r.start_ns;
+  c.end_ns = r.end_ns;
+  c.late_ns = late_ns;
+  c.kind = r.kind;
+  c.seq = r.seq;
+  auto at = std::upper_bound(kept->begin(), kept->end(), late_ns,
+                             [](double v, const LateCollective& x) { return v > x.late_ns; });
+  kept->insert(at, c);
+  if (kept->size() > kLateCollectivesKept) kept->pop_back();
+}
+
+void MatchCollectives(const model::TraceModel& model, const SummaryReport& summary,
+                      RankReport& out) {
   std::vector<size_t> members;  // rows with collectives
   for (size_t i = 0; i < out.rows.size(); ++i) {
     if (!model.gpus[out.rows[i].gpu_index].collectives.empty()) members.push_back(i);
@@ -57,8 +78,13 @@ void MatchCollectives(const model::TraceModel& model, RankReport& out) {
   uint32_t stride = 1;
   std::vector<std::vector<const model::CollectiveRecord*>> keyed;
   std::vector<const model::ProcessModel*> procs;
+  // Steady windows [start, end): WHERE links show typical collectives, not the warm-up's.
+  std::vector<std::pair<uint64_t, uint64_t>> windows;
   for (size_t m : members) {
     const model::GpuModel& g = model.gpus[out.rows[m].gpu_index];
+    const size_t gi = out.rows[m].gpu_index;
+    windows.emplace_back(gi < summary.gpus.size() ? summary.gpus[gi].window.start_ns : g.first_ns,
+                         gi < summary.gpus.size() ? summary.gpus[gi].window.end_ns : g.last_ns);
     stride = std::max(stride, g.collective_stride);
     keyed.push_back(ByKey(g));
     procs.push_back(ProcessOf(model, g));
@@ -68,6 +94,8 @@ void MatchCollectives(const model::TraceModel& model, RankReport& out) {
   std::vector<double> late(n, 0), wait(n, 0), last(n, 0);
   std::vector<double> end_spreads;
   std::vector<double> starts(n), ends(n), durations(n), others;
+  std::vector<const model::CollectiveRecord*> records(n);
+  std::vector<std::vector<LateCollective>> late_kept(n);
   for (const model::CollectiveRecord* r0 : keyed[0]) {
     if (r0->seq % stride != 0) continue;
     const Key key{r0->kind, r0->seq};
@@ -79,6 +107,7 @@ void MatchCollectives(const model::TraceModel& model, RankReport& out) {
         break;
       }
       const model::ClockAlign* clocks = procs[i] != nullptr ? &procs[i]->clocks : nullptr;
+      records[i] = r;
       starts[i] = static_cast<double>(clocks ? clocks->ToRealtimeNs(r->start_ns) : r->start_ns);
       ends[i] = static_cast<double>(clocks ? clocks->ToRealtimeNs(r->end_ns) : r->end_ns);
       durations[i] = static_cast<double>(r->end_ns - r->start_ns);
@@ -93,8 +122,13 @@ void MatchCollectives(const model::TraceModel& model, RankReport& out) {
       for (size_t j = 0; j < n; ++j) {
         if (j != i) others.push_back(starts[j]);
       }
-      late[i] += starts[i] - Median(others);
+      const double late_i = starts[i] - Median(others);
+      late[i] += late_i;
       wait[i] += durations[i] - min_duration;
+      if (records[i]->start_ns >= windows[i].first && records[i]->start_ns < windows[i].second) {
+        KeepLate(*records[i], late_i,
+                 starts[i] - *std::min_element(others.begin(), others.end()), &late_kept[i]);
+      }
     }
     last[latest] += 1;
     // Only collectives every rank leaves together bound the alignment: a
@@ -116,6 +150,7 @@ void MatchCollectives(const model::TraceModel& model, RankReport& out) {
     row.mean_late_ns = late[i] / matched;
     row.last_share = last[i] / matched;
     row.wait_ns = wait[i] * stride;
+    row.latest = std::move(late_kept[i]);
   }
   if (end_spreads.empty()) return;
   std::sort(end_spreads.begin(), end_spreads.end());
@@ -164,7 +199,7 @@ RankReport ComputeRanks(const model::TraceModel& model, const SummaryReport& sum
     const int32_t rb = b.rank < 0 ? INT32_MAX : b.rank;
     return std::tie(ra, a.pid, a.device_id) < std::tie(rb, b.pid, b.device_id);
   });
-  MatchCollectives(model, out);
+  MatchCollectives(model, summary, out);
 
   for (size_t i = 0; i < out.rows.size(); ++i) {
     if (out.rows[i].collectives > 0) out.late_order.push_back(i);

@@ -40,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/model/collectives.h"
 #include "tools/model/trace_model.h"
 
 namespace gpscope::analyses {
@@ -50,6 +51,19 @@ inline constexpr uint64_t kStragglerMinCollectives = 5;
 inline constexpr double kStragglerLastShare = 0.5;
 inline constexpr double kStragglerMinLateNs = 500'000;  // ours: above NTP-level clock error
 inline constexpr double kStragglerStepShare = 0.05;     // ours: 5% of a step
+inline constexpr size_t kLateCollectivesKept = 5;         // per GPU: WHERE links of a finding
+
+// A matched collective that a GPU started late: where a straggler shows on
+// the timeline (the other ranks sit in the collective, this one is not there
+// yet). Times are CUPTI ns of this GPU's process.
+struct LateCollective {
+  uint64_t others_start_ns = 0;  // the earliest other GPU's start, on this GPU's clock
+  uint64_t start_ns = 0;         // this GPU's start and end
+  uint64_t end_ns = 0;
+  double late_ns = 0;  // start - the median start of the other GPUs (as RankRow::mean_late_ns)
+  model::CollectiveKind kind = model::CollectiveKind::kNone;
+  uint32_t seq = 0;  // the seq-th collective of its kind on the GPU
+};
 
 struct RankRow {
   size_t gpu_index = 0;  // into SummaryReport::gpus / TraceModel::gpus
@@ -71,6 +85,8 @@ struct RankRow {
   double wait_ns = 0;       // estimated over the whole run (stride-scaled)
   double mean_late_ns = 0;
   double last_share = 0;
+  std::vector<LateCollective> latest;  // its kLateCollectivesKept latest starts in its
+                                       // steady window, latest first
   // Clocks of the GPU's process.
   int64_t clock_offset_ns = 0;   // realtime - CUPTI at the first snapshot
   uint64_t clock_drift_ns = 0;

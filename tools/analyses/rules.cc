@@ -670,6 +670,13 @@ void StragglerRank(const Context& c) {
                 {"excess_compute_share", ranks.straggler_excess_compute, "ratio"},
                 {"others_wait_ns", others_wait_ns, "ns"}};
   if (steps > 0) f.evidence.push_back({"others_wait_per_step_ns", others_wait_ns / steps, "ns"});
+  // Where: its latest collectives, from the first other rank's start (the
+  // others sit in the collective, this rank is not there yet) to its end.
+  for (const LateCollective& l : s.latest) {
+    f.ranges.push_back({l.others_start_ns, l.end_ns,
+                        absl::StrCat(model::CollectiveName(l.kind), " #", l.seq, " starts ",
+                                     Time(l.late_ns), " late")});
+  }
   for (const RankRow& r : ranks.rows) {
     if (r.collectives == 0 || f.evidence.size() >= 7 + 2 * 8) continue;
     const std::string who = r.rank >= 0 ? absl::StrCat("rank", r.rank) : absl::StrCat("pid", r.pid);

@@ -248,22 +248,94 @@ struct Series {
   std::vector<double> values;
 };
 
+// Windows of one GPU's series: n windows of width_ns from from_ns (CUPTI ns
+// of its process; the last one ends at to_ns at the latest), the first
+// starting at report ns start_report_ns.
+struct Grid {
+  uint64_t from_ns = 0;
+  uint64_t to_ns = 0;
+  uint64_t start_report_ns = 0;
+  uint64_t width_ns = 0;
+  size_t n = 0;
+};
+
+// `n` windows over [from_ns, to_ns), none narrower than half the analyzer's
+// timeline resolution (narrower ones would only repeat its windows).
+Grid SpanGrid(const TimelineData& t, size_t process, const model::Timeline& tl, uint64_t from_ns,
+              uint64_t to_ns, size_t n) {
+  Grid grid;
+  const uint64_t span = to_ns > from_ns ? to_ns - from_ns : 0;
+  if (n == 0 || span == 0 || !tl.valid()) return grid;
+  n = std::max<size_t>(1,
+                       std::min<size_t>(n, span / std::max<uint64_t>(1, tl.window_ns() / 2) + 1));
+  grid.from_ns = from_ns;
+  grid.to_ns = to_ns;
+  grid.start_report_ns = t.ToReportNs(process, from_ns);
+  grid.width_ns = std::max<uint64_t>(1, (span + n - 1) / n);
+  grid.n = n;
+  return grid;
+}
+
+// The trend windows of every GPU share one width and sit on multiples of it
+// in report time, so the charts of all GPUs and ranks line up window by
+// window: width = the report span / `windows`, but no narrower than half the
+// coarsest analyzer timeline resolution among the GPUs.
+uint64_t SharedTrendWidth(const ReportInputs& in, size_t windows) {
+  uint64_t width = std::max<uint64_t>(
+      1, (in.timeline->span_ns + std::max<size_t>(1, windows) - 1) / std::max<size_t>(1, windows));
+  for (const analyses::GpuReport& g : in.summary->gpus) {
+    const model::Timeline& tl = g.gpu->timeline;
+    if (tl.valid()) width = std::max<uint64_t>(width, tl.window_ns() / 2);
+  }
+  return width;
+}
+
+// A GPU's windows of the shared width over its activity [first_ns, last_ns].
+// CUPTI and report ns advance at the same rate between clock snapshots (the
+// drift is microseconds per second), so a window boundary moves by the same
+// delta on both clocks.
+Grid SharedGrid(const TimelineData& t, size_t process, const model::GpuModel& gpu, uint64_t width) {
+  Grid grid;
+  if (width == 0 || gpu.last_ns <= gpu.first_ns || !gpu.timeline.valid()) return grid;
+  const uint64_t first_r = t.ToReportNs(process, gpu.first_ns);
+  const uint64_t last_r = std::max(first_r + 1, t.ToReportNs(process, gpu.last_ns));
+  const uint64_t i0 = first_r / width;
+  const uint64_t i1 = (last_r + width - 1) / width;
+  grid.start_report_ns = i0 * width;
+  const uint64_t lead = first_r - grid.start_report_ns;
+  grid.from_ns = gpu.first_ns > lead ? gpu.first_ns - lead : 0;
+  grid.width_ns = width;
+  grid.n = static_cast<size_t>(std::max<uint64_t>(1, i1 - i0));
+  grid.to_ns = grid.from_ns + grid.n * width;
+  return grid;
+}
+
+// The synchronizing API calls of a process (any of its threads), as a
+// union in report ns: "host blocked in sync" is the share of a window in
+// which some thread was blocked, so it cannot exceed the window. (The
+// analyzer's kSyncBlockedNs counts a call's whole length at its start: one
+// 198 ms cudaStreamSynchronize read as 260% of a 75 ms window.)
+std::vector<Span> SyncBlocked(const TimelineData& t, size_t process) {
+  std::vector<Span> spans;
+  for (const TimelineLane& l : t.lanes) {
+    if (l.process != process || l.kind != LaneKind::kApi) continue;
+    for (const TimelineEvent& e : l.events) {
+      if (e.category == EventCategory::kApiSync && e.duration_ns > 0) {
+        spans.push_back({e.start_ns, e.start_ns + e.duration_ns});
+      }
+    }
+  }
+  return Union(std::move(spans));
+}
+
 std::vector<Series> GpuSeries(const ReportInputs& in, const analyses::GpuReport& g, size_t process,
-                              uint64_t from_ns, uint64_t to_ns, size_t n, uint64_t* width_out,
-                              uint64_t* start_report_ns) {
+                              const Grid& grid) {
   const model::GpuModel& gpu = *g.gpu;
   const model::Timeline& tl = gpu.timeline;
   const model::ProcessModel* pm = FindModelProcess(*in.model, gpu.process_uid);
-  const uint64_t span = to_ns > from_ns ? to_ns - from_ns : 0;
-  if (n == 0 || span == 0 || !tl.valid()) {
-    *width_out = 0;
-    return {};
-  }
-  n = std::max<size_t>(1,
-                       std::min<size_t>(n, span / std::max<uint64_t>(1, tl.window_ns() / 2) + 1));
-  const uint64_t width = std::max<uint64_t>(1, (span + n - 1) / n);
-  *width_out = width;
-  *start_report_ns = in.timeline->ToReportNs(process, from_ns);
+  const size_t n = grid.n;
+  if (n == 0 || grid.width_ns == 0 || !tl.valid()) return {};
+  const uint64_t from_ns = grid.from_ns, to_ns = grid.to_ns, width = grid.width_ns;
   auto make = [&](std::string key, std::string label, std::string unit) {
     Series s{std::move(key), std::move(label), std::move(unit), std::vector<double>(n, kNaN)};
     return s;
@@ -310,9 +382,20 @@ std::vector<Series> GpuSeries(const ReportInputs& in, const analyses::GpuReport&
     }
     copy.values[i] = tl.Sum(model::kCopyNs, a, b) / w;
     launches.values[i] = tl.Sum(model::kKernelCount, a, b) / (w / 1e9);
-    if (pm != nullptr && pm->timeline.valid()) {
-      blocked.values[i] = pm->timeline.Sum(model::kSyncBlockedNs, a, b) / w;
-    }
+  }
+  // Host blocked in sync: exact calls from the timeline, over the same
+  // windows in report time, of the traced part (as the shares above).
+  const std::vector<Span> sync_blocked = SyncBlocked(*in.timeline, process);
+  size_t cursor = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t a = from_ns + i * width;
+    const uint64_t b = std::min(to_ns, a + width);
+    if (b <= a || std::isnan(busy.values[i])) continue;
+    const double w =
+        analyses::TracedRowNs(static_cast<double>(b - a), tl.Sum(model::kUntracedNs, a, b));
+    const uint64_t ra = grid.start_report_ns + i * width;
+    blocked.values[i] =
+        std::min(1.0, static_cast<double>(Covered(sync_blocked, ra, ra + (b - a), &cursor)) / w);
   }
   if (gpu.has_sm_util) HoldGaps(&sm.values);
   if (gpu.has_dram_util) HoldGaps(&dram.values);
@@ -322,8 +405,7 @@ std::vector<Series> GpuSeries(const ReportInputs& in, const analyses::GpuReport&
   out.push_back(launches);
   if (pm != nullptr) out.push_back(blocked);
   // Host CPU, when this process sampled it: window means in report time.
-  const uint64_t start_r = *start_report_ns;
-  std::vector<double> cpu = HostCpu(*in.timeline, process, start_r, width, n);
+  std::vector<double> cpu = HostCpu(*in.timeline, process, grid.start_report_ns, width, n);
   if (!cpu.empty()) {
     Series s = make("host_cpu", "host CPU", "percent");
     s.values = std::move(cpu);
@@ -518,7 +600,13 @@ std::string BuildReportJson(const ReportInputs& in, const ReportDataOptions& opt
     int kind = 0;
     std::string label;
     std::string kind_name;
-    if (l.has_device) {
+    if (l.has_device && l.kind == LaneKind::kCounter) {
+      // A GPU's counters fold apart from its streams: ~20 lanes that would
+      // push the next rank's streams a screen further down.
+      kind = 3;
+      label = absl::StrCat("GPU ", l.device_id, " · metrics");
+      kind_name = "gpu_metrics";
+    } else if (l.has_device) {
       kind = 0;
       label = DeviceLabel(t.processes[l.process], l.device_id);
       kind_name = "gpu";
@@ -531,7 +619,8 @@ std::string BuildReportJson(const ReportInputs& in, const ReportDataOptions& opt
       label = "host threads";
       kind_name = "threads";
     }
-    const auto key = std::make_tuple(l.process, kind, kind == 0 ? l.device_id : 0);
+    const auto key =
+        std::make_tuple(l.process, kind, kind == 0 || kind == 3 ? l.device_id : 0);
     auto [it, inserted] = group_of.try_emplace(key, groups.size());
     if (inserted) {
       groups.push_back(
@@ -596,6 +685,7 @@ std::string BuildReportJson(const ReportInputs& in, const ReportDataOptions& opt
   j.EndArray();
 
   // GPUs: trend windows, histograms, steps, correlation.
+  const uint64_t trend_width = SharedTrendWidth(in, options.trend_windows);
   j.Key("gpus").BeginArray();
   for (const analyses::GpuReport& g : summary.gpus) {
     const model::GpuModel& gpu = *g.gpu;
@@ -605,6 +695,8 @@ std::string BuildReportJson(const ReportInputs& in, const ReportDataOptions& opt
     j.Key("device_id").Uint(gpu.device_id);
     if (process < 0) {
       j.Key("group")
+          .Int(-1)
+          .Key("metrics_group")
           .Int(-1)
           .Key("window")
           .Null()
@@ -619,13 +711,17 @@ std::string BuildReportJson(const ReportInputs& in, const ReportDataOptions& opt
     }
     const size_t pi = static_cast<size_t>(process);
     j.Key("group").Int(gpu_group(pi, gpu.device_id));
+    {
+      auto it = group_of.find(std::make_tuple(pi, 3, gpu.device_id));
+      j.Key("metrics_group").Int(it == group_of.end() ? -1 : static_cast<int64_t>(it->second));
+    }
     j.Key("window").BeginObject().Key("start_ns").Uint(t.ToReportNs(pi, g.window.start_ns));
     j.Key("end_ns").Uint(t.ToReportNs(pi, g.window.end_ns)).EndObject();
 
-    uint64_t width = 0, start_r = 0;
-    const std::vector<Series> trend =
-        GpuSeries(in, g, pi, gpu.first_ns, gpu.last_ns, options.trend_windows, &width, &start_r);
-    j.Key("trend").BeginObject().Key("start_ns").Uint(start_r).Key("width_ns").Uint(width);
+    const Grid trend_grid = SharedGrid(t, pi, gpu, trend_width);
+    const std::vector<Series> trend = GpuSeries(in, g, pi, trend_grid);
+    j.Key("trend").BeginObject().Key("start_ns").Uint(trend_grid.start_report_ns);
+    j.Key("width_ns").Uint(trend.empty() ? 0 : trend_grid.width_ns);
     j.Key("series").BeginObject();
     for (const Series& s : trend) j.Key(s.key).Doubles(s.values);
     j.EndObject().EndObject();
@@ -717,9 +813,10 @@ std::string BuildReportJson(const ReportInputs& in, const ReportDataOptions& opt
     }
 
     // Correlation of window metrics over the steady window.
-    uint64_t cw = 0, cs = 0;
-    const std::vector<Series> steady = GpuSeries(in, g, pi, g.window.start_ns, g.window.end_ns,
-                                                 options.correlation_windows, &cw, &cs);
+    const Grid steady_grid = SpanGrid(t, pi, gpu.timeline, g.window.start_ns, g.window.end_ns,
+                                      options.correlation_windows);
+    const std::vector<Series> steady = GpuSeries(in, g, pi, steady_grid);
+    const uint64_t cw = steady.empty() ? 0 : steady_grid.width_ns;
     j.Key("correlation").BeginObject();
     std::vector<const Series*> usable;
     for (const Series& s : steady) {

@@ -21,9 +21,12 @@
 //                     devices[] {id, name, uuid, cc, sm_count, memory_bytes},
 //                     lost[] {start_ns, end_ns, reason, detail}, lost_not_kept}
 //   gpus[]            one per summary.gpus[] entry, same order:
-//                     {process, device_id, group (timeline group of its lanes),
+//                     {process, device_id, group (timeline group of its streams),
+//                     metrics_group (of its counter lanes, -1 without),
 //                     window {start_ns, end_ns} (steady window),
-//                     trend {start_ns, width_ns, series {key: [value|null]}},
+//                     trend {start_ns, width_ns, series {key: [value|null]}}
+//                     (every GPU's windows have one width and start on a
+//                     multiple of it: the ranks' charts line up),
 //                     trend_keys[] {key, label, unit}, histograms {kernel_duration,
 //                     idle_gap: {edges_ns[], counts[], total_ns[]}}, steps (null or
 //                     {start_ns[], period_ns[], compute_ns[], copy_ns[], idle_ns[],
@@ -34,8 +37,10 @@
 //   completeness      {events_kept, events_not_kept, undecodable_batches}
 //   timeline          {names[], short_names[] ("" = same as names), configs[]
 //                     [gx, gy, gz, bx, by, bz, registers, shared_bytes],
-//                     bin_count, bin_ns, groups[] {label, kind, parent, process,
-//                     device_id}, lanes[] {group, kind, label, count, rows,
+//                     bin_count, bin_ns, groups[] {label, kind ("process", and
+//                     under it "gpu" (streams, sync waits), "gpu_metrics" (the
+//                     GPU's counters), "threads", "metrics" (host counters)),
+//                     parent, process, device_id}, lanes[] {group, kind, label, count, rows,
 //                     max_dur_ns, not_kept, unit, metric, cols {NAME: [offset,
 //                     bytes]}, bins (null or {busy, count, top, cat})},
 //                     blob {encoding ("gzip+base64"|"base64"), bytes, data}}
