@@ -44,6 +44,16 @@ run() {
   } | normalize >"$out"
 }
 
+# pretty FILE: a command's JSON output indented (what follows it, its
+# stderr and exit status, as it is).
+pretty() {
+  python3 -c 'import json,sys
+t=open(sys.argv[1]).read(); body,sep,rest=t.partition("\n--- ")
+try: print(json.dumps(json.loads(body),indent=1,sort_keys=False))
+except ValueError: print(body)
+print(sep+rest,end="")' "$1"
+}
+
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failed=0
@@ -67,7 +77,11 @@ check() {
   esac
   if ! cmp -s "$plain" "$got"; then
     echo "FAIL $name differs (< golden, > now):"
-    diff "$plain" "$got" | head -20 || true
+    case $name in
+      *.json|*.json.zst)  # one-line JSON: compare it pretty-printed
+        diff <(pretty "$plain") <(pretty "$got") ;;
+      *) diff "$plain" "$got" ;;
+    esac | head -24 | cut -c1-200 || true
     failed=1
   fi
 }
