@@ -1,0 +1,160 @@
+// tests/inject/stacks/py_stacks_testlib.cc: a small shared library that
+// py_stacks_test.py loads with ctypes.CDLL into a real interpreter. ctypes
+// releases the GIL around foreign calls, as PyTorch does around a CUDA
+// call, so gps_capture() runs exactly where the collector's callback will:
+// on a Python thread, inside a C call, without the GIL. It captures with
+// CapturePythonStack and resolves with PythonResolver over
+// process_vm_readv, then hands the frames back as text for the script to
+// compare with traceback.extract_stack().
+#include <pthread.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "inject/stacks/memory_image.h"
+#include "inject/stacks/python_resolver.h"
+#include "inject/stacks/python_stacks.h"
+
+using namespace gpscope::inject::stacks;
+
+namespace {
+
+PythonInfo g_info;
+SelfMemoryReader g_mem;
+std::unique_ptr<PythonResolver> g_resolver;
+
+int Put(const std::string& s, char* out, int cap) {
+  if (cap <= 0) return -1;
+  const size_t n = s.size() < static_cast<size_t>(cap - 1) ? s.size() : static_cast<size_t>(cap - 1);
+  std::memcpy(out, s.data(), n);
+  out[n] = '\0';
+  return s.size() < static_cast<size_t>(cap) ? static_cast<int>(n) : -1;
+}
+
+const char* StatusName(PyCaptureStatus s) {
+  switch (s) {
+    case PyCaptureStatus::kOk:
+      return "ok";
+    case PyCaptureStatus::kTruncated:
+      return "truncated";
+    case PyCaptureStatus::kNoThreadState:
+      return "nothread";
+    case PyCaptureStatus::kOff:
+      return "off";
+    case PyCaptureStatus::kInconsistent:
+      return "inconsistent";
+  }
+  return "?";
+}
+
+// "file\tfunction\tline\n" per frame, innermost first; unresolved frames
+// as "?\t?\t-2".
+std::string Resolve(const FrameRef* frames, int n) {
+  std::string text;
+  for (int i = 0; i < n; ++i) {
+    const PyCodeInfo* code = g_resolver->Code(frames[i].addr, frames[i].check);
+    if (code == nullptr) {
+      text += "?\t?\t-2\n";
+      continue;
+    }
+    text += code->filename + "\t" + code->name + "\t" +
+            std::to_string(g_resolver->Line(*code, frames[i].offset)) + "\n";
+  }
+  return text;
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) int gps_init(char* out, int cap) {
+  g_info = InitPythonStacks();
+  if (g_info.enabled) g_resolver = std::make_unique<PythonResolver>(*g_info.layout, g_info.types, &g_mem);
+  Put(g_info.version + "|" + g_info.reason, out, cap);
+  return g_info.enabled ? 1 : 0;
+}
+
+__attribute__((visibility("default"))) int gps_enabled() { return PythonStacksEnabled() ? 1 : 0; }
+
+__attribute__((visibility("default"))) int gps_fault(char* out, int cap) {
+  return Put(WalkFaultName(PythonStacksFault()), out, cap);
+}
+
+// Captures at most max_frames, resolves them. Writes "status depth\n" and
+// then one line per frame. Returns the length written, -1 when `cap` is too
+// small.
+__attribute__((visibility("default"))) int gps_capture(char* out, int cap, int max_frames) {
+  FrameRef frames[kMaxStackDepth];
+  if (max_frames > kMaxStackDepth) max_frames = kMaxStackDepth;
+  const PyCaptureResult r = CapturePythonStack(frames, max_frames);
+  std::string text = std::string(StatusName(r.status)) + " " + std::to_string(r.depth) + "\n";
+  if (g_resolver) text += Resolve(frames, r.depth);
+  return Put(text, out, cap);
+}
+
+// The resolver's line for byte offset `offset` of the code object at
+// `code` (captured with co_firstlineno == first_line); -1000 when the code
+// object does not resolve.
+__attribute__((visibility("default"))) int gps_line(uint64_t code, int first_line, int offset) {
+  if (!g_resolver) return -1000;
+  const PyCodeInfo* info = g_resolver->Code(code, first_line);
+  if (info == nullptr) return -1000 - static_cast<int>(g_resolver->last_error());
+  return g_resolver->Line(*info, offset);
+}
+
+// "filename\tname\tqualname" of a code object, or "" when unresolvable.
+__attribute__((visibility("default"))) int gps_code_names(uint64_t code, int first_line, char* out,
+                                                          int cap) {
+  if (!g_resolver) return Put("", out, cap);
+  const PyCodeInfo* info = g_resolver->Code(code, first_line);
+  if (info == nullptr) return Put("", out, cap);
+  return Put(info->filename + "\t" + info->name + "\t" + info->qualname, out, cap);
+}
+
+// The str object at `addr` as UTF-8; -2 when it cannot be read.
+__attribute__((visibility("default"))) int gps_string(uint64_t addr, char* out, int cap) {
+  if (!g_resolver) return -2;
+  std::string s;
+  if (!g_resolver->ReadString(addr, &s)) return -2;
+  return Put(s, out, cap);
+}
+
+// Records this thread's frame chain (as a capture here sees it) and
+// everything resolving it reads into a memory image at `path`, with
+// `expected` (the script's traceback, "file\tfunction\tline\n" innermost
+// first) stored beside it. Returns the number of frames, or -1.
+__attribute__((visibility("default"))) int gps_record_image(const char* path, const char* expected,
+                                                            char* error, int cap) {
+  std::string why;
+  const int n = RecordPythonImage(g_info, path, expected, &why);
+  if (n < 0) Put(why, error, cap);
+  return n;
+}
+
+// Captures on a fresh pthread that never ran Python: must report that the
+// thread has no thread state ("nothread 0").
+__attribute__((visibility("default"))) int gps_capture_on_native_thread(char* out, int cap) {
+  struct Arg {
+    char* out;
+    int cap;
+    int n;
+  } arg{out, cap, -1};
+  pthread_t t;
+  if (pthread_create(
+          &t, nullptr,
+          [](void* p) -> void* {
+            Arg* a = static_cast<Arg*>(p);
+            a->n = gps_capture(a->out, a->cap, kMaxStackDepth);
+            return nullptr;
+          },
+          &arg) != 0) {
+    return -1;
+  }
+  pthread_join(t, nullptr);
+  return arg.n;
+}
+
+}  // extern "C"

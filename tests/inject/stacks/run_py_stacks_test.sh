@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# tests/inject/stacks/run_py_stacks_test.sh MINOR LIB SCRIPT ROOT [SANITIZE CXX]
+# Runs py_stacks_test.py under CPython 3.MINOR from ROOT (pyenv versions,
+# /root/.pyenv/versions on the CI machines).
+#
+# A missing interpreter FAILS, naming it, unless GPSCOPE_SKIP_PYTHON lists
+# that version ("3.9,3.10" or "all"): then the test reports SKIPPED (exit 77,
+# ctest's SKIP_RETURN_CODE). In sanitizer builds the test library needs the
+# sanitizer runtimes preloaded into the (uninstrumented) interpreter.
+set -uo pipefail
+minor=$1 lib=$2 script=$3 root=$4 sanitize=${5:-} cxx=${6:-c++}
+version=3.$minor
+py=""
+for d in "$root"/"$version".*/; do
+  [ -x "$d/bin/python$version" ] && { py="$d/bin/python$version"; break; }
+done
+if [ -z "$py" ]; then
+  case ",${GPSCOPE_SKIP_PYTHON:-}," in
+    *",$version,"*|*",all,"*)
+      echo "SKIPPED: CPython $version not installed under $root (GPSCOPE_SKIP_PYTHON=${GPSCOPE_SKIP_PYTHON})"
+      exit 77 ;;
+  esac
+  echo "FAIL: CPython $version not found under $root: install it (pyenv install $version with" \
+       "--enable-shared) or set GPSCOPE_SKIP_PYTHON=$version to skip this test"
+  exit 1
+fi
+preload=""
+case "$sanitize" in
+  *address*) preload="$("$cxx" -print-file-name=libasan.so)" ;;
+esac
+case "$sanitize" in
+  *undefined*) preload="${preload:+$preload:}$("$cxx" -print-file-name=libubsan.so)" ;;
+esac
+echo "$py $script"
+if [ -n "$preload" ]; then
+  # The interpreter leaks by design at exit; only our library is checked.
+  LD_PRELOAD="$preload" ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" "$py" "$script" "$lib"
+else
+  "$py" "$script" "$lib"
+fi
