@@ -19,6 +19,9 @@ struct Runtime {
 Runtime g_runtime;                  // written by Init before g_state publishes it
 std::atomic<int> g_state{0};        // 0 off, 1 on, 2 turned off by an inconsistency
 std::atomic<uint8_t> g_fault{0};    // WalkFault of the first inconsistency
+// 1 once a walk over real frames of this process succeeded with checked
+// reads; until then captures walk with checked reads (a syscall per read).
+std::atomic<int> g_verified{0};
 constexpr int kOff = 0, kOn = 1, kFaulted = 2;
 
 void TurnOff(WalkFault fault) {
@@ -248,6 +251,7 @@ PythonInfo InitPythonStacks() {
   // 4. This thread's own frames, walked with checked reads.
   PyWalkTarget target{l, info.types.code, info.types.frame};
   std::string checked = "type objects checked";
+  int verified = 0;
   if (void* ts = get_tstate()) {
     FrameRef frames[kMaxStackDepth];
     const WalkResult w = WalkPythonFrames(target, CheckedLoads{&mem}, reinterpret_cast<uint64_t>(ts),
@@ -256,13 +260,19 @@ PythonInfo InitPythonStacks() {
       return Off(info, what + "walking this thread's frames failed after " + Str(w.depth) +
                            " frames: " + WalkFaultName(w.fault));
     }
-    checked += ", layout checked on " + Str(w.depth) + " frames of this thread";
-  } else {
-    checked += "; this thread runs no Python, frame layout not walked at start-up";
+    if (w.depth > 0) {
+      verified = 1;
+      checked += ", frame layout checked on " + Str(w.depth) + " frames of this thread";
+    }
+  }
+  if (!verified) {
+    checked += "; no Python frames on this thread: the first capture that finds frames checks "
+               "the frame layout with checked reads";
   }
 
   g_runtime.target = target;
   g_runtime.get_tstate = get_tstate;
+  g_verified.store(verified, std::memory_order_relaxed);
   g_state.store(kOn, std::memory_order_release);
   info.enabled = true;
   info.reason = what + checked + " (" + mem.method() + ")";
@@ -277,8 +287,20 @@ PyCaptureResult CapturePythonStack(FrameRef* out, int max_frames) {
     r.status = PyCaptureStatus::kNoThreadState;
     return r;
   }
-  const WalkResult w = WalkPythonFrames(g_runtime.target, DirectLoads{},
-                                        reinterpret_cast<uint64_t>(ts), out, max_frames);
+  WalkResult w;
+  if (g_verified.load(std::memory_order_acquire)) {
+    w = WalkPythonFrames(g_runtime.target, DirectLoads{}, reinterpret_cast<uint64_t>(ts), out,
+                         max_frames);
+  } else {
+    // Until one real chain has been walked safely (start-up found no
+    // frames to check): checked reads, once per process in practice.
+    SelfMemoryReader mem;
+    w = WalkPythonFrames(g_runtime.target, CheckedLoads{&mem}, reinterpret_cast<uint64_t>(ts), out,
+                         max_frames);
+    if (w.status != WalkStatus::kInconsistent && w.depth > 0) {
+      g_verified.store(1, std::memory_order_release);
+    }
+  }
   r.depth = w.depth;
   switch (w.status) {
     case WalkStatus::kComplete:
@@ -306,7 +328,10 @@ void InstallPythonRuntimeForTest(const PyWalkTarget& target, GetThreadStateFn ge
   g_fault.store(0, std::memory_order_relaxed);
   g_runtime.target = target;
   g_runtime.get_tstate = get_tstate;
+  g_verified.store(0, std::memory_order_relaxed);  // the first capture checks, as in a real process
   g_state.store(kOn, std::memory_order_release);
 }
+
+bool PythonLayoutVerified() { return g_verified.load(std::memory_order_acquire) != 0; }
 
 }  // namespace gpscope::inject::stacks

@@ -23,7 +23,10 @@
 //      table's; for 3.13, the interpreter's own _Py_DebugOffsets (the table
 //      CPython keeps for out-of-process debuggers) agree with ours;
 //   4. when the initializing thread runs Python (PyTorch initializes CUDA
-//      from Python), its own frame chain is walked with checked reads.
+//      from Python), its own frame chain is walked with checked reads;
+//      when it has no frames, the first capture that finds some walks them
+//      with checked reads instead (one process_vm_readv per field, once),
+//      and plain loads are used only after one such walk succeeded.
 // Any failure leaves Python stacks off with one reason line.
 //
 // Hot path (CapturePythonStack): PyGILState_GetThisThreadState() (a
@@ -45,13 +48,15 @@
 // executing"); another thread holding a frame object (sys._current_frames)
 // can read it or set f_trace but cannot clear an executing frame. So with
 // the right layout every read lands inside a live object. The layout is
-// the one risk: steps 1-4 above make a wrong table fail at start-up, where
-// reads are checked, and the per-frame checks (python_walker.h) catch an
+// the one risk: steps 1-4 above make a wrong table fail while reads are
+// still checked (at start-up, or step 4's first walk), and the per-frame
+// checks (python_walker.h) catch an
 // inconsistency at run time: the first one turns Python stacks off for the
 // whole process (an atomic flag) and the capture returns what it had. The
 // one thing the checks cannot promise is that a pointer read through a
 // wrong layout that passes them (aligned, canonical) is mapped; that is
-// why the layout is verified before the first hot-path walk. Calling this
+// why the layout is verified on a real chain before the first plain-load
+// walk. Calling this
 // from an asynchronous signal handler is NOT covered by this argument
 // (the chain may be mid-update there): call it synchronously on the thread.
 //
@@ -109,6 +114,10 @@ struct PyCaptureResult {
 
 // Hot path. Walks the calling thread's own frames (see above).
 PyCaptureResult CapturePythonStack(FrameRef* out, int max_frames);
+
+// True once a walk over real frames succeeded with checked reads (from
+// then on captures use plain loads).
+bool PythonLayoutVerified();
 
 bool PythonStacksEnabled();
 // After a run-time inconsistency: what failed (kNone while all is well).

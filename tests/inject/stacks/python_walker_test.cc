@@ -310,8 +310,13 @@ TEST(PythonStacksTest, TheFirstInconsistencyTurnsPythonStacksOffForGood) {
   c.Push(c.Code(3), 1);
   InstallPythonRuntimeForTest(c.target(), FakeThreadState);
   ASSERT_TRUE(PythonStacksEnabled());
+  EXPECT_FALSE(PythonLayoutVerified());
   FrameRef out[kMaxStackDepth];
-  PyCaptureResult r = CapturePythonStack(out, kMaxStackDepth);
+  PyCaptureResult r = CapturePythonStack(out, kMaxStackDepth);  // checked reads
+  EXPECT_EQ(r.status, PyCaptureStatus::kOk);
+  EXPECT_EQ(r.depth, 3);
+  EXPECT_TRUE(PythonLayoutVerified());
+  r = CapturePythonStack(out, kMaxStackDepth);  // plain loads
   EXPECT_EQ(r.status, PyCaptureStatus::kOk);
   EXPECT_EQ(r.depth, 3);
 
@@ -326,6 +331,26 @@ TEST(PythonStacksTest, TheFirstInconsistencyTurnsPythonStacksOffForGood) {
   r = CapturePythonStack(out, kMaxStackDepth);
   EXPECT_EQ(r.status, PyCaptureStatus::kOff);
   EXPECT_EQ(r.depth, 0);
+  g_chain = nullptr;
+}
+
+TEST(PythonStacksTest, TheFirstWalkUsesCheckedReadsAndAnUnmappedFrameTurnsStacksOff) {
+  const PythonLayout& l = *FindPythonLayout(3, 11);
+  FakeChain c(l);
+  g_chain = &c;
+  uint8_t* f = c.Push(c.Code(1), 1);
+  void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(page, MAP_FAILED);
+  ASSERT_EQ(munmap(page, 4096), 0);
+  c.SetPrevious(f, FakeChain::Addr(page));  // would fault with plain loads
+  InstallPythonRuntimeForTest(c.target(), FakeThreadState);
+  FrameRef out[kMaxStackDepth];
+  const PyCaptureResult r = CapturePythonStack(out, kMaxStackDepth);
+  EXPECT_EQ(r.status, PyCaptureStatus::kInconsistent);
+  EXPECT_EQ(r.depth, 1);
+  EXPECT_EQ(PythonStacksFault(), WalkFault::kUnreadable);
+  EXPECT_FALSE(PythonStacksEnabled());
+  EXPECT_FALSE(PythonLayoutVerified());
   g_chain = nullptr;
 }
 
