@@ -2,23 +2,33 @@
 // descriptions there).
 #include "inject/stacks/line_table.h"
 
+#include <cstdint>
+
 namespace gpscope::inject::stacks {
 namespace {
 
+// Lines accumulate in 64 bits: a hostile table of many large deltas must
+// not overflow an int (it only yields a nonsense line).
+int Clamp(int64_t line) {
+  if (line > INT32_MAX) return INT32_MAX;
+  if (line < INT32_MIN + 1) return INT32_MIN + 1;
+  return static_cast<int>(line);
+}
+
 int Lnotab(const uint8_t* t, size_t n, int first_line, int offset) {
-  int line = first_line;
+  int64_t line = first_line;
   int64_t addr = 0;
   for (size_t i = 0; i + 1 < n; i += 2) {
     addr += t[i];
     if (addr > offset) break;
     line += static_cast<int8_t>(t[i + 1]);
   }
-  return line;
+  return Clamp(line);
 }
 
 int Pep626(const uint8_t* t, size_t n, int first_line, int offset) {
   if (offset < 0) return first_line;
-  int line = first_line;
+  int64_t line = first_line;
   int64_t end = 0;
   for (size_t i = 0; i + 1 < n; i += 2) {
     const int length = t[i];
@@ -27,7 +37,7 @@ int Pep626(const uint8_t* t, size_t n, int first_line, int offset) {
     int range_line = -1;
     if (delta != -128) {
       line += delta;
-      range_line = line;
+      range_line = Clamp(line);
     }
     if (length == 0) continue;  // carries its delta only
     if (offset < end) return range_line;
@@ -61,7 +71,7 @@ bool Svarint(const uint8_t* t, size_t n, size_t* i, int* out) {
 
 int Locations(const uint8_t* t, size_t n, int first_line, int offset) {
   if (offset < 0) return first_line;
-  int line = first_line;
+  int64_t line = first_line;
   int64_t addr = 0;
   size_t i = 0;
   // An entry starts at a byte with bit 7 set; skip anything else (as
@@ -83,7 +93,7 @@ int Locations(const uint8_t* t, size_t n, int first_line, int offset) {
     }
     line += delta;
     const int64_t end = addr + 2 * static_cast<int64_t>(units);
-    if (offset < end) return no_line ? -1 : line;
+    if (offset < end) return no_line ? -1 : Clamp(line);
     addr = end;
     while (i < n && !(t[i] & 0x80)) ++i;
   }
