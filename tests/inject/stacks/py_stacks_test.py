@@ -28,6 +28,7 @@ LIB.gps_code_names.argtypes = [ctypes.c_uint64, ctypes.c_int, ctypes.c_char_p, c
 LIB.gps_string.argtypes = [ctypes.c_uint64, ctypes.c_char_p, ctypes.c_int]
 LIB.gps_fault.argtypes = [ctypes.c_char_p, ctypes.c_int]
 LIB.gps_capture_on_native_thread.argtypes = [ctypes.c_char_p, ctypes.c_int]
+LIB.gps_native_compare.argtypes = [ctypes.c_char_p, ctypes.c_int]
 LIB.gps_record_image.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int]
 
 SZ = 1 << 16
@@ -221,6 +222,24 @@ def run_stack_tests():
     t.join()
     if errors:
         FAILURES.append("thread: " + errors[0])
+
+    # Native stacks through libffi, _ctypes and the eval loop: the fast
+    # unwinder must give libgcc's frames, without falling back.
+    for depth in (1, 20):
+        def nest(k):
+            if k == 0:
+                b = buf()
+                LIB.gps_native_compare(b, SZ)
+                return b.value.decode()
+            return nest(k - 1)
+        r = nest(depth)
+        CHECKS[0] += 1
+        parts = r.split()
+        if len(parts) != 4 or parts[3] != "1" or int(parts[1]) < 10:
+            FAILURES.append("native stack under Python (depth %d): fast/libgcc/fast-path/equal = %s"
+                            % (depth, r))
+        elif parts[2] != "1":
+            print("note: the fast unwinder fell back to libgcc under Python: %s" % r)
 
     b = buf()
     n = LIB.gps_capture_on_native_thread(b, SZ)

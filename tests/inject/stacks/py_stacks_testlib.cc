@@ -14,7 +14,9 @@
 #include <memory>
 #include <string>
 
+#include "inject/stacks/fast_unwind.h"
 #include "inject/stacks/memory_image.h"
+#include "inject/stacks/native_stacks.h"
 #include "inject/stacks/python_resolver.h"
 #include "inject/stacks/python_stacks.h"
 
@@ -155,6 +157,25 @@ __attribute__((visibility("default"))) int gps_capture_on_native_thread(char* ou
   }
   pthread_join(t, nullptr);
   return arg.n;
+}
+
+// The native stack here (through libffi, _ctypes and the interpreter's
+// eval loop) with the fast unwinder and with _Unwind_Backtrace: writes
+// "<fast depth> <libgcc depth> <fast path used 0|1> <frames equal 0|1>".
+__attribute__((visibility("default"))) __attribute__((noinline)) int gps_native_compare(char* out, int cap) {
+  std::string why;
+  if (!InitFastUnwind(&why)) return Put("init " + why, out, cap);
+  StackBounds b;
+  if (!CurrentThreadStackBounds(&b)) return Put("no stack bounds", out, cap);
+  FrameRef fast[kMaxStackDepth];
+  FrameRef slow[kMaxStackDepth];
+  const NativeCaptureResult f = CaptureNativeStack(fast, kMaxStackDepth, 0, b);
+  const NativeCaptureResult s = CaptureNativeStackUnwind(slow, kMaxStackDepth, 0);
+  bool same = f.depth == s.depth;
+  for (int i = 1; same && i < f.depth; ++i) same = fast[i].addr == slow[i].addr;
+  return Put(std::to_string(f.depth) + " " + std::to_string(s.depth) + " " + (f.slow_path ? "0" : "1") +
+                 " " + (same ? "1" : "0"),
+             out, cap);
 }
 
 }  // extern "C"
