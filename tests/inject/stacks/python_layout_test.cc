@@ -118,8 +118,8 @@ TEST_P(PythonLayoutTest, TableMatchesTheInterpretersHeaders) {
   if (probe.empty()) {
     if (SkipListed(version)) GTEST_SKIP() << "CPython " << version << " skipped (GPSCOPE_SKIP_PYTHON)";
     FAIL() << "CPython " << version << " headers not found under " << GPSCOPE_PYTHON_ROOT << "/"
-           << version << ".*/include: install it (pyenv install " << version
-           << ") and re-run cmake, or set GPSCOPE_SKIP_PYTHON=" << version << " to skip it";
+           << version << ".*/include or /usr/include/python" << version << ": install it (pyenv install "
+           << version << ") and re-run cmake, or set GPSCOPE_SKIP_PYTHON=" << version << " to skip it";
   }
   FILE* p = popen(probe.c_str(), "r");
   ASSERT_NE(p, nullptr) << probe;

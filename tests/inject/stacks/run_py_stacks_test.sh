@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/inject/stacks/run_py_stacks_test.sh MINOR LIB SCRIPT ROOT [SANITIZE CXX]
 # Runs py_stacks_test.py under CPython 3.MINOR from ROOT (pyenv versions,
-# /root/.pyenv/versions on the CI machines).
+# /root/.pyenv/versions on the CI machines), else /usr/bin/python3.MINOR.
 #
 # A missing interpreter FAILS, naming it, unless GPSCOPE_SKIP_PYTHON lists
 # that version ("3.9,3.10" or "all"): then the test reports SKIPPED (exit 77,
@@ -14,14 +14,16 @@ py=""
 for d in "$root"/"$version".*/; do
   [ -x "$d/bin/python$version" ] && { py="$d/bin/python$version"; break; }
 done
+# Else the system's interpreter (the H200 image's /usr/bin/python3.12).
+[ -z "$py" ] && [ -x "/usr/bin/python$version" ] && py="/usr/bin/python$version"
 if [ -z "$py" ]; then
   case ",${GPSCOPE_SKIP_PYTHON:-}," in
     *",$version,"*|*",all,"*)
       echo "SKIPPED: CPython $version not installed under $root (GPSCOPE_SKIP_PYTHON=${GPSCOPE_SKIP_PYTHON})"
       exit 77 ;;
   esac
-  echo "FAIL: CPython $version not found under $root: install it (pyenv install $version with" \
-       "--enable-shared) or set GPSCOPE_SKIP_PYTHON=$version to skip this test"
+  echo "FAIL: CPython $version not found under $root or as /usr/bin/python$version: install it" \
+       "(pyenv install $version) or set GPSCOPE_SKIP_PYTHON=$version to skip this test"
   exit 1
 fi
 preload=""
