@@ -10,7 +10,8 @@
 //   StackCapture* c = ring.Claim();            // the collector's storage
 //   c->correlation_id = cbdata->correlationId;
 //   PyCaptureResult r = CapturePythonStack(c->frames, kMaxStackDepth);
-//   c->Set(StackKind::kPython, r.depth, r.status == PyCaptureStatus::kTruncated);
+//   c->Set(StackKind::kPython, r.depth,
+//          r.status == PyCaptureStatus::kTruncated ? kStackTruncated : 0);
 //
 // Thread model: plain data; whoever owns the memory writes it.
 #ifndef GPSCOPE_INJECT_STACKS_CAPTURE_RECORD_H_
@@ -67,8 +68,9 @@ struct StackCapture {
   uint8_t depth;            // frames[0, depth) are valid
   uint8_t flags;            // StackFlags
   StackTrigger trigger;
-  uint32_t cbid;            // CUPTI callback id (domain in the high bit: see the collector)
-  uint32_t reserved;
+  uint32_t cbid;            // CUPTI callback id within `domain`
+  uint8_t domain;           // CUPTI callback domain (CUpti_CallbackDomain: runtime or driver API)
+  uint8_t reserved[3];
   FrameRef frames[kMaxStackDepth];
 
   void Set(StackKind k, int n, uint8_t f) {
