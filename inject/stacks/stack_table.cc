@@ -2,6 +2,7 @@
 #include "inject/stacks/stack_table.h"
 
 #include <cstring>
+#include <string_view>
 
 #include "inject/stacks/native_stacks.h"
 #include "inject/stacks/python_resolver.h"
@@ -131,11 +132,25 @@ uint32_t StackTable::InternFrame(const ResolvedFrame& f) {
   return id;
 }
 
+bool StackTable::Dropped(const ResolvedFrame& f) const {
+  if (f.kind != FrameKind::kNative || limits_.drop_leading_native_modules.empty()) return false;
+  const size_t slash = f.file.rfind('/');
+  const std::string_view base =
+      slash == std::string::npos ? std::string_view(f.file) : std::string_view(f.file).substr(slash + 1);
+  for (const std::string& prefix : limits_.drop_leading_native_modules) {
+    if (!prefix.empty() && base.substr(0, prefix.size()) == prefix) return true;
+  }
+  return false;
+}
+
 uint32_t StackTable::Resolve(const StackCapture& c) {
   std::vector<uint32_t> ids;
   ids.reserve(c.depth);
+  bool leading = true;
   for (int i = 0; i < c.depth; ++i) {
     const ResolvedFrame f = resolver_->Resolve(c.kind, c.frames[i]);
+    if (leading && i + 1 < c.depth && Dropped(f)) continue;
+    leading = false;
     if (!f.resolved) ++unresolved_;
     const uint32_t id = InternFrame(f);
     if (id == 0) {

@@ -106,6 +106,11 @@ class StackTable {
     size_t max_stacks = 1 << 16;   // distinct resolved stacks
     size_t max_raw = 1 << 18;      // distinct raw stacks remembered
     size_t max_frames = 1 << 18;   // distinct frames
+    // Native stacks lose their innermost frames while those lie in a
+    // module whose file name (after the last '/') starts with one of
+    // these: the collector's own callback and CUPTI's dispatch, e.g.
+    // {"libgpscope_inject", "libcupti"}. Never all frames: one is kept.
+    std::vector<std::string> drop_leading_native_modules;
   };
 
   explicit StackTable(FrameResolver* resolver) : StackTable(resolver, Limits()) {}
@@ -140,6 +145,7 @@ class StackTable {
 
   uint32_t Resolve(const StackCapture& c);
   uint32_t InternFrame(const ResolvedFrame& f);
+  bool Dropped(const ResolvedFrame& f) const;
   bool SameRaw(const Raw& r, const StackCapture& c) const;
   void InsertSlot(uint32_t raw_index);
   void Grow();

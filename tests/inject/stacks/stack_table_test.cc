@@ -154,6 +154,49 @@ TEST(StackTableTest, NativeFramesKeepModuleOffsetAndCountUnresolved) {
   EXPECT_EQ(t.unresolved_frames(), 1u);
 }
 
+// Resolves native addresses < 100 into the collector, < 200 into CUPTI,
+// the rest into the application.
+class ModuleResolver : public FrameResolver {
+ public:
+  ResolvedFrame Resolve(StackKind, const FrameRef& ref) override {
+    ResolvedFrame f;
+    f.kind = FrameKind::kNative;
+    f.file = ref.addr < 100   ? "/opt/gpscope/lib/libgpscope_inject.so"
+             : ref.addr < 200 ? "/usr/local/cuda/lib64/libcupti.so.13"
+                              : "/home/u/app";
+    f.module_offset = ref.addr;
+    f.resolved = true;
+    return f;
+  }
+};
+
+TEST(StackTableTest, LeadingFramesInTheCollectorAndCuptiAreDropped) {
+  ModuleResolver r;
+  StackTable::Limits limits;
+  limits.drop_leading_native_modules = {"libgpscope_inject", "libcupti"};
+  StackTable t(&r, limits);
+  ASSERT_EQ(t.Intern(Native({10, 20, 150, 300, 120, 310})), 1u);
+  std::vector<StackFrameEntry> frames;
+  std::vector<StackEntry> stacks;
+  t.TakeNew(&frames, &stacks);
+  ASSERT_EQ(stacks.size(), 1u);
+  ASSERT_EQ(stacks[0].frame_ids.size(), 3u);  // 300, then 120 (not leading: kept), 310
+  EXPECT_EQ(frames[stacks[0].frame_ids[0] - 1].frame.module_offset, 300u);
+  EXPECT_EQ(frames[stacks[0].frame_ids[1] - 1].frame.module_offset, 120u);
+  // A stack entirely inside them keeps its last frame.
+  const uint32_t only = t.Intern(Native({10, 150}));
+  ASSERT_NE(only, 0u);
+  frames.clear();
+  stacks.clear();
+  t.TakeNew(&frames, &stacks);
+  ASSERT_EQ(stacks.size(), 1u);
+  EXPECT_EQ(stacks[0].frame_ids.size(), 1u);
+  // Without the option nothing is dropped.
+  StackTable plain(&r);
+  plain.Intern(Native({10, 20, 150, 300}));
+  EXPECT_EQ(plain.frames(), 4u);
+}
+
 TEST(StackTableTest, LimitsGiveIdZeroAndCount) {
   FakeResolver r;
   StackTable::Limits limits;
