@@ -15,6 +15,7 @@ namespace {
 struct Runtime {
   PyWalkTarget target;
   GetThreadStateFn get_tstate;
+  IsFinalizingFn is_finalizing;  // nullptr only for test runtimes
 };
 Runtime g_runtime;                  // written by Init before g_state publishes it
 std::atomic<int> g_state{0};        // 0 off, 1 on, 2 turned off by an inconsistency
@@ -205,12 +206,17 @@ PythonInfo InitPythonStacks() {
   auto sym = [](const char* name) { return reinterpret_cast<uint64_t>(dlsym(RTLD_DEFAULT, name)); };
   const auto get_tstate =
       reinterpret_cast<GetThreadStateFn>(dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState"));
+  auto is_finalizing = reinterpret_cast<IsFinalizingFn>(dlsym(RTLD_DEFAULT, "Py_IsFinalizing"));
+  if (is_finalizing == nullptr) {  // before 3.13
+    is_finalizing = reinterpret_cast<IsFinalizingFn>(dlsym(RTLD_DEFAULT, "_Py_IsFinalizing"));
+  }
   const uint64_t type_type = sym("PyType_Type");
   info.types.code = sym("PyCode_Type");
   info.types.unicode = sym("PyUnicode_Type");
   info.types.bytes = sym("PyBytes_Type");
   if (l->frame_basicsize > 0) info.types.frame = sym("PyFrame_Type");
   const char* missing = get_tstate == nullptr          ? "PyGILState_GetThisThreadState"
+                        : is_finalizing == nullptr      ? "_Py_IsFinalizing"
                         : type_type == 0                ? "PyType_Type"
                         : info.types.code == 0          ? "PyCode_Type"
                         : info.types.unicode == 0       ? "PyUnicode_Type"
@@ -272,6 +278,7 @@ PythonInfo InitPythonStacks() {
 
   g_runtime.target = target;
   g_runtime.get_tstate = get_tstate;
+  g_runtime.is_finalizing = is_finalizing;
   g_verified.store(verified, std::memory_order_relaxed);
   g_state.store(kOn, std::memory_order_release);
   info.enabled = true;
@@ -282,6 +289,10 @@ PythonInfo InitPythonStacks() {
 PyCaptureResult CapturePythonStack(FrameRef* out, int max_frames) {
   PyCaptureResult r;
   if (g_state.load(std::memory_order_acquire) != kOn) return r;  // kOff
+  if (g_runtime.is_finalizing != nullptr && g_runtime.is_finalizing()) {
+    r.status = PyCaptureStatus::kFinalizing;
+    return r;
+  }
   void* ts = g_runtime.get_tstate();
   if (ts == nullptr) {
     r.status = PyCaptureStatus::kNoThreadState;
@@ -323,11 +334,13 @@ WalkFault PythonStacksFault() {
   return static_cast<WalkFault>(g_fault.load(std::memory_order_relaxed));
 }
 
-void InstallPythonRuntimeForTest(const PyWalkTarget& target, GetThreadStateFn get_tstate) {
+void InstallPythonRuntimeForTest(const PyWalkTarget& target, GetThreadStateFn get_tstate,
+                                 IsFinalizingFn is_finalizing) {
   g_state.store(kOff, std::memory_order_release);
   g_fault.store(0, std::memory_order_relaxed);
   g_runtime.target = target;
   g_runtime.get_tstate = get_tstate;
+  g_runtime.is_finalizing = is_finalizing;
   g_verified.store(0, std::memory_order_relaxed);  // the first capture checks, as in a real process
   g_state.store(kOn, std::memory_order_release);
 }

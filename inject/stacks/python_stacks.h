@@ -29,10 +29,11 @@
 //      and plain loads are used only after one such walk succeeded.
 // Any failure leaves Python stacks off with one reason line.
 //
-// Hot path (CapturePythonStack): PyGILState_GetThisThreadState() (a
-// pthread_getspecific lookup inside libpython that takes no lock, does not
-// allocate and does not need the GIL), then WalkPythonFrames with plain
-// loads. Nothing allocates, locks, logs, makes a syscall or runs Python.
+// Hot path (CapturePythonStack): _Py_IsFinalizing() / Py_IsFinalizing()
+// (3.13) and PyGILState_GetThisThreadState() (an atomic load, and a
+// pthread_getspecific lookup, inside libpython: no lock, no allocation, no
+// GIL needed), then WalkPythonFrames with plain loads. Nothing allocates,
+// locks, logs, makes a syscall or runs Python.
 //
 // Why the plain loads cannot fault. Every address read is either the
 // thread state of the calling thread (heap memory CPython frees only when
@@ -56,7 +57,16 @@
 // one thing the checks cannot promise is that a pointer read through a
 // wrong layout that passes them (aligned, canonical) is mapped; that is
 // why the layout is verified on a real chain before the first plain-load
-// walk. Calling this
+// walk. Interpreter shutdown is the other exception: Py_FinalizeEx
+// frees the other threads' thread states while daemon threads may still be
+// inside C code making CUDA calls, so no walk starts once the runtime's
+// finalizing flag is set (kFinalizing). (Tried on 3.9, 3.11, 3.12 and 3.13
+// without this check: such walks read freed but still mapped memory, as
+// CPython leaves those threads' frames allocated, and did not fault; the
+// check keeps them from reading it at all.) A walk that began just before the
+// flag was set and still runs when its thread state is freed (the flag
+// and the deletion are back to back in Py_FinalizeEx; a walk takes well
+// under a microsecond) is the window this does not close. Calling this
 // from an asynchronous signal handler is NOT covered by this argument
 // (the chain may be mid-update there): call it synchronously on the thread.
 //
@@ -105,6 +115,7 @@ enum class PyCaptureStatus : uint8_t {
   kNoThreadState,  // this thread has no Python thread state: not a Python thread
   kOff,            // Python stacks are off (not found, unsupported, or disabled)
   kInconsistent,   // this walk found an inconsistency and turned Python stacks off
+  kFinalizing,     // the interpreter is shutting down (Py_FinalizeEx): not walked
 };
 
 struct PyCaptureResult {
@@ -128,7 +139,9 @@ WalkFault PythonStacksFault();
 // Tests only: installs a runtime (fake thread states built in memory) as
 // if InitPythonStacks had found it.
 using GetThreadStateFn = void* (*)();
-void InstallPythonRuntimeForTest(const PyWalkTarget& target, GetThreadStateFn get_tstate);
+using IsFinalizingFn = int (*)();
+void InstallPythonRuntimeForTest(const PyWalkTarget& target, GetThreadStateFn get_tstate,
+                                 IsFinalizingFn is_finalizing = nullptr);
 
 // Parses "3.12.1 (main, ...)" (Py_GetVersion's format). False when it is not
 // "<major>.<minor>[.<micro>]" followed by anything that is not a digit.

@@ -29,6 +29,7 @@ LIB.gps_string.argtypes = [ctypes.c_uint64, ctypes.c_char_p, ctypes.c_int]
 LIB.gps_fault.argtypes = [ctypes.c_char_p, ctypes.c_int]
 LIB.gps_capture_on_native_thread.argtypes = [ctypes.c_char_p, ctypes.c_int]
 LIB.gps_native_compare.argtypes = [ctypes.c_char_p, ctypes.c_int]
+LIB.gps_capture_loop.argtypes = [ctypes.c_int]
 LIB.gps_record_image.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int]
 
 SZ = 1 << 16
@@ -346,6 +347,15 @@ def main():
     if not enabled:
         print("FAIL: Python stacks did not enable in CPython %s" % sys.version.split()[0])
         return 1
+    if len(sys.argv) > 2 and sys.argv[2] == "--finalize":
+        # A daemon thread captures in a loop inside one C call while the
+        # interpreter shuts down and frees its thread state: every capture
+        # must stop at the finalizing flag, none may crash.
+        import time
+        threading.Thread(target=lambda: LIB.gps_capture_loop(5000), daemon=True).start()
+        time.sleep(0.3)
+        print("main thread exits with the capture loop running")
+        return 0
     if len(sys.argv) > 2:
         record_image(sys.argv[2])
         return 0

@@ -7,6 +7,8 @@
 // process_vm_readv, then hands the frames back as text for the script to
 // compare with traceback.extract_stack().
 #include <pthread.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -48,6 +50,8 @@ const char* StatusName(PyCaptureStatus s) {
       return "off";
     case PyCaptureStatus::kInconsistent:
       return "inconsistent";
+    case PyCaptureStatus::kFinalizing:
+      return "finalizing";
   }
   return "?";
 }
@@ -176,6 +180,35 @@ __attribute__((visibility("default"))) __attribute__((noinline)) int gps_native_
   return Put(std::to_string(f.depth) + " " + std::to_string(s.depth) + " " + (f.slow_path ? "0" : "1") +
                  " " + (same ? "1" : "0"),
              out, cap);
+}
+
+// Captures in a tight loop for `ms` milliseconds (from a daemon thread
+// while the interpreter shuts down). Prints one line to stderr when it
+// first sees the interpreter finalizing, and one if a walk turned Python
+// stacks off. Returns the number of captures.
+__attribute__((visibility("default"))) int gps_capture_loop(int ms) {
+  timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  const int64_t end = start.tv_sec * 1000000000ll + start.tv_nsec + ms * 1000000ll;
+  FrameRef frames[kMaxStackDepth];
+  bool finalizing = false;
+  int n = 0;
+  for (;; ++n) {
+    const PyCaptureResult r = CapturePythonStack(frames, kMaxStackDepth);
+    if (r.status == PyCaptureStatus::kFinalizing && !finalizing) {
+      finalizing = true;
+      static const char kMsg[] = "capture loop: saw the interpreter finalizing\n";
+      if (write(2, kMsg, sizeof kMsg - 1) < 0) return -1;
+    }
+    if (r.status == PyCaptureStatus::kInconsistent) {
+      static const char kMsg[] = "capture loop: a walk turned Python stacks off\n";
+      if (write(2, kMsg, sizeof kMsg - 1) < 0) return -1;
+    }
+    timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec * 1000000000ll + now.tv_nsec >= end) break;
+  }
+  return n;
 }
 
 }  // extern "C"

@@ -354,6 +354,29 @@ TEST(PythonStacksTest, TheFirstWalkUsesCheckedReadsAndAnUnmappedFrameTurnsStacks
   g_chain = nullptr;
 }
 
+int g_finalizing = 0;
+int FakeIsFinalizing() { return g_finalizing; }
+
+TEST(PythonStacksTest, NoWalkStartsOnceTheInterpreterIsFinalizing) {
+  const PythonLayout& l = *FindPythonLayout(3, 12);
+  FakeChain c(l);
+  g_chain = &c;
+  c.Push(c.Code(1), 1);
+  g_finalizing = 0;
+  InstallPythonRuntimeForTest(c.target(), FakeThreadState, FakeIsFinalizing);
+  FrameRef out[4];
+  EXPECT_EQ(CapturePythonStack(out, 4).status, PyCaptureStatus::kOk);
+  g_finalizing = 1;
+  // Py_FinalizeEx frees other threads' frames: the chain must not be read.
+  c.SetTop(reinterpret_cast<void*>(0x10));
+  const PyCaptureResult r = CapturePythonStack(out, 4);
+  EXPECT_EQ(r.status, PyCaptureStatus::kFinalizing);
+  EXPECT_EQ(r.depth, 0);
+  EXPECT_TRUE(PythonStacksEnabled());  // not an inconsistency
+  g_finalizing = 0;
+  g_chain = nullptr;
+}
+
 TEST(PythonStacksTest, AThreadWithoutAThreadStateIsReportedSo) {
   const PythonLayout& l = *FindPythonLayout(3, 13);
   FakeChain c(l);

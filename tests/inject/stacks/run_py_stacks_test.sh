@@ -33,10 +33,29 @@ esac
 case "$sanitize" in
   *undefined*) preload="${preload:+$preload:}$("$cxx" -print-file-name=libubsan.so)" ;;
 esac
+run() {
+  if [ -n "$preload" ]; then
+    # The interpreter leaks by design at exit; only our library is checked.
+    LD_PRELOAD="$preload" ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" "$py" "$script" "$lib" "$@"
+  else
+    "$py" "$script" "$lib" "$@"
+  fi
+}
 echo "$py $script"
-if [ -n "$preload" ]; then
-  # The interpreter leaks by design at exit; only our library is checked.
-  LD_PRELOAD="$preload" ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" "$py" "$script" "$lib"
-else
-  "$py" "$script" "$lib"
+run || exit 1
+# Interpreter shutdown with a daemon thread capturing in a loop.
+out=$(run --finalize 2>&1)
+rc=$?
+echo "$out"
+if [ $rc -ne 0 ]; then
+  echo "FAIL: CPython $version: the shutdown run exited $rc"
+  exit 1
 fi
+case "$out" in
+  *"turned Python stacks off"*)
+    echo "FAIL: CPython $version: a capture during shutdown found an inconsistent chain"; exit 1 ;;
+  *"saw the interpreter finalizing"*)
+    echo "PASS: CPython $version: captures stopped at the finalizing flag, exit 0" ;;
+  *)
+    echo "FAIL: CPython $version: the capture loop never saw the interpreter finalizing"; exit 1 ;;
+esac
