@@ -6,11 +6,14 @@
 // CapturePythonStack and resolves with PythonResolver over
 // process_vm_readv, then hands the frames back as text for the script to
 // compare with traceback.extract_stack().
+#include <dlfcn.h>
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -182,32 +185,60 @@ __attribute__((visibility("default"))) __attribute__((noinline)) int gps_native_
              out, cap);
 }
 
-// Captures in a tight loop for `ms` milliseconds (from a daemon thread
-// while the interpreter shuts down). Prints one line to stderr when it
-// first sees the interpreter finalizing, and one if a walk turned Python
-// stacks off. Returns the number of captures.
+// Captures in a tight loop for `ms` milliseconds, from a daemon thread
+// while the interpreter shuts down. Each capture first asks the runtime
+// whether it is finalizing; a capture that began after shutdown began must
+// not walk a chain (kOk/kTruncated), it must return kFinalizing (or
+// kNoThreadState once the thread-state key is gone). An atexit handler
+// (run by exit() after Py_FinalizeEx) waits up to 3 s until the loop has
+// made at least one capture after shutdown began, then reports on stderr:
+//   "capture loop: N captures after shutdown began, M walked a chain"
+// Returns the number of captures.
+std::atomic<int> g_after_shutdown{0};
+std::atomic<int> g_walked_after_shutdown{0};
+std::atomic<bool> g_loop_running{false};
+
+void ReportShutdown() {
+  for (int i = 0; i < 300 && g_loop_running.load() && g_after_shutdown.load() == 0; ++i) usleep(10000);
+  char line[160];
+  const int n = snprintf(line, sizeof line, "capture loop: %d captures after shutdown began, %d walked a chain\n",
+                         g_after_shutdown.load(), g_walked_after_shutdown.load());
+  if (n > 0 && write(2, line, static_cast<size_t>(n)) < 0) return;
+}
+
 __attribute__((visibility("default"))) int gps_capture_loop(int ms) {
+  auto finalizing = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "Py_IsFinalizing"));
+  if (finalizing == nullptr) finalizing = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "_Py_IsFinalizing"));
+  if (finalizing == nullptr) return -1;
+  static bool registered = false;
+  if (!registered) {
+    registered = true;
+    atexit(ReportShutdown);
+  }
+  g_loop_running.store(true);
   timespec start;
   clock_gettime(CLOCK_MONOTONIC, &start);
   const int64_t end = start.tv_sec * 1000000000ll + start.tv_nsec + ms * 1000000ll;
   FrameRef frames[kMaxStackDepth];
-  bool finalizing = false;
   int n = 0;
   for (;; ++n) {
+    const bool shutting_down = finalizing() != 0;
     const PyCaptureResult r = CapturePythonStack(frames, kMaxStackDepth);
-    if (r.status == PyCaptureStatus::kFinalizing && !finalizing) {
-      finalizing = true;
-      static const char kMsg[] = "capture loop: saw the interpreter finalizing\n";
-      if (write(2, kMsg, sizeof kMsg - 1) < 0) return -1;
+    if (shutting_down) {
+      g_after_shutdown.fetch_add(1);
+      if (r.status == PyCaptureStatus::kOk || r.status == PyCaptureStatus::kTruncated) {
+        g_walked_after_shutdown.fetch_add(1);
+      }
     }
     if (r.status == PyCaptureStatus::kInconsistent) {
       static const char kMsg[] = "capture loop: a walk turned Python stacks off\n";
-      if (write(2, kMsg, sizeof kMsg - 1) < 0) return -1;
+      if (write(2, kMsg, sizeof kMsg - 1) < 0) break;
     }
     timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     if (now.tv_sec * 1000000000ll + now.tv_nsec >= end) break;
   }
+  g_loop_running.store(false);
   return n;
 }
 
