@@ -1,0 +1,350 @@
+// inject/stacks/python_stacks.cc: see python_stacks.h.
+#include "inject/stacks/python_stacks.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+
+namespace gpscope::inject::stacks {
+namespace {
+
+// Constant-initialized, trivially destructible: callbacks may run after
+// static destructors.
+struct Runtime {
+  PyWalkTarget target;
+  GetThreadStateFn get_tstate;
+  IsFinalizingFn is_finalizing;  // nullptr only for test runtimes
+};
+Runtime g_runtime;                  // written by Init before g_state publishes it
+std::atomic<int> g_state{0};        // 0 off, 1 on, 2 turned off by an inconsistency
+std::atomic<uint8_t> g_fault{0};    // WalkFault of the first inconsistency
+// 1 once a walk over real frames of this process succeeded with checked
+// reads; until then captures walk with checked reads (a syscall per read).
+std::atomic<int> g_verified{0};
+constexpr int kOff = 0, kOn = 1, kFaulted = 2;
+
+void TurnOff(WalkFault fault) {
+  uint8_t none = 0;
+  g_fault.compare_exchange_strong(none, static_cast<uint8_t>(fault), std::memory_order_relaxed);
+  g_state.store(kFaulted, std::memory_order_release);
+}
+
+std::string Str(int n) { return std::to_string(n); }
+
+// Reads a uint64/int64/pointer-sized value with a checked read.
+template <typename T>
+bool ReadAt(MemoryReader& mem, uint64_t addr, T* out) {
+  return mem.Read(addr, out, sizeof(T));
+}
+
+// Checks tp_basicsize of the type object at `type` against `expected`.
+bool BasicSizeIs(MemoryReader& mem, const PythonLayout& l, uint64_t type, int64_t expected,
+                 const char* name, std::string* why) {
+  int64_t size = 0;
+  if (!ReadAt(mem, type + l.tp_basicsize, &size)) {
+    *why = std::string("cannot read ") + name + ".tp_basicsize";
+    return false;
+  }
+  if (size != expected) {
+    *why = std::string(name) + ".tp_basicsize is " + std::to_string(size) + ", the 3." +
+           Str(l.minor) + " release layout has " + std::to_string(expected) +
+           " (a debug, free-threaded or patched build?)";
+    return false;
+  }
+  return true;
+}
+
+// 3.13+: CPython's own table for debuggers must agree with ours.
+bool DebugOffsetsAgree(MemoryReader& mem, const PythonLayout& l, unsigned long hex_version,
+                       std::string* why) {
+  const DebugOffsetsLayout* d = FindDebugOffsetsLayout(l.minor);
+  if (d == nullptr) return true;
+  const uint64_t runtime = reinterpret_cast<uint64_t>(dlsym(RTLD_DEFAULT, "_PyRuntime"));
+  if (runtime == 0) {
+    *why = "_PyRuntime not found (needed to check 3." + Str(l.minor) + "'s debug offsets)";
+    return false;
+  }
+  char cookie[8];
+  if (!mem.Read(runtime + d->cookie, cookie, sizeof cookie) ||
+      std::memcmp(cookie, "xdebugpy", 8) != 0) {
+    *why = "_PyRuntime.debug_offsets has no \"xdebugpy\" cookie";
+    return false;
+  }
+  struct Check {
+    int16_t at;
+    int64_t expected;
+    const char* name;
+  };
+  const Check checks[] = {
+      {d->version, static_cast<int64_t>(hex_version), "version"},
+      {d->free_threaded, 0, "free_threaded"},
+      {d->tstate_current_frame, l.tstate_frame, "thread_state.current_frame"},
+      {d->frame_previous, l.frame_previous, "interpreter_frame.previous"},
+      {d->frame_executable, l.frame_code, "interpreter_frame.executable"},
+      {d->frame_instr_ptr, l.frame_instr, "interpreter_frame.instr_ptr"},
+      {d->frame_owner, l.frame_owner, "interpreter_frame.owner"},
+      {d->code_filename, l.code_filename, "code_object.filename"},
+      {d->code_name, l.code_name, "code_object.name"},
+      {d->code_qualname, l.code_qualname, "code_object.qualname"},
+      {d->code_linetable, l.code_linetable, "code_object.linetable"},
+      {d->code_firstlineno, l.code_firstlineno, "code_object.firstlineno"},
+      {d->code_adaptive, l.code_adaptive, "code_object.co_code_adaptive"},
+      {d->ob_type, l.ob_type, "pyobject.ob_type"},
+      {d->bytes_sval, l.bytes_sval, "bytes_object.ob_sval"},
+      {d->unicode_ascii_size, l.unicode_ascii_size, "unicode_object.asciiobject_size"},
+  };
+  for (const Check& c : checks) {
+    uint64_t v = 0;
+    if (!ReadAt(mem, runtime + c.at, &v)) {
+      *why = std::string("cannot read _PyRuntime.debug_offsets.") + c.name;
+      return false;
+    }
+    if (static_cast<int64_t>(v) != c.expected) {
+      *why = std::string("_PyRuntime.debug_offsets.") + c.name + " is " + std::to_string(v) +
+             ", the table has " + std::to_string(c.expected);
+      return false;
+    }
+  }
+  return true;
+}
+
+PythonInfo Off(PythonInfo info, std::string why) {
+  info.enabled = false;
+  info.reason = std::move(why);
+  return info;
+}
+
+}  // namespace
+
+const char* WalkFaultName(WalkFault f) {
+  switch (f) {
+    case WalkFault::kNone:
+      return "none";
+    case WalkFault::kBadThreadState:
+      return "bad thread state pointer";
+    case WalkFault::kBadFramePointer:
+      return "bad frame pointer";
+    case WalkFault::kBadFrameType:
+      return "frame type is not PyFrame_Type";
+    case WalkFault::kBadOwner:
+      return "frame owner out of range";
+    case WalkFault::kBadCodePointer:
+      return "bad code object pointer";
+    case WalkFault::kBadCodeType:
+      return "code object type is not PyCode_Type";
+    case WalkFault::kBadInstruction:
+      return "instruction outside the code object";
+    case WalkFault::kCycle:
+      return "frame chain loops";
+    case WalkFault::kUnreadable:
+      return "unreadable memory";
+  }
+  return "unknown";
+}
+
+bool ParsePythonVersion(const char* text, int* major, int* minor, int* micro) {
+  if (text == nullptr) return false;
+  int parts[3] = {0, 0, 0};
+  int n = 0;
+  const char* p = text;
+  while (n < 3) {
+    if (*p < '0' || *p > '9') return false;
+    int v = 0;
+    while (*p >= '0' && *p <= '9') {
+      v = v * 10 + (*p - '0');
+      if (v > 1000) return false;
+      ++p;
+    }
+    parts[n++] = v;
+    if (*p != '.') break;
+    ++p;
+  }
+  if (n < 2 || (*p >= '0' && *p <= '9')) return false;
+  *major = parts[0];
+  *minor = parts[1];
+  *micro = parts[2];
+  return true;
+}
+
+PythonInfo InitPythonStacks() {
+  g_state.store(kOff, std::memory_order_release);
+  g_fault.store(0, std::memory_order_relaxed);
+  PythonInfo info;
+
+  // 1. Which interpreter.
+  unsigned long hex_version = 0;
+  if (const void* v = dlsym(RTLD_DEFAULT, "Py_Version")) {  // 3.11+: const unsigned long
+    std::memcpy(&hex_version, v, sizeof hex_version);
+    info.major = static_cast<int>((hex_version >> 24) & 0xff);
+    info.minor = static_cast<int>((hex_version >> 16) & 0xff);
+    info.micro = static_cast<int>((hex_version >> 8) & 0xff);
+  } else {
+    auto get_version =
+        reinterpret_cast<const char* (*)()>(dlsym(RTLD_DEFAULT, "Py_GetVersion"));
+    if (get_version == nullptr) return Off(info, "no CPython in this process");
+    // Formats static strings into a static buffer: no GIL needed.
+    const char* text = get_version();
+    if (!ParsePythonVersion(text, &info.major, &info.minor, &info.micro)) {
+      return Off(info, std::string("cannot parse Py_GetVersion() \"") +
+                           std::string(text ? text : "").substr(0, 40) + "\"");
+    }
+  }
+  info.version = Str(info.major) + "." + Str(info.minor) + "." + Str(info.micro);
+  const PythonLayout* l = FindPythonLayout(info.major, info.minor);
+  if (l == nullptr) {
+    return Off(info, "CPython " + info.version + " is not supported (3.9-3.13 are)");
+  }
+  info.layout = l;
+  auto is_initialized = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "Py_IsInitialized"));
+  if (is_initialized != nullptr && is_initialized() == 0) {
+    return Off(info, "CPython " + info.version + " is loaded but not initialized");
+  }
+
+  // 2. The symbols.
+  auto sym = [](const char* name) { return reinterpret_cast<uint64_t>(dlsym(RTLD_DEFAULT, name)); };
+  const auto get_tstate =
+      reinterpret_cast<GetThreadStateFn>(dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState"));
+  auto is_finalizing = reinterpret_cast<IsFinalizingFn>(dlsym(RTLD_DEFAULT, "Py_IsFinalizing"));
+  if (is_finalizing == nullptr) {  // before 3.13
+    is_finalizing = reinterpret_cast<IsFinalizingFn>(dlsym(RTLD_DEFAULT, "_Py_IsFinalizing"));
+  }
+  const uint64_t type_type = sym("PyType_Type");
+  info.types.code = sym("PyCode_Type");
+  info.types.unicode = sym("PyUnicode_Type");
+  info.types.bytes = sym("PyBytes_Type");
+  if (l->frame_basicsize > 0) info.types.frame = sym("PyFrame_Type");
+  const char* missing = get_tstate == nullptr          ? "PyGILState_GetThisThreadState"
+                        : is_finalizing == nullptr      ? "_Py_IsFinalizing"
+                        : type_type == 0                ? "PyType_Type"
+                        : info.types.code == 0          ? "PyCode_Type"
+                        : info.types.unicode == 0       ? "PyUnicode_Type"
+                        : info.types.bytes == 0         ? "PyBytes_Type"
+                        : l->frame_basicsize > 0 && info.types.frame == 0 ? "PyFrame_Type"
+                                                                          : nullptr;
+  if (missing != nullptr) {
+    return Off(info, "CPython " + info.version + ": symbol " + missing + " not found");
+  }
+
+  // 3. The build matches the table (checked reads: a wrong guess cannot fault).
+  SelfMemoryReader mem;
+  const std::string what = "CPython " + info.version + ": ";
+  uint64_t meta = 0;
+  if (!ReadAt(mem, type_type + l->ob_type, &meta) || meta != type_type) {
+    return Off(info, what + "PyType_Type.ob_type is not at offset " + Str(l->ob_type) +
+                         " (free-threaded or Py_TRACE_REFS build?)");
+  }
+  if (!ReadAt(mem, info.types.code + l->ob_type, &meta) || meta != type_type) {
+    return Off(info, what + "PyCode_Type is not a type object");
+  }
+  uint64_t name_ptr = 0;
+  char name[5] = {};
+  if (!ReadAt(mem, info.types.code + l->tp_name, &name_ptr) || !mem.Read(name_ptr, name, 5) ||
+      std::memcmp(name, "code", 5) != 0) {
+    return Off(info, what + "PyCode_Type.tp_name is not \"code\"");
+  }
+  std::string why;
+  if (!BasicSizeIs(mem, *l, info.types.code, l->code_basicsize, "PyCode_Type", &why) ||
+      !BasicSizeIs(mem, *l, info.types.unicode, l->unicode_basicsize, "PyUnicode_Type", &why) ||
+      !BasicSizeIs(mem, *l, info.types.bytes, l->bytes_basicsize, "PyBytes_Type", &why) ||
+      (l->frame_basicsize > 0 &&
+       !BasicSizeIs(mem, *l, info.types.frame, l->frame_basicsize, "PyFrame_Type", &why)) ||
+      !DebugOffsetsAgree(mem, *l, hex_version, &why)) {
+    return Off(info, what + why);
+  }
+
+  // 4. This thread's own frames, walked with checked reads.
+  PyWalkTarget target{l, info.types.code, info.types.frame};
+  std::string checked = "type objects checked";
+  int verified = 0;
+  if (void* ts = get_tstate()) {
+    FrameRef frames[kMaxStackDepth];
+    const WalkResult w = WalkPythonFrames(target, CheckedLoads{&mem}, reinterpret_cast<uint64_t>(ts),
+                                          frames, kMaxStackDepth);
+    if (w.status == WalkStatus::kInconsistent) {
+      return Off(info, what + "walking this thread's frames failed after " + Str(w.depth) +
+                           " frames: " + WalkFaultName(w.fault));
+    }
+    if (w.depth > 0) {
+      verified = 1;
+      checked += ", frame layout checked on " + Str(w.depth) + " frames of this thread";
+    }
+  }
+  if (!verified) {
+    checked += "; no Python frames on this thread: the first capture that finds frames checks "
+               "the frame layout with checked reads";
+  }
+
+  g_runtime.target = target;
+  g_runtime.get_tstate = get_tstate;
+  g_runtime.is_finalizing = is_finalizing;
+  g_verified.store(verified, std::memory_order_relaxed);
+  g_state.store(kOn, std::memory_order_release);
+  info.enabled = true;
+  info.reason = what + checked + " (" + mem.method() + ")";
+  return info;
+}
+
+PyCaptureResult CapturePythonStack(FrameRef* out, int max_frames) {
+  PyCaptureResult r;
+  if (g_state.load(std::memory_order_acquire) != kOn) return r;  // kOff
+  if (g_runtime.is_finalizing != nullptr && g_runtime.is_finalizing()) {
+    r.status = PyCaptureStatus::kFinalizing;
+    return r;
+  }
+  void* ts = g_runtime.get_tstate();
+  if (ts == nullptr) {
+    r.status = PyCaptureStatus::kNoThreadState;
+    return r;
+  }
+  WalkResult w;
+  if (g_verified.load(std::memory_order_acquire)) {
+    w = WalkPythonFrames(g_runtime.target, DirectLoads{}, reinterpret_cast<uint64_t>(ts), out,
+                         max_frames);
+  } else {
+    // Until one real chain has been walked safely (start-up found no
+    // frames to check): checked reads, once per process in practice.
+    SelfMemoryReader mem;
+    w = WalkPythonFrames(g_runtime.target, CheckedLoads{&mem}, reinterpret_cast<uint64_t>(ts), out,
+                         max_frames);
+    if (w.status != WalkStatus::kInconsistent && w.depth > 0) {
+      g_verified.store(1, std::memory_order_release);
+    }
+  }
+  r.depth = w.depth;
+  switch (w.status) {
+    case WalkStatus::kComplete:
+      r.status = PyCaptureStatus::kOk;
+      break;
+    case WalkStatus::kTruncated:
+      r.status = PyCaptureStatus::kTruncated;
+      break;
+    case WalkStatus::kInconsistent:
+      TurnOff(w.fault);
+      r.status = PyCaptureStatus::kInconsistent;
+      break;
+  }
+  return r;
+}
+
+bool PythonStacksEnabled() { return g_state.load(std::memory_order_acquire) == kOn; }
+
+WalkFault PythonStacksFault() {
+  return static_cast<WalkFault>(g_fault.load(std::memory_order_relaxed));
+}
+
+void InstallPythonRuntimeForTest(const PyWalkTarget& target, GetThreadStateFn get_tstate,
+                                 IsFinalizingFn is_finalizing) {
+  g_state.store(kOff, std::memory_order_release);
+  g_fault.store(0, std::memory_order_relaxed);
+  g_runtime.target = target;
+  g_runtime.get_tstate = get_tstate;
+  g_runtime.is_finalizing = is_finalizing;
+  g_verified.store(0, std::memory_order_relaxed);  // the first capture checks, as in a real process
+  g_state.store(kOn, std::memory_order_release);
+}
+
+bool PythonLayoutVerified() { return g_verified.load(std::memory_order_acquire) != 0; }
+
+}  // namespace gpscope::inject::stacks

@@ -1,0 +1,417 @@
+// tests/inject/stacks/python_walker_test.cc: the frame walk over fake
+// thread states and frame chains built in memory to each layout table:
+// the happy path, every validation (wrong type pointers, misaligned and
+// non-canonical pointers, owners, instructions, cycles), the frames CPython
+// hides, the depth bound, and that the process-wide capture turns Python
+// stacks off on the first inconsistency and stays off.
+#include <sys/mman.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <deque>
+#include <vector>
+
+#include "inject/stacks/python_stacks.h"
+#include "inject/stacks/python_walker.h"
+
+namespace gpscope::inject::stacks {
+namespace {
+
+// Builds a thread state, optional _PyCFrame, frames and code objects laid
+// out as `layout` says, in 16-byte-aligned heap blocks.
+class FakeChain {
+ public:
+  explicit FakeChain(const PythonLayout& layout) : l_(layout) {
+    tstate_ = Block(256);
+    if (l_.tstate_cframe >= 0) {
+      cframe_ = Block(64);
+      Put<uint64_t>(tstate_, l_.tstate_cframe, Addr(cframe_));
+    }
+  }
+
+  PyWalkTarget target() const {
+    return {&l_, Addr(code_type_), l_.frame_owner < 0 ? Addr(frame_type_) : 0};
+  }
+  uint64_t tstate() const { return Addr(tstate_); }
+
+  // A code object with `units` code units of bytecode.
+  uint8_t* Code(int first_line, int units = 100, int first_traceable = 0) {
+    uint8_t* c = Block(l_.code_basicsize + 2 * units + 64);
+    Put<uint64_t>(c, l_.ob_type, Addr(code_type_));
+    Put<int64_t>(c, l_.ob_size, units);
+    Put<int32_t>(c, l_.code_firstlineno, first_line);
+    if (l_.code_firsttraceable >= 0) Put<int32_t>(c, l_.code_firsttraceable, first_traceable);
+    if (l_.code_code >= 0) {  // 3.9/3.10: the bytecode is a separate bytes object
+      uint8_t* bytes = Block(64 + 2 * units);
+      Put<int64_t>(bytes, l_.ob_size, 2 * units);
+      Put<uint64_t>(c, l_.code_code, Addr(bytes));
+    }
+    return c;
+  }
+
+  // Pushes a new innermost frame running `code` at code unit `unit`.
+  uint8_t* Push(uint8_t* code, int unit, int owner = 0) {
+    uint8_t* f = Block(256);
+    Put<uint64_t>(f, l_.frame_code, Addr(code));
+    Put<uint64_t>(f, l_.frame_previous, Addr(top_));
+    if (l_.frame_owner >= 0) {
+      Put<int8_t>(f, l_.frame_owner, static_cast<int8_t>(owner));
+      Put<uint64_t>(f, l_.frame_instr, Addr(code) + l_.code_adaptive + 2 * unit);
+    } else {
+      Put<uint64_t>(f, l_.ob_type, Addr(frame_type_));
+      Put<int32_t>(f, l_.frame_instr, l_.instr_kind == InstrKind::kLastiUnits ? unit : 2 * unit);
+    }
+    top_ = f;
+    SetTop(f);
+    return f;
+  }
+
+  void SetTop(const void* frame) {
+    if (cframe_ != nullptr) {
+      Put<uint64_t>(cframe_, l_.tstate_frame, Addr(frame));
+    } else {
+      Put<uint64_t>(tstate_, l_.tstate_frame, Addr(frame));
+    }
+  }
+  void SetPrevious(uint8_t* frame, uint64_t previous) { Put<uint64_t>(frame, l_.frame_previous, previous); }
+  void SetCode(uint8_t* frame, uint64_t code) { Put<uint64_t>(frame, l_.frame_code, code); }
+
+  template <typename T>
+  static void Put(void* base, int offset, T v) {
+    std::memcpy(static_cast<uint8_t*>(base) + offset, &v, sizeof v);
+  }
+  static uint64_t Addr(const void* p) { return reinterpret_cast<uint64_t>(p); }
+
+  uint8_t* Block(size_t n) {
+    blocks_.emplace_back((n + 15) / 16);
+    return reinterpret_cast<uint8_t*>(blocks_.back().data());
+  }
+
+ private:
+  struct alignas(16) Chunk {
+    uint8_t b[16];
+  };
+  PythonLayout l_;
+  std::deque<std::vector<Chunk>> blocks_;
+  uint8_t* tstate_ = nullptr;
+  uint8_t* cframe_ = nullptr;
+  uint8_t* top_ = nullptr;
+  alignas(16) uint8_t code_type_[64] = {};
+  alignas(16) uint8_t frame_type_[64] = {};
+};
+
+WalkResult Walk(const FakeChain& c, FrameRef* out, int max = kMaxStackDepth) {
+  return WalkPythonFrames(c.target(), DirectLoads{}, c.tstate(), out, max);
+}
+
+class PythonWalkerTest : public testing::TestWithParam<int> {
+ protected:
+  const PythonLayout& layout() const { return *FindPythonLayout(3, GetParam()); }
+};
+
+TEST_P(PythonWalkerTest, WalksTheChainInnermostFirst) {
+  FakeChain c(layout());
+  uint8_t* a = c.Code(10);
+  uint8_t* b = c.Code(20);
+  uint8_t* d = c.Code(30);
+  c.Push(a, 3);
+  c.Push(b, 7);
+  c.Push(d, 11);
+  FrameRef out[kMaxStackDepth];
+  const WalkResult r = Walk(c, out);
+  ASSERT_EQ(r.status, WalkStatus::kComplete) << WalkFaultName(r.fault);
+  ASSERT_EQ(r.depth, 3);
+  EXPECT_EQ(out[0].addr, FakeChain::Addr(d));
+  EXPECT_EQ(out[0].offset, 22);  // byte offset of code unit 11
+  EXPECT_EQ(out[0].check, 30);
+  EXPECT_EQ(out[1].addr, FakeChain::Addr(b));
+  EXPECT_EQ(out[1].offset, 14);
+  EXPECT_EQ(out[2].addr, FakeChain::Addr(a));
+  EXPECT_EQ(out[2].offset, 6);
+  EXPECT_EQ(out[2].check, 10);
+}
+
+TEST_P(PythonWalkerTest, AnEmptyChainIsCompleteWithNoFrames) {
+  FakeChain c(layout());
+  FrameRef out[4];
+  const WalkResult r = Walk(c, out);
+  EXPECT_EQ(r.status, WalkStatus::kComplete);
+  EXPECT_EQ(r.depth, 0);
+}
+
+TEST_P(PythonWalkerTest, StopsAtTheBoundKeepingTheInnermostFrames) {
+  FakeChain c(layout());
+  std::vector<uint8_t*> codes;
+  for (int i = 0; i < 200; ++i) {
+    codes.push_back(c.Code(i + 1));
+    c.Push(codes.back(), 1);
+  }
+  FrameRef out[kMaxStackDepth];
+  const WalkResult r = Walk(c, out, kMaxStackDepth);
+  EXPECT_EQ(r.status, WalkStatus::kTruncated);
+  ASSERT_EQ(r.depth, kMaxStackDepth);
+  EXPECT_EQ(out[0].check, 200);
+  EXPECT_EQ(out[kMaxStackDepth - 1].check, 200 - kMaxStackDepth + 1);
+}
+
+TEST_P(PythonWalkerTest, AWrongCodeTypeStopsTheWalkWithTheFramesBeforeIt) {
+  FakeChain c(layout());
+  c.Push(c.Code(1), 1);
+  uint8_t* bad = c.Code(2);
+  c.Push(bad, 1);
+  c.Push(c.Code(3), 1);
+  FakeChain::Put<uint64_t>(bad, layout().ob_type, 0x1000);  // not PyCode_Type
+  FrameRef out[kMaxStackDepth];
+  const WalkResult r = Walk(c, out);
+  EXPECT_EQ(r.status, WalkStatus::kInconsistent);
+  EXPECT_EQ(r.fault, WalkFault::kBadCodeType);
+  ASSERT_EQ(r.depth, 1);
+  EXPECT_EQ(out[0].check, 3);
+}
+
+TEST_P(PythonWalkerTest, MisalignedOrNonCanonicalPointersAreNotFollowed) {
+  for (uint64_t bogus : {uint64_t{0x1001}, uint64_t{0xffff800000001000}, uint64_t{1} << 47}) {
+    FakeChain c(layout());
+    uint8_t* f = c.Push(c.Code(1), 1);
+    c.SetPrevious(f, bogus);
+    FrameRef out[kMaxStackDepth];
+    WalkResult r = Walk(c, out);
+    EXPECT_EQ(r.fault, WalkFault::kBadFramePointer) << std::hex << bogus;
+    EXPECT_EQ(r.depth, 1);
+    c.SetPrevious(f, 0);
+    c.SetCode(f, bogus);
+    r = Walk(c, out);
+    EXPECT_EQ(r.fault, WalkFault::kBadCodePointer) << std::hex << bogus;
+    EXPECT_EQ(r.depth, 0);
+  }
+}
+
+TEST_P(PythonWalkerTest, ALoopInTheChainIsACycle) {
+  for (int length : {1, 2, 3, 7, 30}) {
+    FakeChain c(layout());
+    std::vector<uint8_t*> frames;
+    for (int i = 0; i < length; ++i) frames.push_back(c.Push(c.Code(i + 1), 1));
+    c.SetPrevious(frames.front(), FakeChain::Addr(frames.back()));  // outermost -> innermost
+    FrameRef out[kMaxStackDepth];
+    const WalkResult r = Walk(c, out);
+    EXPECT_EQ(r.status, WalkStatus::kInconsistent) << length;
+    EXPECT_EQ(r.fault, WalkFault::kCycle) << length;
+  }
+}
+
+TEST_P(PythonWalkerTest, AnInstructionOutsideTheCodeIsInconsistent) {
+  FakeChain c(layout());
+  c.Push(c.Code(1, /*units=*/10), /*unit=*/11);
+  FrameRef out[kMaxStackDepth];
+  const WalkResult r = Walk(c, out);
+  EXPECT_EQ(r.fault, WalkFault::kBadInstruction);
+}
+
+TEST_P(PythonWalkerTest, ThreadStateChecks) {
+  FakeChain c(layout());
+  FrameRef out[4];
+  EXPECT_EQ(WalkPythonFrames(c.target(), DirectLoads{}, 0, out, 4).fault, WalkFault::kBadThreadState);
+  EXPECT_EQ(WalkPythonFrames(c.target(), DirectLoads{}, c.tstate() + 4, out, 4).fault,
+            WalkFault::kBadThreadState);
+  if (layout().tstate_cframe >= 0) {  // 3.11/3.12: a bad _PyCFrame pointer
+    FakeChain::Put<uint64_t>(reinterpret_cast<void*>(c.tstate()), layout().tstate_cframe, 0x13);
+    EXPECT_EQ(Walk(c, out).fault, WalkFault::kBadThreadState);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(CPython, PythonWalkerTest, testing::Values(9, 10, 11, 12, 13),
+                         [](const testing::TestParamInfo<int>& i) {
+                           return "3_" + std::to_string(i.param);
+                         });
+
+TEST(PythonWalkerTest, FrameObjectsOfAnotherTypeAreInconsistent) {
+  for (int minor : {9, 10}) {
+    const PythonLayout& l = *FindPythonLayout(3, minor);
+    FakeChain c(l);
+    c.Push(c.Code(1), 1);
+    uint8_t* f = c.Push(c.Code(2), 1);
+    FakeChain::Put<uint64_t>(f, l.ob_type, 0x2000);
+    FrameRef out[4];
+    const WalkResult r = Walk(c, out);
+    EXPECT_EQ(r.fault, WalkFault::kBadFrameType) << minor;
+    EXPECT_EQ(r.depth, 0) << minor;
+  }
+}
+
+TEST(PythonWalkerTest, Lasti310IsInCodeUnitsAnd39InBytes) {
+  for (int minor : {9, 10}) {
+    FakeChain c(*FindPythonLayout(3, minor));
+    c.Push(c.Code(1), 5);  // Push stores unit 5 the way each version does
+    FrameRef out[4];
+    ASSERT_EQ(Walk(c, out).depth, 1);
+    EXPECT_EQ(out[0].offset, 10) << minor;
+  }
+}
+
+TEST(PythonWalkerTest, SkipsCStackShimsAndIncompleteFramesLikeCPython) {
+  for (int minor : {11, 12, 13}) {
+    const PythonLayout& l = *FindPythonLayout(3, minor);
+    FakeChain c(l);
+    c.Push(c.Code(1), 4);
+    if (l.owner_cstack >= 0) {
+      // 3.13's shim has f_executable = None: not even a code object.
+      uint8_t* shim = c.Push(c.Code(99), 0, l.owner_cstack);
+      c.SetCode(shim, 0x7000);
+    }
+    c.Push(c.Code(2, 100, /*first_traceable=*/3), /*unit=*/1, /*owner=*/0);  // still setting up
+    c.Push(c.Code(3, 100, /*first_traceable=*/3), /*unit=*/1, l.owner_generator);  // generators never are
+    FrameRef out[8];
+    const WalkResult r = Walk(c, out);
+    ASSERT_EQ(r.status, WalkStatus::kComplete) << minor << " " << WalkFaultName(r.fault);
+    ASSERT_EQ(r.depth, 2) << minor;
+    EXPECT_EQ(out[0].check, 3);
+    EXPECT_EQ(out[1].check, 1);
+  }
+}
+
+TEST(PythonWalkerTest, AnOwnerOutsideTheEnumIsInconsistent) {
+  for (int minor : {11, 12, 13}) {
+    const PythonLayout& l = *FindPythonLayout(3, minor);
+    FakeChain c(l);
+    c.Push(c.Code(1), 1, l.owner_max + 1);
+    FrameRef out[4];
+    EXPECT_EQ(Walk(c, out).fault, WalkFault::kBadOwner) << minor;
+  }
+}
+
+TEST(PythonWalkerTest, CheckedReadsOfUnmappedMemoryFailWithoutFaulting) {
+  const PythonLayout& l = *FindPythonLayout(3, 12);
+  FakeChain c(l);
+  uint8_t* f = c.Push(c.Code(1), 1);
+  void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(page, MAP_FAILED);
+  ASSERT_EQ(munmap(page, 4096), 0);
+  c.SetPrevious(f, FakeChain::Addr(page));  // aligned, canonical, unmapped
+  SelfMemoryReader mem;
+  FrameRef out[4];
+  const WalkResult r = WalkPythonFrames(c.target(), CheckedLoads{&mem}, c.tstate(), out, 4);
+  EXPECT_EQ(r.fault, WalkFault::kUnreadable);
+  EXPECT_EQ(r.depth, 1);
+}
+
+// The process-wide capture over a fake interpreter.
+FakeChain* g_chain = nullptr;
+void* FakeThreadState() { return reinterpret_cast<void*>(g_chain->tstate()); }
+void* NoThreadState() { return nullptr; }
+
+TEST(PythonStacksTest, TheFirstInconsistencyTurnsPythonStacksOffForGood) {
+  const PythonLayout& l = *FindPythonLayout(3, 12);
+  FakeChain c(l);
+  g_chain = &c;
+  c.Push(c.Code(1), 1);
+  uint8_t* middle = c.Code(2);
+  c.Push(middle, 1);
+  c.Push(c.Code(3), 1);
+  InstallPythonRuntimeForTest(c.target(), FakeThreadState);
+  ASSERT_TRUE(PythonStacksEnabled());
+  EXPECT_FALSE(PythonLayoutVerified());
+  FrameRef out[kMaxStackDepth];
+  PyCaptureResult r = CapturePythonStack(out, kMaxStackDepth);  // checked reads
+  EXPECT_EQ(r.status, PyCaptureStatus::kOk);
+  EXPECT_EQ(r.depth, 3);
+  EXPECT_TRUE(PythonLayoutVerified());
+  r = CapturePythonStack(out, kMaxStackDepth);  // plain loads
+  EXPECT_EQ(r.status, PyCaptureStatus::kOk);
+  EXPECT_EQ(r.depth, 3);
+
+  FakeChain::Put<uint64_t>(middle, l.ob_type, 0xdead0);  // a wrong type pointer
+  r = CapturePythonStack(out, kMaxStackDepth);
+  EXPECT_EQ(r.status, PyCaptureStatus::kInconsistent);
+  EXPECT_EQ(r.depth, 1);  // what it had before the bad frame
+  EXPECT_FALSE(PythonStacksEnabled());
+  EXPECT_EQ(PythonStacksFault(), WalkFault::kBadCodeType);
+
+  FakeChain::Put<uint64_t>(middle, l.ob_type, c.target().code_type);  // repaired: stays off
+  r = CapturePythonStack(out, kMaxStackDepth);
+  EXPECT_EQ(r.status, PyCaptureStatus::kOff);
+  EXPECT_EQ(r.depth, 0);
+  g_chain = nullptr;
+}
+
+TEST(PythonStacksTest, TheFirstWalkUsesCheckedReadsAndAnUnmappedFrameTurnsStacksOff) {
+  const PythonLayout& l = *FindPythonLayout(3, 11);
+  FakeChain c(l);
+  g_chain = &c;
+  uint8_t* f = c.Push(c.Code(1), 1);
+  void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(page, MAP_FAILED);
+  ASSERT_EQ(munmap(page, 4096), 0);
+  c.SetPrevious(f, FakeChain::Addr(page));  // would fault with plain loads
+  InstallPythonRuntimeForTest(c.target(), FakeThreadState);
+  FrameRef out[kMaxStackDepth];
+  const PyCaptureResult r = CapturePythonStack(out, kMaxStackDepth);
+  EXPECT_EQ(r.status, PyCaptureStatus::kInconsistent);
+  EXPECT_EQ(r.depth, 1);
+  EXPECT_EQ(PythonStacksFault(), WalkFault::kUnreadable);
+  EXPECT_FALSE(PythonStacksEnabled());
+  EXPECT_FALSE(PythonLayoutVerified());
+  g_chain = nullptr;
+}
+
+int g_finalizing = 0;
+int FakeIsFinalizing() { return g_finalizing; }
+
+TEST(PythonStacksTest, NoWalkStartsOnceTheInterpreterIsFinalizing) {
+  const PythonLayout& l = *FindPythonLayout(3, 12);
+  FakeChain c(l);
+  g_chain = &c;
+  c.Push(c.Code(1), 1);
+  g_finalizing = 0;
+  InstallPythonRuntimeForTest(c.target(), FakeThreadState, FakeIsFinalizing);
+  FrameRef out[4];
+  EXPECT_EQ(CapturePythonStack(out, 4).status, PyCaptureStatus::kOk);
+  g_finalizing = 1;
+  // Py_FinalizeEx frees other threads' frames: the chain must not be read.
+  c.SetTop(reinterpret_cast<void*>(0x10));
+  const PyCaptureResult r = CapturePythonStack(out, 4);
+  EXPECT_EQ(r.status, PyCaptureStatus::kFinalizing);
+  EXPECT_EQ(r.depth, 0);
+  EXPECT_TRUE(PythonStacksEnabled());  // not an inconsistency
+  g_finalizing = 0;
+  g_chain = nullptr;
+}
+
+TEST(PythonStacksTest, AThreadWithoutAThreadStateIsReportedSo) {
+  const PythonLayout& l = *FindPythonLayout(3, 13);
+  FakeChain c(l);
+  InstallPythonRuntimeForTest(c.target(), NoThreadState);
+  FrameRef out[4];
+  EXPECT_EQ(CapturePythonStack(out, 4).status, PyCaptureStatus::kNoThreadState);
+  EXPECT_TRUE(PythonStacksEnabled());
+}
+
+TEST(PythonStacksTest, InitWithoutPythonInTheProcessSaysSo) {
+  // This test binary does not load libpython.
+  const PythonInfo info = InitPythonStacks();
+  EXPECT_FALSE(info.enabled);
+  EXPECT_EQ(info.reason, "no CPython in this process");
+  EXPECT_FALSE(PythonStacksEnabled());
+  FrameRef out[4];
+  EXPECT_EQ(CapturePythonStack(out, 4).status, PyCaptureStatus::kOff);
+}
+
+TEST(PythonStacksTest, ParsesPyGetVersionText) {
+  int a = 0, b = 0, c = 0;
+  EXPECT_TRUE(ParsePythonVersion("3.9.18 (main, May  9 2026) [GCC 12.2.0]", &a, &b, &c));
+  EXPECT_EQ(a, 3);
+  EXPECT_EQ(b, 9);
+  EXPECT_EQ(c, 18);
+  EXPECT_TRUE(ParsePythonVersion("3.10.0rc1 (x)", &a, &b, &c));
+  EXPECT_EQ(b, 10);
+  EXPECT_EQ(c, 0);
+  EXPECT_TRUE(ParsePythonVersion("3.13", &a, &b, &c));
+  EXPECT_EQ(c, 0);
+  EXPECT_FALSE(ParsePythonVersion("", &a, &b, &c));
+  EXPECT_FALSE(ParsePythonVersion("3", &a, &b, &c));
+  EXPECT_FALSE(ParsePythonVersion("PyPy 7.3", &a, &b, &c));
+  EXPECT_FALSE(ParsePythonVersion(nullptr, &a, &b, &c));
+}
+
+}  // namespace
+}  // namespace gpscope::inject::stacks
