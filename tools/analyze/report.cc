@@ -133,8 +133,9 @@ int RunReport(const std::vector<std::string>& raw_args, std::ostream& out, std::
     }
   }
   if (readable == 0) return code;
+  bool partial = ReportPartial(result->model.index, err);
 
-  // Pass 2: the timeline's exact events.
+  // Pass 2: the timeline's exact events (no further than pass 1 read).
   render::TimelineOptions timeline_options;
   timeline_options.max_events = max_events;
   render::TimelineCollector collector(timeline_options);
@@ -144,6 +145,8 @@ int RunReport(const std::vector<std::string>& raw_args, std::ostream& out, std::
     return kExitFailed;
   }
   const render::TimelineData timeline = collector.Finish();
+  if (!partial) partial = ReportPartial(*index, err);
+  if (partial) code = kExitFailed;
 
   render::ReportInputs inputs;
   inputs.model = &result->model;
@@ -187,9 +190,13 @@ int RunReport(const std::vector<std::string>& raw_args, std::ostream& out, std::
       << (result->model.processes.size() == 1 ? " process, " : " processes, ")
       << result->model.gpus.size() << (result->model.gpus.size() == 1 ? " GPU, " : " GPUs, ")
       << timeline.events_kept << " timeline events";
-  if (timeline.events_not_kept > 0) out << " (" << timeline.events_not_kept << " not shown)";
+  if (timeline.events_not_kept > 0) {
+    out << " (" << timeline.events_not_kept << " not shown"
+        << (timeline.over_memory_budget ? ": half the memory budget was reached" : "") << ")";
+  }
   out << ", " << result->findings.size()
-      << (result->findings.size() == 1 ? " finding\n" : " findings\n");
+      << (result->findings.size() == 1 ? " finding" : " findings")
+      << (partial ? "; PARTIAL: the memory budget stopped reading (see above)\n" : "\n");
   return code;
 }
 
