@@ -174,6 +174,7 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     std::vector<std::string> rest(args.begin() + 1, args.end());
     std::string error;
     reader::SetMemoryBudgetBytes(reader::kDefaultMemoryBudgetBytes);
+    reader::SetReadingShare(0.5);
     if (!TakeMemoryBudget(&rest, &error)) {
       err << kProgram << " " << name << ": " << error << "\n";
       return kExitUsage;

@@ -33,9 +33,11 @@ inline constexpr std::string_view kProgram = "gpscope-analyze";
 // runs); printed under each command's --help.
 inline constexpr char kCommonOptionsHelp[] =
     "options of every command:\n"
-    "  --max-memory SIZE  memory budget (default 2G; e.g. 512M, 8G, unlimited). Past it,\n"
-    "                     reading stops with one message naming the file and offset,\n"
-    "                     and the output says it is PARTIAL (exit status 1)\n";
+    "  --max-memory SIZE  memory budget (default 2G; e.g. 512M, 8G, unlimited). Reading\n"
+    "                     may use half of it (report: a quarter; the rest is for the\n"
+    "                     analysis and output); past that, reading stops with one message\n"
+    "                     naming the file and offset, and the output says it is PARTIAL\n"
+    "                     (exit status 1)\n";
 
 // Prints the memory budget's stop (reader::TraceIndex::partial), if any,
 // as one stderr line; true when reading was partial.

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "tools/analyze/cli.h"
 #include "tools/analyze/summary.h"
+#include "tools/reader/limits.h"
 #include "tools/reader/trace_reader.h"
 #include "tools/render/report_data.h"
 #include "tools/render/report_html.h"
@@ -114,6 +115,14 @@ int RunReport(const std::vector<std::string>& raw_args, std::ostream& out, std::
     err << kProgram << " report: --output needs a file name\n";
     return kExitUsage;
   }
+
+  // The page is built in memory after reading (two passes, the model kept
+  // while the timeline is read, then the JSON and HTML): reading gets a
+  // quarter of the budget.
+  reader::SetReadingShare(0.25);
+  struct RestoreShare {
+    ~RestoreShare() { reader::SetReadingShare(0.5); }
+  } restore;
 
   // Pass 1: the analyzer.
   analyses::ReportOptions options;

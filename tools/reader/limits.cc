@@ -16,6 +16,7 @@ namespace gpscope::reader {
 namespace {
 
 uint64_t g_budget_bytes = kDefaultMemoryBudgetBytes;
+double g_reading_share = 0.5;
 
 void Cut(std::string* s, ChunkCheck* check) {
   if (s->size() <= kMaxStringBytes) return;
@@ -145,10 +146,17 @@ uint64_t ResidentBytes() {
   return static_cast<uint64_t>(resident) * static_cast<uint64_t>(page > 0 ? page : 4096);
 }
 
+void SetReadingShare(double share) { g_reading_share = share; }
+
+uint64_t ReadingLimitBytes() {
+  return static_cast<uint64_t>(static_cast<double>(g_budget_bytes) * g_reading_share);
+}
+
 bool MemoryBudgetExceeded(uint64_t extra_bytes) {
   if (g_budget_bytes == 0) return false;
-  if (extra_bytes >= g_budget_bytes) return true;
-  return ResidentBytes() > g_budget_bytes - extra_bytes;
+  const uint64_t limit = ReadingLimitBytes();
+  if (extra_bytes >= limit) return true;
+  return ResidentBytes() > limit - extra_bytes;
 }
 
 absl::StatusOr<uint64_t> ParseByteSize(std::string_view raw_text) {

@@ -49,6 +49,12 @@ inline constexpr int kMaxListEntries = 4096;
 inline constexpr size_t kMaxDevicesPerProcess = 256;
 inline constexpr size_t kMaxStreamsPerProcess = 1u << 16;
 
+// Largest decompressed chunk the analyzer accepts. gpscope's writers make
+// chunks of at most 1 MiB (the collector) and 64 KiB (the node monitor);
+// the format allows 64 MiB, which a decompression bomb of a few KiB can
+// claim (and ~30x that once parsed), so larger frames are skipped.
+inline constexpr uint32_t kMaxChunkRawBytes = 16u << 20;
+
 // The default memory budget of gpscope-analyze (--max-memory).
 inline constexpr uint64_t kDefaultMemoryBudgetBytes = uint64_t{2} << 30;
 // Bytes of parsed protobuf a decompressed byte can become (an empty
@@ -72,12 +78,18 @@ void CutUtf8(std::string* s, size_t max_bytes);
 
 // ---------------------------------------------------------- memory budget --
 
-// 0 means no budget.
+// The whole command's budget (--max-memory); 0 means none.
 void SetMemoryBudgetBytes(uint64_t bytes);
 uint64_t MemoryBudgetBytes();
+// The share of the budget reading may use: what is read is analysed and
+// rendered afterwards, which costs about as much again (the HTML report
+// more: it sets 1/4). Default 1/2.
+void SetReadingShare(double share);
+// MemoryBudgetBytes() x the reading share: where reading stops.
+uint64_t ReadingLimitBytes();
 // This process's resident set size (/proc/self/statm), 0 when unknown.
 uint64_t ResidentBytes();
-// Whether RSS plus `extra_bytes` passes the budget.
+// Whether RSS plus `extra_bytes` passes the reading limit.
 bool MemoryBudgetExceeded(uint64_t extra_bytes = 0);
 
 // "2G", "512M", "1536MiB", "4GB", "1048576" (bytes), "unlimited" (0).

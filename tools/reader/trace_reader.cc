@@ -500,6 +500,7 @@ class TraceReader::Impl {
   // (raw_bytes once decompressed). Measured every few frames: RSS is a
   // system call, and a frame's growth is bounded by its size.
   bool OverBudget(FileInfo& file, uint64_t offset, uint32_t raw_bytes) {
+    if (raw_bytes > kMaxChunkRawBytes) return false;  // skipped undecompressed (HandleFrame)
     const uint64_t parsed = uint64_t{raw_bytes} * kParsedBytesPerRawByte;
     budget_bytes_since_check_ += parsed;
     if (++budget_frames_since_check_ < 32 && budget_bytes_since_check_ < (8u << 20)) return false;
@@ -515,6 +516,7 @@ class TraceReader::Impl {
     partial.path = file.path;
     partial.offset = offset;
     partial.budget_bytes = MemoryBudgetBytes();
+    partial.reading_limit_bytes = ReadingLimitBytes();
     partial.resident_bytes = ResidentBytes();
     file.stopped_at_offset = offset;
     Warn(partial.Message());
@@ -526,6 +528,13 @@ class TraceReader::Impl {
     ++file.frames;
     // The checksum held, so these bytes are what the writer wrote: a failure
     // below is a writer bug, and the next frame is still where it says.
+    if (view.raw_bytes > kMaxChunkRawBytes) {
+      ++file.bad_chunks;
+      Warn(absl::StrCat(file.path, ": offset ", offset, ": frame would decompress to ",
+                        view.raw_bytes >> 20, " MiB, more than the ", kMaxChunkRawBytes >> 20,
+                        " MiB the analyzer accepts (gpscope writes at most 1 MiB), skipped"));
+      return absl::OkStatus();
+    }
     if (view.raw_bytes > raw_capacity_) {
       raw_.reset(new uint8_t[view.raw_bytes]);
       raw_capacity_ = view.raw_bytes;
@@ -630,9 +639,10 @@ TraceIndex TraceReader::TakeIndex() { return std::move(impl_->index()); }
 
 std::string PartialRead::Message() const {
   return absl::StrCat(path, ": offset ", offset, ": memory budget of ", FormatByteSize(budget_bytes),
-                      " reached (resident ", FormatByteSize(resident_bytes),
-                      "): reading stopped here, so the result is PARTIAL (it covers the input up "
-                      "to this point); raise the budget with --max-memory");
+                      " reached (reading may use ", FormatByteSize(reading_limit_bytes),
+                      " of it; resident ", FormatByteSize(resident_bytes),
+                      "): reading stopped here, so the result is PARTIAL (it covers the input "
+                      "up to this point); raise the budget with --max-memory");
 }
 
 const ProcessInfo* TraceIndex::FindProcess(uint64_t process_uid) const {

@@ -86,7 +86,8 @@ struct FileInfo {
 struct PartialRead {
   std::string path;  // the file where reading stopped
   uint64_t offset = 0;
-  uint64_t budget_bytes = 0;
+  uint64_t budget_bytes = 0;        // --max-memory
+  uint64_t reading_limit_bytes = 0;  // the share of it reading may use
   uint64_t resident_bytes = 0;
   // One line: where reading stopped, that the result is partial, what to do.
   std::string Message() const;

@@ -17,11 +17,13 @@ void CsvWriter::Separator() {
 CsvWriter& CsvWriter::Field(std::string_view raw) {
   Separator();
   // Text cells come from the trace (kernel names): a spreadsheet runs a
-  // cell that starts with = + - @ (or tab/CR, which some strip first) as a
-  // formula, so such a cell gets a leading apostrophe (OWASP's advice);
-  // control characters are escaped and the text made valid UTF-8.
+  // cell that starts with = + - @ as a formula, so such a cell gets a
+  // leading apostrophe (OWASP's advice). Control characters are escaped
+  // first (a leading tab or CR, which some spreadsheets strip before
+  // looking for a formula, becomes the text \x09 / \x0d), and the text is
+  // made valid UTF-8.
   std::string text = Printable(raw);
-  if (!text.empty() && std::string_view("=+-@\t\r").find(text.front()) != std::string_view::npos) {
+  if (!text.empty() && std::string_view("=+-@").find(text.front()) != std::string_view::npos) {
     text.insert(text.begin(), '\'');
   }
   if (text.find_first_of(",\"\r\n") == std::string::npos) {

@@ -268,11 +268,11 @@ class TimelineCollector::Impl {
   }
 
   // Whether one more event is kept: under max_events and, checked every
-  // 64 Ki events, under half the memory budget (the other half is for
+  // 64 Ki events, under half the reader's memory budget (the rest is for
   // the report's own output, about 3x the kept events).
   bool KeepMore() {
     if (kept_ >= options_.max_events || over_budget_) return false;
-    if ((++kept_ & 0xFFFF) == 0 && reader::MemoryBudgetExceeded(reader::MemoryBudgetBytes() / 2)) {
+    if ((++kept_ & 0xFFFF) == 0 && reader::MemoryBudgetExceeded(reader::ReadingLimitBytes() / 2)) {
       over_budget_ = true;
     }
     return true;
