@@ -60,7 +60,7 @@ if command -v clang++ >/dev/null; then
   # limits (tests/fuzz/analyzer_fuzz.cc), through every command.
   corpus=$(mktemp -d)
   build-fuzz/tests/fuzz/analyzer_fuzz -max_len=65536 -max_total_time=60 -timeout=30 \
-    -rss_limit_mb=3072 -print_final_stats=1 "$corpus" 2>&1 | tail -15
+    -rss_limit_mb=3072 -print_final_stats=1 "$corpus" tests/fuzz/analyzer_corpus 2>&1 | tail -15
   rm -rf "$corpus"
 else
   echo "SKIPPED: clang++ not installed, no fuzzing"

@@ -106,7 +106,7 @@ double LimitDouble(Rng& rng) {
 
 std::string HostileString(Rng& rng, size_t room) {
   static const char* const kParts[] = {
-      "\x1b]0;title\x07", "\x1b[2J", "\x07",           "\xc2\x9b" "31m", "\xe2\x80\xae",
+      "\x1b]0;title\x07", "\x1b[2J", "\x07",           "\302\23331m",   "\xe2\x80\xae",
       "\xe2\x81\xa6",     "\n",      "\r",             "\t",             "=HYPERLINK(\"x\")",
       "+1",               "-1",      "@SUM(A1)",       "\xc3\xa9",       "gemm_kernel",
       "ncclDevKernel_AllReduce", "step 3", "cudaLaunchKernel", "gpm.sm_util", "\"quote\\",

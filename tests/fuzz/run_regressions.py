@@ -193,6 +193,13 @@ def every_command(path, budget=None, skip=(), discard=()):
     return results
 
 
+def rss_within(r, mib):
+    """Peak RSS bound; not asserted under sanitizers (shadow memory and
+    ASan's quarantine of freed blocks inflate RSS), where the non-sanitized
+    run of this test asserts it."""
+    return QUICK or r.rss_mib < mib
+
+
 def expect(cond, what):
     if not cond:
         fail(what)
@@ -222,7 +229,7 @@ expect("on_device_max" in out(r["summary"]), "device_id_sentinel: the kernel is 
 for f in ("name_id_max.gpscope", "name_id_2p30.gpscope"):
     r = every_command(P(f))
     for k, v in r.items():
-        expect(v.rss_mib < 200, f"{f} {k}: peak RSS {v.rss_mib:.0f} MiB (a table grew to an id)")
+        expect(rss_within(v, 200), f"{f} {k}: peak RSS {v.rss_mib:.0f} MiB (a table grew to an id)")
     expect(r["summary"].code == 0, f"{f}: summary exit {r['summary'].code}")
     expect("out-of-range values cut" in err(r["dump"]), f"{f}: no warning about the dropped ids")
 
@@ -251,16 +258,17 @@ rep = run_measured(["report", "--max-memory", "512M", P("kernels_10m.gpscope"), 
                     os.devnull], timeout=300)
 check_common("kernels_10m", ["report"], rep)
 print(f"  kernels_10m report: exit {rep.code}, {rep.seconds:.2f} s, {rep.rss_mib:.0f} MiB")
-expect(rep.rss_mib < 512 + 96, f"kernels_10m report: peak RSS {rep.rss_mib:.0f} MiB > budget 512 MiB")
+expect(rss_within(rep, 512 + 96), f"kernels_10m report: peak RSS {rep.rss_mib:.0f} MiB > budget 512 MiB")
 expect("not shown" in out(rep) or "PARTIAL" in out(rep),
        f"kernels_10m report: does not say events were left out: {out(rep)}")
-expect("10,000,001 events" in out(r["summary"]), "kernels_10m: summary does not count 10 M kernels")
+expect("10,000,001 events" in out(r["summary"]) or (QUICK and "PARTIAL" in out(r["summary"])),
+       "kernels_10m: summary does not count 10 M kernels")
 
 # 20,000 process headers: past the budget, a clear message and a partial result.
 r = every_command(P("processes_20k.gpscope"), budget="256M",
                   skip=("diff", "diff_json", "report"))
 for k, v in r.items():
-    expect(v.rss_mib < 256 + 64, f"processes_20k {k}: peak RSS {v.rss_mib:.0f} MiB > 256 MiB budget")
+    expect(rss_within(v, 256 + 64), f"processes_20k {k}: peak RSS {v.rss_mib:.0f} MiB > 256 MiB budget")
 s = r["summary"]
 expect(s.code == 1, f"processes_20k: summary past the budget exits {s.code}, not 1")
 expect("PARTIAL RESULT" in out(s) and "memory budget" in out(s),
@@ -274,7 +282,7 @@ r = every_command(P("processes_20k.gpscope"), budget="32M",
                   skip=("summary", "summary_json", "summary_csv", "diff", "diff_json", "report"))
 for k, v in r.items():
     expect(v.code == 1, f"processes_20k {k} with 32 MiB: exit {v.code}, not 1 (partial)")
-    expect(v.rss_mib < 32 + 16, f"processes_20k {k}: peak RSS {v.rss_mib:.0f} MiB > 32 MiB budget")
+    expect(rss_within(v, 32 + 16), f"processes_20k {k}: peak RSS {v.rss_mib:.0f} MiB > 32 MiB budget")
 expect("PARTIAL RESULT" in out(r["info"]), "processes_20k: info text does not say partial")
 expect("partial" in (r["info_json"].json or {}), "processes_20k: info JSON has no 'partial'")
 expect("partial" in (r["metrics_json"].json or {}), "processes_20k: metrics JSON has no 'partial'")
@@ -287,7 +295,7 @@ rep = run_measured(["report", "--max-memory", "256M", P("processes_20k.gpscope")
 check_common("processes_20k", ["report"], rep)
 print(f"  processes_20k report: exit {rep.code}, {rep.seconds:.2f} s, {rep.rss_mib:.0f} MiB")
 expect(rep.code == 1 and "PARTIAL" in out(rep), f"processes_20k report: {out(rep)} {err(rep)}")
-expect(rep.rss_mib < 256 + 64, f"processes_20k report: peak RSS {rep.rss_mib:.0f} MiB > 256 MiB")
+expect(rss_within(rep, 256 + 64), f"processes_20k report: peak RSS {rep.rss_mib:.0f} MiB > 256 MiB")
 
 # Terminal escapes in every string (checked by check_common on every output).
 r = every_command(P("terminal_escapes.gpscope"))
@@ -317,6 +325,10 @@ for k, v in r.items():
 r = every_command(P("write_failed.gpscope"))
 expect("write failed 1,204 records" in out(r["info"]) and "20 LOST" in out(r["info"]),
        f"write_failed: info says {out(r['info'])!r}")
+# Each reader warning once (summary and report printed them twice).
+for k in ("summary", "summary_json", "report"):
+    n = out(r[k]).count("20 frames lost (sequence 2..21 missing)")
+    expect(n == 1, f"write_failed {k}: the lost-frames warning appears {n} times")
 
 # The file ends at a frame boundary without the end record.
 r = every_command(P("missing_end.gpscope"))
@@ -334,16 +346,16 @@ for f in ("timestamps_extreme.gpscope", "inconsistent_columns.gpscope"):
 # A frame claiming 60 MiB decompressed (a bomb of a few KiB).
 r = every_command(P("decompression_bomb.gpscope"))
 for k, v in r.items():
-    expect(v.rss_mib < 200, f"decompression_bomb {k}: peak RSS {v.rss_mib:.0f} MiB")
+    expect(rss_within(v, 200), f"decompression_bomb {k}: peak RSS {v.rss_mib:.0f} MiB")
 expect("would decompress to 60 MiB" in err(r["dump"]), "decompression_bomb: no message")
 
 # 100 k devices and streams; clock snapshots, lost intervals and syncs in
 # reverse order (sorted inserts were quadratic).
 r = every_command(P("many_devices_streams.gpscope"))
-expect(r["summary"].rss_mib < 400, "many_devices_streams: summary RSS unbounded")
+expect(rss_within(r["summary"], 400), "many_devices_streams: summary RSS unbounded")
 r = every_command(P("reverse_order_tables.gpscope"))
 for k, v in r.items():
-    expect(v.seconds < 30, f"reverse_order_tables {k}: {v.seconds:.1f} s")
+    expect(v.seconds < (150 if QUICK else 30), f"reverse_order_tables {k}: {v.seconds:.1f} s")
 
 # A FIFO argument: refused at once (it blocked forever), for every command.
 with tempfile.TemporaryDirectory() as tmp:

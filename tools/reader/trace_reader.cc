@@ -200,6 +200,7 @@ class CrcIndex {
   void Trim(uint64_t offset) {
     if (offset < base_) return;
     const uint64_t k = (offset - base_) / kStride;
+    trim_ = std::max(trim_, k);
     while (first_ < k && points_.size() > 1) {
       points_.pop_front();
       ++first_;
@@ -251,7 +252,12 @@ class CrcIndex {
       uint32_t s = points_.back();
       for (uint64_t i = 0; i < strides; ++i) {
         s = ~format::Crc32cExtend(~s, data + i * kStride, kStride);
-        points_.push_back(s);
+        if (points_.size() == 1 && first_ < trim_) {
+          points_.back() = s;  // behind the trim point: keep only the newest
+          ++first_;
+        } else {
+          points_.push_back(s);
+        }
       }
     }
     return absl::OkStatus();
@@ -259,6 +265,7 @@ class CrcIndex {
 
   uint64_t base_;
   uint64_t first_ = 0;  // index of points_.front()
+  uint64_t trim_ = 0;   // no question comes before checkpoint trim_
   uint64_t shift_bytes_ = 0;
   uint32_t shift_ = 1u << 31;  // ShiftForBytes(shift_bytes_)
   std::deque<uint32_t> points_;  // S(base_ + (first_ + i) * kStride)
