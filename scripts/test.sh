@@ -5,7 +5,8 @@
 #   3. the concurrent code (label `concurrent`: rings, pool, appenders) under
 #      ThreadSanitizer;
 #   4. the HTML report's browser tests in headless Chromium;
-#   5. the reader's libFuzzer target for 60 s (clang);
+#   5. the reader's libFuzzer target for 60 s and the structure-aware
+#      analyzer fuzzer (every command) for 60 s (clang);
 #   6. the GPU e2e tests, only with --gpu (on the GPU machine; they report
 #      SKIPPED with the reason where there is no GPU).
 # Installs what it needs first (scripts/setup.sh). Build trees: build/,
@@ -45,15 +46,21 @@ cmake --build build-tsan -j"$jobs" --target $tsan_targets
 (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   ctest -L concurrent --output-on-failure)
 
-step "reader fuzzing (libFuzzer, 60 s)"
+step "fuzzing (libFuzzer): the reader's bytes 60 s, the whole analyzer's structure 60 s"
 if command -v clang++ >/dev/null; then
   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
     -DGPSCOPE_BUILD_FUZZ=ON -DGPSCOPE_WITH_CUDA=OFF -DGPSCOPE_BUILD_BENCH=OFF \
     -DGPSCOPE_BUILD_TESTS=ON >/dev/null
-  cmake --build build-fuzz -j"$jobs" --target reader_fuzz
+  cmake --build build-fuzz -j"$jobs" --target reader_fuzz analyzer_fuzz
   corpus=$(mktemp -d)
   build-fuzz/tests/fuzz/reader_fuzz -dict=tests/fuzz/reader_fuzz.dict -max_total_time=60 \
     -print_final_stats=1 "$corpus" tests/fuzz/corpus 2>&1 | tail -15
+  rm -rf "$corpus"
+  # Structure-aware: valid frames whose protobuf fields are mutated to
+  # limits (tests/fuzz/analyzer_fuzz.cc), through every command.
+  corpus=$(mktemp -d)
+  build-fuzz/tests/fuzz/analyzer_fuzz -max_len=65536 -max_total_time=60 -timeout=30 \
+    -rss_limit_mb=3072 -print_final_stats=1 "$corpus" tests/fuzz/analyzer_corpus 2>&1 | tail -15
   rm -rf "$corpus"
 else
   echo "SKIPPED: clang++ not installed, no fuzzing"

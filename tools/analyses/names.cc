@@ -96,8 +96,13 @@ std::string KernelBaseName(std::string_view name) {
 
 std::string Truncate(std::string_view name, size_t width) {
   if (name.size() <= width) return std::string(name);
-  if (width <= 3) return std::string(name.substr(0, width));
-  return std::string(name.substr(0, width - 3)) + "...";
+  // Cut on a UTF-8 character boundary: never half a character.
+  auto cut = [&](size_t n) {
+    while (n > 0 && (static_cast<unsigned char>(name[n]) & 0xC0) == 0x80) --n;
+    return std::string(name.substr(0, n));
+  };
+  if (width <= 3) return cut(width);
+  return cut(width - 3) + "...";
 }
 
 std::string ShellQuote(std::string_view arg) {

@@ -48,8 +48,12 @@ bool InWindow(const Window& w, uint64_t start_ns, uint64_t end_ns) {
 
 const std::vector<std::string>& Cmdline(const Context& c, const GpuReport& g) {
   static const std::vector<std::string>* const kEmpty = new std::vector<std::string>();
-  for (const model::ProcessModel& p : c.model.processes) {
-    if (p.process_uid == g.gpu->process_uid) return p.cmdline;
+  // An index loop: the range-for here drew a "reference binding to null
+  // pointer" report from clang 14's UBSan at -O2 (analyzer_fuzz) on a valid
+  // two-element vector; GCC's UBSan and a debug print saw nothing wrong.
+  const std::vector<model::ProcessModel>& processes = c.model.processes;
+  for (size_t i = 0; i < processes.size(); ++i) {
+    if (processes[i].process_uid == g.gpu->process_uid) return processes[i].cmdline;
   }
   return *kEmpty;
 }

@@ -14,6 +14,7 @@
 #include "tools/analyze/metrics.h"
 #include "tools/analyze/report.h"
 #include "tools/analyze/summary.h"
+#include "tools/reader/limits.h"
 
 #ifndef GPSCOPE_VERSION
 #define GPSCOPE_VERSION "unknown"
@@ -38,7 +39,42 @@ void PrintUsage(std::ostream& out) {
       << "Analyses gpscope trace files.\n\ncommands:\n";
   for (const Command& c : kCommands) out << absl::StrFormat("  %-10s%s\n", c.name, c.summary);
   out << "\nRun '" << kProgram << " COMMAND --help' for a command's options.\n"
+      << kCommonOptionsHelp
       << "Exit status: 0 ok, 1 a file could not be analysed, 2 usage error.\n";
+}
+
+// Takes --max-memory SIZE / --max-memory=SIZE out of args (every command
+// has it) and sets the reader's budget. False, with a message, on a bad value.
+bool TakeMemoryBudget(std::vector<std::string>* args, std::string* error) {
+  for (size_t i = 0; i < args->size(); ++i) {
+    const std::string& a = (*args)[i];
+    if (a == "--") break;
+    std::string value;
+    size_t erase = 0;
+    if (a == "--max-memory") {
+      if (i + 1 >= args->size()) {
+        *error = "option --max-memory needs a value";
+        return false;
+      }
+      value = (*args)[i + 1];
+      erase = 2;
+    } else if (a.rfind("--max-memory=", 0) == 0) {
+      value = a.substr(13);
+      erase = 1;
+    } else {
+      continue;
+    }
+    absl::StatusOr<uint64_t> bytes = reader::ParseByteSize(value);
+    if (!bytes.ok()) {
+      *error = std::string(bytes.status().message());
+      return false;
+    }
+    reader::SetMemoryBudgetBytes(*bytes);
+    args->erase(args->begin() + static_cast<std::ptrdiff_t>(i),
+                args->begin() + static_cast<std::ptrdiff_t>(i + erase));
+    --i;
+  }
+  return true;
 }
 
 }  // namespace
@@ -84,6 +120,41 @@ absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& args,
   return parsed;
 }
 
+bool ReportPartial(const reader::TraceIndex& index, std::ostream& err) {
+  if (!index.partial) return false;
+  err << kProgram << ": " << index.partial->Message() << "\n";
+  return true;
+}
+
+void ReportMissingEnds(const reader::TraceIndex& index, std::ostream& err) {
+  if (index.partial) return;  // reading stopped early: ends were not reached
+  for (const reader::ProcessInfo& p : index.processes) {
+    if (p.end) continue;
+    err << kProgram << ": " << p.path << ": process " << p.pid << " (uid "
+        << absl::StrFormat("%016x", p.process_uid)
+        << "): no end record: the process did not exit cleanly (killed, crashed or still "
+           "running), so its trace may miss its last events\n";
+  }
+}
+
+std::string PartialText(const reader::TraceIndex& index) {
+  if (!index.partial) return "";
+  return absl::StrCat("PARTIAL RESULT: ", index.partial->Message());
+}
+
+void WritePartialJson(const reader::TraceIndex& index, render::JsonWriter& json) {
+  if (!index.partial) return;
+  const reader::PartialRead& p = *index.partial;
+  json.Key("partial").BeginObject();
+  json.Key("reason").String("memory budget");
+  json.Key("file").String(p.path);
+  json.Key("offset").Uint(p.offset);
+  json.Key("budget_bytes").Uint(p.budget_bytes);
+  json.Key("resident_bytes").Uint(p.resident_bytes);
+  json.Key("message").String(p.Message());
+  json.EndObject();
+}
+
 int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   if (args.empty()) {
     PrintUsage(err);
@@ -99,7 +170,20 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     return kExitOk;
   }
   for (const Command& c : kCommands) {
-    if (name == c.name) return c.run({args.begin() + 1, args.end()}, out, err);
+    if (name != c.name) continue;
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    std::string error;
+    reader::SetMemoryBudgetBytes(reader::kDefaultMemoryBudgetBytes);
+    reader::SetReadingShare(0.5);
+    if (!TakeMemoryBudget(&rest, &error)) {
+      err << kProgram << " " << name << ": " << error << "\n";
+      return kExitUsage;
+    }
+    const bool help = std::find(rest.begin(), rest.end(), "--help") != rest.end() ||
+                      std::find(rest.begin(), rest.end(), "-h") != rest.end();
+    const int code = c.run(rest, out, err);
+    if (help && code == kExitOk) out << "\n" << kCommonOptionsHelp;
+    return code;
   }
   err << kProgram << ": unknown command '" << name << "'; run '" << kProgram
       << " --help' for the list\n";

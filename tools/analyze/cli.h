@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tools/reader/trace_reader.h"
+#include "tools/render/json_writer.h"
 
 namespace gpscope::analyze {
 
@@ -26,6 +28,32 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr std::string_view kProgram = "gpscope-analyze";
+
+// Options every command takes (cli.cc handles them before the command
+// runs); printed under each command's --help.
+inline constexpr char kCommonOptionsHelp[] =
+    "options of every command:\n"
+    "  --max-memory SIZE  memory budget (default 2G; e.g. 512M, 8G, unlimited). Reading\n"
+    "                     may use half of it (report: a quarter; the rest is for the\n"
+    "                     analysis and output); past that, reading stops with one message\n"
+    "                     naming the file and offset, and the output says it is PARTIAL\n"
+    "                     (exit status 1)\n";
+
+// Prints the memory budget's stop (reader::TraceIndex::partial), if any,
+// as one stderr line; true when reading was partial.
+bool ReportPartial(const reader::TraceIndex& index, std::ostream& err);
+
+// One stderr line per process whose end record never came (the file ended
+// at a frame boundary without it: killed, crashed or still running), as
+// summary and info say it.
+void ReportMissingEnds(const reader::TraceIndex& index, std::ostream& err);
+
+// The line (no newline) a text output starts with when reading was
+// partial, or "".
+std::string PartialText(const reader::TraceIndex& index);
+// Writes "partial": {...} into an open JSON object when reading was
+// partial (nothing otherwise, so complete outputs are unchanged).
+void WritePartialJson(const reader::TraceIndex& index, render::JsonWriter& json);
 
 // args: what follows the command name.
 using CommandFn = int (*)(const std::vector<std::string>& args, std::ostream& out,

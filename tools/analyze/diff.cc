@@ -16,6 +16,7 @@
 #include "tools/analyses/names.h"
 #include "tools/analyze/cli.h"
 #include "tools/model/log_histogram.h"
+#include "tools/render/text_sanitize.h"
 #include "tools/render/json_writer.h"
 #include "tools/render/text_format.h"
 
@@ -285,6 +286,8 @@ std::string RenderText(const RunDiff& d, const std::vector<std::string>& base_fi
   line(absl::StrCat("gpscope diff"));
   line(analyses::Truncate(absl::StrCat("  base  ", Side(base_files, base)), 100));
   line(analyses::Truncate(absl::StrCat("  new   ", Side(new_files, now)), 100));
+  if (base.model.index.partial) line(absl::StrCat("  base: ", PartialText(base.model.index)));
+  if (now.model.index.partial) line(absl::StrCat("  new: ", PartialText(now.model.index)));
   line("");
   line(absl::StrFormat("  %-18s %14s %14s %12s", "", "base", "new", "change"));
   for (const DiffNumber& n : d.numbers) {
@@ -375,7 +378,9 @@ void SideJson(JsonWriter& j, const std::vector<std::string>& files, const Summar
   j.BeginObject().Key("files").BeginArray();
   for (const std::string& f : files) j.String(f);
   j.EndArray();
-  j.Key("gpus").Uint(r.model.gpus.size()).Key("events").Uint(r.model.events).EndObject();
+  j.Key("gpus").Uint(r.model.gpus.size()).Key("events").Uint(r.model.events);
+  WritePartialJson(r.model.index, j);
+  j.EndObject();
 }
 
 std::string RenderJson(const RunDiff& d, const DiffOptions& options,
@@ -531,12 +536,14 @@ int RunDiffCommand(const std::vector<std::string>& args, std::ostream& out, std:
         code = kExitFailed;
       }
     }
+    if (ReportPartial(results[side]->model.index, err)) code = kExitFailed;
     if (readable == 0) return kExitFailed;
   }
   const RunDiff d = ComputeDiff(*results[0], *results[1], options);
   out << (format == "json" ? RenderJson(d, options, model_options, files[0], *results[0], files[1],
                                         *results[1])
-                           : RenderText(d, files[0], *results[0], files[1], *results[1]));
+                           : render::SanitizeTerminal(
+                                 RenderText(d, files[0], *results[0], files[1], *results[1])));
   if (code == kExitOk && options.fail_on_regression_pct && !d.regressions.empty()) {
     return kExitRegression;
   }

@@ -12,6 +12,7 @@
 #include "tools/reader/batch_decode.h"
 #include "tools/reader/trace_reader.h"
 #include "tools/render/json_writer.h"
+#include "tools/render/text_sanitize.h"
 
 namespace gpscope::analyze {
 namespace {
@@ -189,7 +190,9 @@ class Dumper : public reader::ChunkVisitor {
     return absl::OkStatus();
   }
 
-  void OnWarning(std::string_view warning) override { err_ << kProgram << ": " << warning << "\n"; }
+  void OnWarning(std::string_view warning) override {
+    err_ << kProgram << ": " << render::Printable(warning) << "\n";
+  }
 
  private:
   struct Names {
@@ -238,11 +241,19 @@ int RunDump(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     err << kProgram << ": " << index.status().message() << "\n";
     return kExitFailed;
   }
+  ReportMissingEnds(*index, err);
+  if (index->partial) {
+    const reader::PartialRead& p = *index->partial;
+    out << "{\"type\":\"partial\",\"reason\":\"memory budget\",\"file\":"
+        << JsonWriter::Quote(p.path) << ",\"offset\":" << p.offset
+        << ",\"budget_bytes\":" << p.budget_bytes << "}\n";
+  }
+  const bool partial = ReportPartial(*index, err);
   if (absl::Status st = index->FirstFileError(); !st.ok()) {
     err << kProgram << ": " << st.message() << "\n";
     return kExitFailed;
   }
-  return kExitOk;
+  return partial ? kExitFailed : kExitOk;
 }
 
 }  // namespace gpscope::analyze

@@ -1,6 +1,7 @@
 // tools/analyze/export.cc: see export.h.
 #include "tools/analyze/export.h"
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string_view>
@@ -13,6 +14,7 @@
 #include "tools/reader/batch_decode.h"
 #include "tools/reader/trace_reader.h"
 #include "tools/render/json_writer.h"
+#include "tools/render/text_sanitize.h"
 
 namespace gpscope::analyze {
 namespace {
@@ -51,7 +53,18 @@ class Exporter : public reader::ChunkVisitor {
     out_ << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
   }
 
-  void Finish() { out_ << "\n]}\n"; }
+  // Ends the document; a partial read is said in its metadata.
+  void Finish(const reader::TraceIndex* index) {
+    out_ << "\n]";
+    if (index != nullptr && index->partial) {
+      const reader::PartialRead& p = *index->partial;
+      out_ << ",\"metadata\":{\"gpscope_partial\":{\"reason\":\"memory budget\",\"file\":"
+           << JsonWriter::Quote(p.path) << ",\"offset\":" << p.offset
+           << ",\"budget_bytes\":" << p.budget_bytes
+           << ",\"message\":" << JsonWriter::Quote(p.Message()) << "}}";
+    }
+    out_ << "}\n";
+  }
   uint64_t events() const { return events_written_; }
 
   absl::Status OnChunk(const reader::ChunkContext&, const proto::Chunk& chunk) override {
@@ -123,13 +136,20 @@ class Exporter : public reader::ChunkVisitor {
       auto it = p.metrics.find(m.metric_id);
       const std::string name = it != p.metrics.end() ? it->second : "metric " + std::to_string(m.metric_id);
       char value[64];
-      snprintf(value, sizeof(value), "\"value\":%.6g", m.value);
+      // JSON has no NaN or infinity: a non-finite reading becomes null.
+      if (std::isfinite(m.value)) {
+        snprintf(value, sizeof(value), "\"value\":%.6g", m.value);
+      } else {
+        snprintf(value, sizeof(value), "\"value\":null");
+      }
       Event(p, "metric", name, "C", 0, m.timestamp_ns, 0, value, "");
     }
     return absl::OkStatus();
   }
 
-  void OnWarning(std::string_view warning) override { err_ << kProgram << ": " << warning << "\n"; }
+  void OnWarning(std::string_view warning) override {
+    err_ << kProgram << ": " << render::Printable(warning) << "\n";
+  }
 
  private:
   struct Process {
@@ -248,11 +268,13 @@ int RunExport(const std::vector<std::string>& raw_args, std::ostream& out, std::
   }
   Exporter exporter(*sink, err);
   absl::StatusOr<reader::TraceIndex> index = reader::ReadTraces(parsed->positional, exporter);
-  exporter.Finish();
+  exporter.Finish(index.ok() ? &*index : nullptr);
   if (!index.ok()) {
     err << kProgram << ": " << index.status().message() << "\n";
     return kExitFailed;
   }
+  ReportMissingEnds(*index, err);
+  const bool partial = ReportPartial(*index, err);
   if (absl::Status st = index->FirstFileError(); !st.ok()) {
     err << kProgram << ": " << st.message() << "\n";
     return kExitFailed;
@@ -265,7 +287,7 @@ int RunExport(const std::vector<std::string>& raw_args, std::ostream& out, std::
     }
     err << "wrote " << path << " (" << exporter.events() << " events)\n";
   }
-  return kExitOk;
+  return partial ? kExitFailed : kExitOk;
 }
 
 }  // namespace gpscope::analyze

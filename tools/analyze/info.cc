@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "tools/analyze/cli.h"
 #include "tools/render/json_writer.h"
+#include "tools/render/text_sanitize.h"
 
 namespace gpscope::analyze {
 namespace {
@@ -21,6 +22,8 @@ constexpr size_t kTextWidth = 100;
 constexpr size_t kTextLabelWidth = 14;  // "  time span   " etc.
 constexpr size_t kTextMaxWarnings = 50;
 constexpr size_t kTextMaxLostIntervals = 10;
+// Lost intervals kept per process (the JSON lists them); the rest are counted.
+constexpr size_t kMaxLostIntervalsKept = 4096;
 
 // ------------------------------------------------------------- collecting --
 
@@ -68,7 +71,10 @@ class InfoCollector : public reader::ChunkVisitor {
                 ProcessReport& p) {
     for (const proto::ClockSnapshot& c : batch.clocks()) p.clocks.Add(c);
     for (const proto::DropNotice& d : batch.drops()) p.dropped[d.reason()] += d.count();
-    for (const proto::LostInterval& l : batch.lost_intervals()) p.lost_intervals.push_back(l);
+    for (const proto::LostInterval& l : batch.lost_intervals()) {
+      ++p.lost_intervals_total;
+      if (p.lost_intervals.size() < kMaxLostIntervalsKept) p.lost_intervals.push_back(l);
+    }
     for (const proto::CapabilityNotice& c : batch.capabilities()) p.capabilities[c.component()] = c;
     const absl::Status status = reader::DecodeBatch(batch, &events_);
     if (!status.ok()) {
@@ -211,16 +217,17 @@ class TextOut {
   // Text at `indent`, wrapped like Row's values.
   void Wrapped(absl::string_view raw_text, size_t indent) {
     // Strings come from the trace: control characters (newlines, terminal
-    // escapes) would break the layout or the terminal, so they become '?'.
-    std::string printable(raw_text);
-    for (char& c : printable) {
-      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-    }
+    // escapes, bidi overrides) would break the layout or the terminal, so
+    // they are escaped (render::Printable); lines break on characters.
+    const std::string printable =
+        render::Printable(std::string_view(raw_text.data(), raw_text.size()));
     absl::string_view text = printable;
     const size_t room = kTextWidth - indent;
     bool first = true;
     while (first || !text.empty()) {
-      absl::string_view line = text.substr(0, room);
+      const std::string_view cut = render::CutUtf8(std::string_view(text.data(), text.size()), room);
+      absl::string_view line(cut.data(), cut.size());
+      if (line.empty() && !text.empty()) line = text.substr(0, std::min<size_t>(text.size(), 4));
       if (text.size() > room) {
         const size_t space = line.rfind(' ');
         if (space != absl::string_view::npos && space > 0) line = line.substr(0, space);
@@ -287,7 +294,7 @@ void RenderProcessText(const ProcessReport& p, TextOut& t) {
                                h.hostname().empty() ? "?" : h.hostname(), Uid(info.process_uid)));
     std::string command = absl::StrJoin(h.cmdline(), " ");
     const size_t room = kTextWidth - kTextLabelWidth;
-    if (command.size() > room) command = absl::StrCat(command.substr(0, room - 3), "...");
+    if (command.size() > room) command = render::Ellipsize(command, room);
     t.Row("command", command.empty() ? h.exe_path() : command);
     const std::string identity = IdentityText(h.identity());
     if (!identity.empty()) t.Row("identity", identity);
@@ -346,13 +353,19 @@ void RenderProcessText(const ProcessReport& p, TextOut& t) {
   }
   if (!p.dropped.empty()) {
     std::vector<std::string> drops;
+    // Every DropNotice count is in records (trace.proto): for write
+    // failures, the events inside the frames that could not be written,
+    // which show above as LOST frames (sequence gaps).
     for (const auto& [reason, n] : p.dropped) {
-      drops.push_back(absl::StrCat(Spaced(DropName(reason)), " ", Count(n)));
+      drops.push_back(absl::StrCat(Spaced(DropName(reason)), " ", Things(n, "record"),
+                                   reason == proto::DROP_WRITE_FAILED
+                                       ? " (in the frames that could not be written)"
+                                       : ""));
     }
     t.Row("dropped", absl::StrJoin(drops, ", "));
   }
   if (!p.lost_intervals.empty()) {
-    t.Row("lost", absl::StrCat(Things(p.lost_intervals.size(), "interval"),
+    t.Row("lost", absl::StrCat(Things(p.lost_intervals_total, "interval"),
                                " with incomplete data (UTC time, length, why):"));
     for (size_t i = 0; i < p.lost_intervals.size() && i < kTextMaxLostIntervals; ++i) {
       const proto::LostInterval& l = p.lost_intervals[i];
@@ -365,8 +378,8 @@ void RenderProcessText(const ProcessReport& p, TextOut& t) {
       if (!l.detail().empty()) absl::StrAppend(&line, ": ", l.detail());
       t.Row("", line);
     }
-    if (p.lost_intervals.size() > kTextMaxLostIntervals) {
-      t.Row("", absl::StrCat("... ", p.lost_intervals.size() - kTextMaxLostIntervals, " more"));
+    if (p.lost_intervals_total > kTextMaxLostIntervals) {
+      t.Row("", absl::StrCat("... ", p.lost_intervals_total - kTextMaxLostIntervals, " more"));
     }
   }
   for (const auto& [component, c] : p.capabilities) {
@@ -469,6 +482,9 @@ void RenderProcessJson(const ProcessReport& p, render::JsonWriter& j) {
   j.Key("dropped").BeginObject();
   for (const auto& [reason, n] : p.dropped) j.Key(DropName(reason)).Uint(n);
   j.EndObject();
+  if (p.lost_intervals_total > p.lost_intervals.size()) {
+    j.Key("lost_intervals_total").Uint(p.lost_intervals_total);
+  }
   j.Key("lost_intervals").BeginArray();
   for (const proto::LostInterval& l : p.lost_intervals) {
     j.BeginObject();
@@ -533,10 +549,18 @@ std::string RenderInfoText(const InfoReport& report) {
   t.Line(absl::StrFormat("gpscope trace info: %d %s, %d %s", index.files.size(),
                          index.files.size() == 1 ? "file" : "files", report.processes.size(),
                          report.processes.size() == 1 ? "process" : "processes"));
+  if (index.partial) {
+    t.Line("");
+    t.Line("", PartialText(index));
+  }
   for (const reader::FileInfo& f : index.files) {
     t.Line("");
     if (!f.status.ok()) {
       t.Line("", absl::StrCat("file NOT READ: ", f.status.message()));
+      continue;
+    }
+    if (f.not_read) {
+      t.Line("", absl::StrCat("file NOT READ (memory budget reached before it): ", f.path));
       continue;
     }
     t.Line("", absl::StrCat("file ", f.path));
@@ -593,9 +617,12 @@ std::string RenderInfoJson(const InfoReport& report) {
     j.Key("damaged_regions").Uint(f.damaged_regions);
     j.Key("skipped_bytes").Uint(f.skipped_bytes);
     j.Key("truncated").Bool(f.truncated);
+    if (f.stopped_at_offset) j.Key("stopped_at_offset").Uint(*f.stopped_at_offset);
+    if (f.not_read) j.Key("not_read").Bool(true);
     j.EndObject();
   }
   j.EndArray();
+  WritePartialJson(index, j);
   j.Key("processes").BeginArray();
   for (const ProcessReport& p : report.processes) RenderProcessJson(p, j);
   j.EndArray();
@@ -639,7 +666,11 @@ int RunInfo(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       code = kExitFailed;
     }
   }
-  if (readable > 0) out << (format == "json" ? RenderInfoJson(report) : RenderInfoText(report));
+  if (ReportPartial(report.index, err)) code = kExitFailed;
+  if (readable > 0) {
+    out << (format == "json" ? RenderInfoJson(report)
+                             : render::SanitizeTerminal(RenderInfoText(report)));
+  }
   return code;
 }
 

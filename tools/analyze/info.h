@@ -44,7 +44,8 @@ struct ProcessReport {
   uint64_t last_event_ns = 0;       // the latest end (or timestamp) of any event
   reader::ClockMap clocks;          // header, batch and end snapshots
   std::map<int, uint64_t> dropped;  // proto::DropReason -> records (frames for WRITE_FAILED)
-  std::vector<proto::LostInterval> lost_intervals;
+  std::vector<proto::LostInterval> lost_intervals;  // the first kMaxLostIntervalsKept
+  uint64_t lost_intervals_total = 0;
   std::map<std::string, proto::CapabilityNotice> capabilities;  // by component, last wins
   uint64_t undecodable_batches = 0;  // batches whose columns disagree (also a warning)
 };

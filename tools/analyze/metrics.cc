@@ -14,6 +14,7 @@
 #include "tools/analyze/cli.h"
 #include "tools/reader/batch_decode.h"
 #include "tools/render/json_writer.h"
+#include "tools/render/text_sanitize.h"
 
 namespace gpscope::analyze {
 namespace {
@@ -186,8 +187,9 @@ class MetricsCollector : public reader::ChunkVisitor {
     GpuSeries& g = gpus_[t.gpu];
     g.first_ns = g.first_ns == 0 ? ts : std::min(g.first_ns, ts);
     g.last_ns = std::max(g.last_ns, ts);
-    GpuWindow& gw = g.windows[w];
     const double v = s.value;
+    if (!std::isfinite(v)) return;  // not a reading (a hostile or broken sample)
+    GpuWindow& gw = g.windows[w];
     switch (t.field) {
       case Field::kUtil: gw.util.Add(v); break;
       case Field::kSm: gw.sm.Add(v); break;
@@ -199,7 +201,7 @@ class MetricsCollector : public reader::ChunkVisitor {
       case Field::kSmClock: gw.sm_clock.Add(v); break;
       case Field::kReasons: {
         ++gw.reason_samples;
-        const uint64_t bits = v >= 0 ? static_cast<uint64_t>(v) : 0;
+        const uint64_t bits = v >= 0 && v < 1.8e19 ? static_cast<uint64_t>(v) : 0;
         for (int r = 0; r < kThrottleReasonCount; ++r) {
           if (bits & kThrottleReasons[r].mask) ++gw.reason_hits[r];
         }
@@ -374,6 +376,7 @@ std::string RenderMetricsText(const MetricsReport& r) {
       r.processes.size(),
       wns % 60000000000ull == 0 ? absl::StrCat(wns / 60000000000ull, " min")
                                 : absl::StrCat(wns / 1000000000ull, " s"));
+  if (r.index.partial) absl::StrAppend(&out, "  ", PartialText(r.index), "\n");
   if (r.samples == 0) {
     out += "  no GPU metric samples in these files\n";
   } else {
@@ -443,7 +446,7 @@ std::string RenderMetricsText(const MetricsReport& r) {
                            "seen (UTC)", "sm% mean", "sm% max", "mem max");
     for (const ProcessSeries& p : r.processes) {
       out += absl::StrFormat("  %-8d %-18s %-6d %-19s %8s %8s %10s\n", p.pid,
-                             p.name.substr(0, 18), p.gpu,
+                             render::Ellipsize(p.name, 18), p.gpu,
                              absl::StrCat(Clock(p.first_ns), "..", Clock(p.last_ns)), Pct(p.sm),
                              p.sm.count ? absl::StrFormat("%.0f", p.sm.max) : "-",
                              p.memory.count ? GiB(p.memory.max) : "-");
@@ -497,6 +500,7 @@ std::string RenderMetricsJson(const MetricsReport& r) {
     }
   };
   j.BeginObject();
+  WritePartialJson(r.index, j);
   j.Key("window_s").Double(static_cast<double>(wns) / 1e9);
   j.Key("idle_below_pct").Double(r.options.idle_util_pct);
   j.Key("gpu_readings").String(r.replayed.empty() ? "recorded" : "replayed (no GPU)");
@@ -692,12 +696,14 @@ int RunMetrics(const std::vector<std::string>& args, std::ostream& out, std::ost
   }
   const MetricsReport report = CollectMetrics(parsed->positional, options);
   const absl::Status file_error = report.index.FirstFileError();
-  out << (format == "json" ? RenderMetricsJson(report) : RenderMetricsText(report));
+  out << (format == "json" ? RenderMetricsJson(report)
+                           : render::SanitizeTerminal(RenderMetricsText(report)));
+  const bool partial = ReportPartial(report.index, err);
   if (!file_error.ok()) {
     err << kProgram << " metrics: " << file_error.message() << "\n";
     return kExitFailed;
   }
-  return kExitOk;
+  return partial ? kExitFailed : kExitOk;
 }
 
 }  // namespace gpscope::analyze

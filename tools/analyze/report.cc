@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "tools/analyze/cli.h"
 #include "tools/analyze/summary.h"
+#include "tools/reader/limits.h"
 #include "tools/reader/trace_reader.h"
 #include "tools/render/report_data.h"
 #include "tools/render/report_html.h"
@@ -115,6 +116,14 @@ int RunReport(const std::vector<std::string>& raw_args, std::ostream& out, std::
     return kExitUsage;
   }
 
+  // The page is built in memory after reading (two passes, the model kept
+  // while the timeline is read, then the JSON and HTML): reading gets a
+  // quarter of the budget.
+  reader::SetReadingShare(0.25);
+  struct RestoreShare {
+    ~RestoreShare() { reader::SetReadingShare(0.5); }
+  } restore;
+
   // Pass 1: the analyzer.
   analyses::ReportOptions options;
   options.top_kernels = top;
@@ -133,8 +142,9 @@ int RunReport(const std::vector<std::string>& raw_args, std::ostream& out, std::
     }
   }
   if (readable == 0) return code;
+  bool partial = ReportPartial(result->model.index, err);
 
-  // Pass 2: the timeline's exact events.
+  // Pass 2: the timeline's exact events (no further than pass 1 read).
   render::TimelineOptions timeline_options;
   timeline_options.max_events = max_events;
   render::TimelineCollector collector(timeline_options);
@@ -144,6 +154,8 @@ int RunReport(const std::vector<std::string>& raw_args, std::ostream& out, std::
     return kExitFailed;
   }
   const render::TimelineData timeline = collector.Finish();
+  if (!partial) partial = ReportPartial(*index, err);
+  if (partial) code = kExitFailed;
 
   render::ReportInputs inputs;
   inputs.model = &result->model;
@@ -187,9 +199,13 @@ int RunReport(const std::vector<std::string>& raw_args, std::ostream& out, std::
       << (result->model.processes.size() == 1 ? " process, " : " processes, ")
       << result->model.gpus.size() << (result->model.gpus.size() == 1 ? " GPU, " : " GPUs, ")
       << timeline.events_kept << " timeline events";
-  if (timeline.events_not_kept > 0) out << " (" << timeline.events_not_kept << " not shown)";
+  if (timeline.events_not_kept > 0) {
+    out << " (" << timeline.events_not_kept << " not shown"
+        << (timeline.over_memory_budget ? ": half the memory budget was reached" : "") << ")";
+  }
   out << ", " << result->findings.size()
-      << (result->findings.size() == 1 ? " finding\n" : " findings\n");
+      << (result->findings.size() == 1 ? " finding" : " findings")
+      << (partial ? "; PARTIAL: the memory budget stopped reading (see above)\n" : "\n");
   return code;
 }
 

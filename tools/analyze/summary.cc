@@ -20,6 +20,7 @@
 #include "tools/render/csv_writer.h"
 #include "tools/render/json_writer.h"
 #include "tools/render/text_format.h"
+#include "tools/render/text_sanitize.h"
 
 namespace gpscope::analyze {
 namespace {
@@ -105,19 +106,18 @@ std::string EndName(int reason) {
 class Text {
  public:
   // `text` at `indent`, wrapped at spaces to kWidth; continuation lines at
-  // `hang` (default: indent). Control characters from the trace become '?'.
+  // `hang` (default: indent). Control characters from the trace are
+  // escaped (render::Printable); lines break on character boundaries.
   void Para(size_t indent, std::string_view raw, size_t hang = std::string::npos) {
     if (hang == std::string::npos) hang = indent;
-    std::string printable(raw);
-    for (char& c : printable) {
-      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-    }
+    const std::string printable = render::Printable(raw);
     std::string_view text = printable;
     size_t at = indent;
     bool first = true;
     while (first || !text.empty()) {
       const size_t room = kWidth - at;
-      std::string_view line = text.substr(0, room);
+      std::string_view line = render::CutUtf8(text, room);
+      if (line.empty() && !text.empty()) line = render::CutUtf8(text, room + 4);  // one character
       if (text.size() > room) {
         const size_t space = line.rfind(' ');
         if (space != std::string_view::npos && space > 0) line = line.substr(0, space);
@@ -1255,6 +1255,7 @@ std::string RenderSummaryText(const SummaryResult& r) {
                          m.index.files.size() == 1 ? "file" : "files", m.processes.size(),
                          m.processes.size() == 1 ? "process" : "processes", m.gpus.size(),
                          m.gpus.size() == 1 ? "GPU" : "GPUs", Count(m.events)));
+  if (m.index.partial) t.Para(0, PartialText(m.index));
   t.Para(0,
          absl::StrCat("Ratios are over each GPU's steady window (start-up and the first step "
                       "excluded); idle gaps are gaps >= ",
@@ -1341,6 +1342,7 @@ std::string RenderSummaryJson(const SummaryResult& r) {
   const model::TraceModel& m = r.model;
   j.BeginObject();
   j.Key("schema").String("gpscope.summary/1");
+  WritePartialJson(m.index, j);
   j.Key("options").BeginObject();
   j.Key("idle_gap_threshold_ns").Uint(r.report.idle_gap_threshold_ns);
   j.Key("long_gap_ns").Uint(r.report.long_gap_ns);
@@ -1444,10 +1446,11 @@ int RunSummary(const std::vector<std::string>& args, std::ostream& out, std::ost
       code = kExitFailed;
     }
   }
+  if (ReportPartial(result->model.index, err)) code = kExitFailed;
   if (readable > 0) {
     out << (format == "json"  ? RenderSummaryJson(*result)
-            : format == "csv" ? RenderSummaryCsv(*result, table)
-                              : RenderSummaryText(*result));
+            : format == "csv" ? render::SanitizeTerminal(RenderSummaryCsv(*result, table))
+                              : render::SanitizeTerminal(RenderSummaryText(*result)));
   }
   return code;
 }

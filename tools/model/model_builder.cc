@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cmath>
 #include <deque>
 #include <limits>
 #include <utility>
@@ -16,6 +17,7 @@
 #include "tools/model/reorder_queue.h"
 #include "tools/model/top_k.h"
 #include "tools/reader/batch_decode.h"
+#include "tools/reader/limits.h"
 
 namespace gpscope::model {
 
@@ -50,6 +52,14 @@ constexpr size_t kMaxStepGpus = 8;
 constexpr size_t kMaxPendingSteps = 1 << 16;
 // Sync intervals kept for gap classification (beyond, the oldest go).
 constexpr size_t kMaxSyncIntervals = 1 << 20;
+// Out-of-order syncs are inserted at most this far from the newest.
+constexpr std::ptrdiff_t kMaxSyncInsertDistance = 4096;
+// Out-of-order lost intervals are inserted while a process has fewer
+// than this many (each insert is O(n)); later ones count as traced.
+constexpr size_t kMaxUntracedUnordered = 1u << 14;
+// Distinct undefined kernel-name ids kept apart per GPU (a lost string
+// frame): past it they share one entry.
+constexpr size_t kMaxUndefinedNames = 4096;
 // How far back from a gap's start FindSpanning looks among syncs.
 constexpr int kSyncScan = 64;
 constexpr uint32_t kNoSlot = std::numeric_limits<uint32_t>::max();
@@ -240,6 +250,9 @@ class SyncIndex {
     } else {
       auto it = std::upper_bound(items_.begin(), items_.end(), start_ns,
                                  [](uint64_t t, const Interval& i) { return t < i.start_ns; });
+      // CUPTI delivers records roughly in order: an insert far from the
+      // end (a hostile trace in reverse order) would make each one O(n).
+      if (items_.end() - it > kMaxSyncInsertDistance) return;
       items_.insert(it, v);
     }
     if (items_.size() > kMaxSyncIntervals) items_.pop_front();
@@ -299,6 +312,7 @@ struct GpuState {
   PeriodTracker h2d_period;      // H2D copies
   PeriodTracker restart_period;  // ends of idle gaps >= the threshold
   std::vector<uint32_t> name_slot;  // name id -> index into by_name, kNoSlot when none
+  absl::flat_hash_map<uint32_t, uint32_t> undefined_slot;  // the same for undefined ids
   std::vector<KernelStats> by_name;
   std::vector<uint32_t> by_name_id;  // name id of by_name[i]
   TopK<GapRecord> largest_gaps{kLargestGaps};
@@ -313,9 +327,26 @@ struct GpuState {
   size_t step_slot = kMaxStepGpus;  // < kMaxStepGpus: attributed steps
   uint64_t watermark_ns = 0;        // start of the latest op swept
 
-  KernelStats& Kernel(uint32_t name_id) {
-    if (name_id >= name_slot.size()) name_slot.resize(name_id + 1 + name_id / 2, kNoSlot);
-    uint32_t& slot = name_slot[name_id];
+  // The stats of kernel name `name_id`. `defined`: one past the largest
+  // string id the process can have defined (its table's size): the table
+  // is indexed up to it, and ids past it (undefined: a lost string frame,
+  // or hostile) go to a small map, so no id sizes a table.
+  KernelStats& Kernel(uint32_t name_id, size_t defined) {
+    uint32_t* slot_ptr = nullptr;
+    if (name_id < defined) {
+      if (name_id >= name_slot.size()) {
+        name_slot.resize(std::min<size_t>(defined, size_t{name_id} + 1 + name_id / 2), kNoSlot);
+      }
+      slot_ptr = &name_slot[name_id];
+    } else {
+      auto it = undefined_slot.find(name_id);
+      if (it == undefined_slot.end()) {
+        if (undefined_slot.size() >= kMaxUndefinedNames) name_id = kNoSlot;  // shared entry
+        it = undefined_slot.try_emplace(name_id, kNoSlot).first;
+      }
+      slot_ptr = &it->second;
+    }
+    uint32_t& slot = *slot_ptr;
     if (slot == kNoSlot) {
       slot = static_cast<uint32_t>(by_name.size());
       by_name.emplace_back();
@@ -342,8 +373,10 @@ struct ProcessState {
   absl::flat_hash_map<uint32_t, proto::DeviceInfo> devices;
   absl::flat_hash_map<uint32_t, uint32_t> gpu_of_device;
   std::vector<std::unique_ptr<GpuState>> gpus;
-  uint32_t last_device = kNoSlot;
+  bool has_last_device = false;  // a device id can be any value, 0xffffffff too
+  uint32_t last_device = 0;
   uint32_t last_gpu = 0;
+  uint64_t ignored_events = 0;  // past kMaxDevicesPerProcess / kMaxStreamsPerProcess
   absl::flat_hash_map<uint64_t, uint32_t> stream_slots;  // context << 32 | stream
   std::vector<StreamState> streams;
   uint64_t last_stream_key = ~uint64_t{0};
@@ -544,8 +577,15 @@ class ModelBuilder::Impl {
     return occ;
   }
 
-  GpuState& Gpu(ProcessState& p, uint32_t device_id) {
-    if (device_id == p.last_device) return *p.gpus[p.last_gpu];
+  // The GPU of device_id, or nullptr when the process already has
+  // kMaxDevicesPerProcess GPUs (its events are counted, not modelled).
+  GpuState* Gpu(ProcessState& p, uint32_t device_id) {
+    if (p.has_last_device && device_id == p.last_device) return p.gpus[p.last_gpu].get();
+    auto found = p.gpu_of_device.find(device_id);
+    if (found == p.gpu_of_device.end() && p.gpus.size() >= reader::kMaxDevicesPerProcess) {
+      IgnoreEvent(p, "devices");
+      return nullptr;
+    }
     auto [it, inserted] =
         p.gpu_of_device.try_emplace(device_id, static_cast<uint32_t>(p.gpus.size()));
     if (inserted) {
@@ -565,14 +605,28 @@ class ModelBuilder::Impl {
       if (p.gpus.size() < kMaxStepGpus) g->step_slot = p.gpus.size();
       p.gpus.push_back(std::move(g));
     }
+    p.has_last_device = true;
     p.last_device = device_id;
     p.last_gpu = it->second;
-    return *p.gpus[it->second];
+    return p.gpus[it->second].get();
   }
 
+  void IgnoreEvent(ProcessState& p, const char* what) {
+    if (p.ignored_events++ == 0) {
+      Warn(absl::StrCat("process ", p.m.pid, ": more ", what, " than the analyzer keeps per process (",
+                        what[0] == 'd' ? reader::kMaxDevicesPerProcess : reader::kMaxStreamsPerProcess,
+                        "): the events of the others are counted but not analysed"));
+    }
+  }
+
+  // kNoSlot when the process already has kMaxStreamsPerProcess streams.
   uint32_t StreamSlot(ProcessState& p, uint32_t gpu, uint32_t context_id, uint32_t stream_id) {
     const uint64_t key = (uint64_t{context_id} << 32) | stream_id;
-    if (key == p.last_stream_key) return p.last_stream_slot;
+    if (key == p.last_stream_key && !p.streams.empty()) return p.last_stream_slot;
+    if (p.streams.size() >= reader::kMaxStreamsPerProcess && !p.stream_slots.contains(key)) {
+      IgnoreEvent(p, "streams");
+      return kNoSlot;
+    }
     auto [it, inserted] = p.stream_slots.try_emplace(key, static_cast<uint32_t>(p.streams.size()));
     if (inserted) {
       StreamState s;
@@ -614,7 +668,7 @@ class ModelBuilder::Impl {
   void AddBatch(const reader::ChunkContext& context, const proto::EventBatch& b, ProcessState& p) {
     for (const proto::InternedString& s : b.strings()) {
       const uint32_t id = s.id();
-      if (id > (1u << 22)) continue;  // nonsense id (ids are dense): do not allocate for it
+      if (id > reader::kMaxStringId) continue;  // the reader drops these; never size by them
       if (id >= p.strings.size()) {
         const size_t n = std::max<size_t>(id + 1, p.strings.size() * 3 / 2);
         p.strings.resize(n);
@@ -628,7 +682,7 @@ class ModelBuilder::Impl {
       p.nccl_domain[id] = -1;
     }
     for (const proto::LaunchConfig& c : b.launch_configs()) {
-      if (c.id() > (1u << 20)) continue;
+      if (c.id() > reader::kMaxLaunchConfigId) continue;
       if (c.id() >= p.config_blocks.size()) {
         const size_t n = c.id() + 1 + c.id() / 2;
         p.config_blocks.resize(n, 0);
@@ -643,7 +697,7 @@ class ModelBuilder::Impl {
     }
     for (const proto::DeviceInfo& d : b.devices()) AddDevice(p, d);
     for (const proto::MetricDescriptor& d : b.metric_descriptors()) {
-      if (d.id() > (1u << 20)) continue;
+      if (d.id() > reader::kMaxMetricId) continue;
       if (d.id() >= p.metric_kind.size()) {
         p.metric_kind.resize(d.id() + 1, kMetricOther);
         p.metric_device.resize(d.id() + 1, 0);
@@ -673,6 +727,9 @@ class ModelBuilder::Impl {
         const auto at = std::upper_bound(
             p.untraced.begin(), p.untraced.end(), u,
             [](const Interval& a, const Interval& b) { return a.start_ns < b.start_ns; });
+        // Collectors write lost intervals in order; out of order, each
+        // insert shifts the rest, so only a bounded number are taken.
+        if (at != p.untraced.end() && p.untraced.size() >= kMaxUntracedUnordered) continue;
         size_t i = static_cast<size_t>(at - p.untraced.begin());
         p.untraced.insert(at, u);
         p.untraced_max_end.resize(p.untraced.size());
@@ -798,10 +855,14 @@ class ModelBuilder::Impl {
     for (format::KernelEvent k : events_.kernels) {
       k.end_ns = std::max(k.end_ns, k.start_ns);  // a corrupt duration wrapped
       Span(p, k.start_ns, k.end_ns);
-      GpuState& g = Gpu(p, k.device_id);
+      GpuState* gpu = Gpu(p, k.device_id);
+      if (gpu == nullptr) continue;
+      const uint32_t slot = StreamSlot(p, p.last_gpu, k.context_id, k.stream_id);
+      if (slot == kNoSlot) continue;
+      GpuState& g = *gpu;
       GpuModel& m = g.m;
       const uint64_t duration = k.end_ns - k.start_ns;
-      KernelStats& s = g.Kernel(k.name_id);
+      KernelStats& s = g.Kernel(k.name_id, p.strings.size());
       if (s.duration_ns.empty()) s.collective = ClassifyCommKernel(p.String(k.name_id));
       s.duration_ns.Add(duration);
       if (duration > s.longest.length_ns() || s.duration_ns.count() == 1) {
@@ -852,7 +913,6 @@ class ModelBuilder::Impl {
           }
         }
       }
-      const uint32_t slot = StreamSlot(p, p.last_gpu, k.context_id, k.stream_id);
       Push(p, GpuOp{k.start_ns, k.end_ns, k.correlation_id, slot, k.name_id, kOpKernel});
     }
   }
@@ -861,7 +921,11 @@ class ModelBuilder::Impl {
     for (format::MemcpyEvent c : events_.memcpys) {
       c.end_ns = std::max(c.end_ns, c.start_ns);
       Span(p, c.start_ns, c.end_ns);
-      GpuState& g = Gpu(p, c.device_id);
+      GpuState* gpu = Gpu(p, c.device_id);
+      if (gpu == nullptr) continue;
+      const uint32_t slot = StreamSlot(p, p.last_gpu, c.context_id, c.stream_id);
+      if (slot == kNoSlot) continue;
+      GpuState& g = *gpu;
       GpuModel& m = g.m;
       const uint64_t duration = c.end_ns - c.start_ns;
       const uint32_t host_kind = HostMemoryKind(c);
@@ -891,7 +955,6 @@ class ModelBuilder::Impl {
         t.Add(kPageableCopyCount, c.start_ns, 1);
         if (g.pageable.Accepts(duration)) g.pageable.Add(duration, Interval{c.start_ns, c.end_ns});
       }
-      const uint32_t slot = StreamSlot(p, p.last_gpu, c.context_id, c.stream_id);
       // name_id carries the copy kind: the sweep tracks D2H/H2D periods.
       Push(p, GpuOp{c.start_ns, c.end_ns, c.correlation_id, slot, c.copy_kind, kOpMemcpy});
     }
@@ -901,7 +964,11 @@ class ModelBuilder::Impl {
     for (format::MemsetEvent s : events_.memsets) {
       s.end_ns = std::max(s.end_ns, s.start_ns);
       Span(p, s.start_ns, s.end_ns);
-      GpuState& g = Gpu(p, s.device_id);
+      GpuState* gpu = Gpu(p, s.device_id);
+      if (gpu == nullptr) continue;
+      const uint32_t slot = StreamSlot(p, p.last_gpu, s.context_id, s.stream_id);
+      if (slot == kNoSlot) continue;
+      GpuState& g = *gpu;
       GpuModel& m = g.m;
       const uint64_t duration = s.end_ns - s.start_ns;
       CopyStats& c = m.memsets[std::min<uint32_t>(s.memory_kind, kMemoryKinds - 1)];
@@ -916,7 +983,6 @@ class ModelBuilder::Impl {
       if (duration > c.longest.length_ns() || c.count == 1) c.longest = {s.start_ns, s.end_ns};
       ++m.ops;
       m.timeline.Add(kMemsetNs, s.start_ns, static_cast<double>(duration));
-      const uint32_t slot = StreamSlot(p, p.last_gpu, s.context_id, s.stream_id);
       Push(p, GpuOp{s.start_ns, s.end_ns, s.correlation_id, slot, 0, kOpMemset});
     }
   }
@@ -962,6 +1028,7 @@ class ModelBuilder::Impl {
     for (const format::MetricSample& s : events_.metrics) {
       Span(p, s.timestamp_ns, s.timestamp_ns);
       if (s.metric_id >= p.metric_kind.size()) continue;
+      if (!std::isfinite(s.value)) continue;  // NaN/inf: not a reading
       const uint8_t kind = p.metric_kind[s.metric_id];
       if (kind == kMetricOther) continue;
       if (kind == kMetricCollectorCpu || kind == kMetricSamplerCpu) {
@@ -988,7 +1055,9 @@ class ModelBuilder::Impl {
         }
       }
       if (kind == kMetricGpuUtil) continue;
-      GpuState& g = Gpu(p, p.metric_device[s.metric_id]);
+      GpuState* gpu = Gpu(p, p.metric_device[s.metric_id]);
+      if (gpu == nullptr) continue;
+      GpuState& g = *gpu;
       Timeline& t = g.m.timeline;
       switch (kind) {
         case kMetricSmUtil:
@@ -1094,7 +1163,7 @@ class ModelBuilder::Impl {
     }
     KernelStats* kernel = nullptr;
     if (op.kind == kOpKernel) {
-      kernel = &g.Kernel(op.name_id);
+      kernel = &g.Kernel(op.name_id, p.strings.size());
       kernel->period.Add(op.start_ns);
       SweepComm(p, g, *kernel, op);
     } else if (op.kind == kOpMemcpy) {
@@ -1465,7 +1534,12 @@ class ModelBuilder::Impl {
         KernelStats& k = g.by_name[i];
         if (k.duration_ns.count() == 0) continue;
         k.name = p.String(g.by_name_id[i]);
-        if (k.name.empty()) k.name = absl::StrCat("<kernel name ", g.by_name_id[i], ">");
+        if (g.by_name_id[i] == kNoSlot) {
+          k.name = absl::StrCat("<kernels with other undefined names (more than ",
+                                kMaxUndefinedNames, ")>");
+        } else if (k.name.empty()) {
+          k.name = absl::StrCat("<kernel name ", g.by_name_id[i], ">");
+        }
         m.kernel_duration_ns.Merge(k.duration_ns);
         m.kernels.push_back(std::move(k));
       }
@@ -1508,7 +1582,9 @@ absl::Status ModelBuilder::OnChunk(const reader::ChunkContext& context, const pr
   return impl_->OnChunk(context, chunk);
 }
 
-void ModelBuilder::OnWarning(std::string_view warning) { impl_->Warn(std::string(warning)); }
+// The reader keeps its warnings in the TraceIndex that Finish() receives;
+// storing them here too printed each one twice.
+void ModelBuilder::OnWarning(std::string_view) {}
 
 TraceModel ModelBuilder::Finish(reader::TraceIndex index) { return impl_->Finish(std::move(index)); }
 

@@ -75,7 +75,13 @@ void Timeline::AddSpread(int field, uint64_t start_ns, uint64_t end_ns, double v
   size_t index = static_cast<size_t>((start_ns - anchor_ns_) / width_ns_);
   uint64_t t = start_ns;
   while (t < end_ns) {
-    const uint64_t window_end = anchor_ns_ + (static_cast<uint64_t>(index) + 1) * width_ns_;
+    // Saturating: near 2^64 (a hostile or wrapped timestamp) the window's
+    // end would wrap below t and the loop would walk off the array.
+    uint64_t window_end = 0;
+    if (__builtin_mul_overflow(static_cast<uint64_t>(index) + 1, width_ns_, &window_end) ||
+        __builtin_add_overflow(window_end, anchor_ns_, &window_end)) {
+      window_end = ~uint64_t{0};
+    }
     const uint64_t piece_end = std::min(end_ns, window_end);
     values_[index * f + static_cast<size_t>(field)] += per_ns * static_cast<double>(piece_end - t);
     t = piece_end;

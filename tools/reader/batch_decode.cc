@@ -335,6 +335,17 @@ void ClockMap::Add(const proto::ClockSnapshot& snapshot) {
   auto it = std::upper_bound(points_.begin(), points_.end(), point.cupti_ns,
                              [](uint64_t t, const Point& p) { return t < p.cupti_ns; });
   points_.insert(it, point);
+  if (points_.size() > kMaxPoints) {
+    // A trace holds a few snapshots a second; a file of millions (hostile,
+    // or in reverse order) would make every insert O(n). Keep every other
+    // one, the first and the last: the map stays exact enough (the clocks
+    // drift slowly) and bounded.
+    std::vector<Point> kept;
+    kept.reserve(points_.size() / 2 + 2);
+    for (size_t i = 0; i < points_.size(); i += 2) kept.push_back(points_[i]);
+    if (kept.back().cupti_ns != points_.back().cupti_ns) kept.push_back(points_.back());
+    points_ = std::move(kept);
+  }
 }
 
 uint64_t ClockMap::ToRealtimeNs(uint64_t cupti_ns) const {

@@ -66,6 +66,9 @@ size_t CountEvents(const proto::EventBatch& batch);
 // drift apart slowly, so the nearest reading is the most accurate.
 class ClockMap {
  public:
+  // Snapshots kept; past this every other one is dropped (first and last stay).
+  static constexpr size_t kMaxPoints = 4096;
+
   // Snapshots with cupti_ns == 0 (no CUPTI) are ignored.
   void Add(const proto::ClockSnapshot& snapshot);
   bool empty() const { return points_.empty(); }

@@ -75,6 +75,22 @@ struct FileInfo {
   uint64_t skipped_bytes = 0;    // bytes given up as corrupt or truncated
   uint64_t damaged_regions = 0;  // corrupt regions skipped (each one warning)
   bool truncated = false;        // the file ends inside a frame
+  // The memory budget stopped reading: at this offset of this file (the
+  // frames before it were read), or before the file was opened (not_read).
+  std::optional<uint64_t> stopped_at_offset;
+  bool not_read = false;
+};
+
+// Reading stopped early because the process passed its memory budget
+// (limits.h): what was read before is analysed, the rest is not.
+struct PartialRead {
+  std::string path;  // the file where reading stopped
+  uint64_t offset = 0;
+  uint64_t budget_bytes = 0;        // --max-memory
+  uint64_t reading_limit_bytes = 0;  // the share of it reading may use
+  uint64_t resident_bytes = 0;
+  // One line: where reading stopped, that the result is partial, what to do.
+  std::string Message() const;
 };
 
 struct TraceIndex {
@@ -82,6 +98,7 @@ struct TraceIndex {
   std::vector<ProcessInfo> processes;  // in order of first appearance
   std::vector<std::string> warnings;   // "path: offset N: what happened"
   uint64_t warnings_omitted = 0;       // beyond ReadOptions::max_warnings
+  std::optional<PartialRead> partial;  // set when the memory budget stopped reading
 
   const ProcessInfo* FindProcess(uint64_t process_uid) const;
   // The first file that could not be read, or OK.

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "tools/render/text_sanitize.h"
 
 namespace gpscope::render {
 
@@ -13,10 +14,20 @@ void CsvWriter::Separator() {
   row_open_ = true;
 }
 
-CsvWriter& CsvWriter::Field(std::string_view text) {
+CsvWriter& CsvWriter::Field(std::string_view raw) {
   Separator();
-  if (text.find_first_of(",\"\r\n") == std::string_view::npos) {
-    out_->append(text.data(), text.size());
+  // Text cells come from the trace (kernel names): a spreadsheet runs a
+  // cell that starts with = + - @ as a formula, so such a cell gets a
+  // leading apostrophe (OWASP's advice). Control characters are escaped
+  // first (a leading tab or CR, which some spreadsheets strip before
+  // looking for a formula, becomes the text \x09 / \x0d), and the text is
+  // made valid UTF-8.
+  std::string text = Printable(raw);
+  if (!text.empty() && std::string_view("=+-@").find(text.front()) != std::string_view::npos) {
+    text.insert(text.begin(), '\'');
+  }
+  if (text.find_first_of(",\"\r\n") == std::string::npos) {
+    out_->append(text);
     return *this;
   }
   out_->push_back('"');

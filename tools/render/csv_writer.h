@@ -2,7 +2,10 @@
 // header line, then rows; fields with a comma, quote, CR or LF are quoted
 // (quotes doubled). Numbers: integral values print as integers, others with
 // 12 significant digits, NaN (not sampled) as an empty field; timestamps go
-// through the uint64_t overload (exact). Lines end in "\n".
+// through the uint64_t overload (exact). Lines end in "\n". Text fields are
+// made safe to open in a spreadsheet: one starting with = + - @ gets a
+// leading ' so it is not run as a formula, and control characters (a
+// leading tab or CR too) are escaped (render::Printable).
 //
 //   std::string out;
 //   CsvWriter csv(&out);

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "tools/render/text_sanitize.h"
 
 namespace gpscope::render {
 
@@ -126,10 +127,22 @@ JsonWriter& JsonWriter::Null() {
 }
 
 std::string JsonWriter::Quote(std::string_view text) {
+  // Valid JSON whatever the bytes: strings from a trace may hold anything.
+  // Control characters are escaped; so are C1 controls, bidirectional
+  // overrides and U+2028/U+2029 (legal JSON, but they reorder or break
+  // what a terminal or a JavaScript consumer shows); bytes that are not
+  // UTF-8 become U+FFFD.
   std::string out = "\"";
-  for (const char ch : text) {
-    const unsigned char c = static_cast<unsigned char>(ch);
-    switch (c) {
+  out.reserve(text.size() + 2);
+  for (size_t i = 0; i < text.size();) {
+    uint32_t cp = 0;
+    const size_t n = DecodeUtf8(text, i, &cp);
+    if (n == 0) {
+      out += "\\ufffd";
+      ++i;
+      continue;
+    }
+    switch (cp) {
       case '"':
         out += "\\\"";
         break;
@@ -146,13 +159,13 @@ std::string JsonWriter::Quote(std::string_view text) {
         out += "\\t";
         break;
       default:
-        // Bytes >= 0x80 pass through: proto3 strings are valid UTF-8.
-        if (c < 0x20 || c == 0x7f) {
-          absl::StrAppendFormat(&out, "\\u%04x", c);
+        if (cp < 0x20 || cp == 0x7f || IsUnsafeCodePoint(cp)) {
+          absl::StrAppendFormat(&out, "\\u%04x", cp);
         } else {
-          out.push_back(ch);
+          out.append(text.data() + i, n);
         }
     }
+    i += n;
   }
   out.push_back('"');
   return out;

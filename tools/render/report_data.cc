@@ -294,7 +294,10 @@ uint64_t SharedTrendWidth(const ReportInputs& in, size_t windows) {
 // CUPTI and report ns advance at the same rate between clock snapshots (the
 // drift is microseconds per second), so a window boundary moves by the same
 // delta on both clocks.
-Grid SharedGrid(const TimelineData& t, size_t process, const model::GpuModel& gpu, uint64_t width) {
+// At most `max_n` windows: a GPU's activity lies inside the report span, which
+// is `windows` widths long, unless hostile clock snapshots map it outside.
+Grid SharedGrid(const TimelineData& t, size_t process, const model::GpuModel& gpu, uint64_t width,
+                size_t max_n) {
   Grid grid;
   if (width == 0 || gpu.last_ns <= gpu.first_ns || !gpu.timeline.valid()) return grid;
   const uint64_t first_r = t.ToReportNs(process, gpu.first_ns);
@@ -305,7 +308,7 @@ Grid SharedGrid(const TimelineData& t, size_t process, const model::GpuModel& gp
   const uint64_t lead = first_r - grid.start_report_ns;
   grid.from_ns = gpu.first_ns > lead ? gpu.first_ns - lead : 0;
   grid.width_ns = width;
-  grid.n = static_cast<size_t>(std::max<uint64_t>(1, i1 - i0));
+  grid.n = static_cast<size_t>(std::min<uint64_t>(std::max<uint64_t>(1, i1 - i0), max_n));
   grid.to_ns = grid.from_ns + grid.n * width;
   return grid;
 }
@@ -718,7 +721,7 @@ std::string BuildReportJson(const ReportInputs& in, const ReportDataOptions& opt
     j.Key("window").BeginObject().Key("start_ns").Uint(t.ToReportNs(pi, g.window.start_ns));
     j.Key("end_ns").Uint(t.ToReportNs(pi, g.window.end_ns)).EndObject();
 
-    const Grid trend_grid = SharedGrid(t, pi, gpu, trend_width);
+    const Grid trend_grid = SharedGrid(t, pi, gpu, trend_width, options.trend_windows + 1);
     const std::vector<Series> trend = GpuSeries(in, g, pi, trend_grid);
     j.Key("trend").BeginObject().Key("start_ns").Uint(trend_grid.start_report_ns);
     j.Key("width_ns").Uint(trend.empty() ? 0 : trend_grid.width_ns);

@@ -12,6 +12,7 @@
 #include "tools/analyses/gpu_report.h"
 #include "tools/analyses/names.h"
 #include "tools/model/model_builder.h"
+#include "tools/reader/limits.h"
 
 namespace gpscope::render {
 namespace {
@@ -161,7 +162,8 @@ class TimelineCollector::Impl {
  private:
   struct ProcessState {
     TimelineProcess p;
-    std::vector<std::string> strings;                 // InternedString id -> value
+    // InternedString id -> value: a map, so a large id costs one entry.
+    absl::flat_hash_map<uint32_t, std::string> strings;
     absl::flat_hash_map<uint64_t, uint32_t> names;    // (role << 32 | string id) -> name
     absl::flat_hash_map<uint32_t, uint32_t> configs;  // LaunchConfig id -> configs index + 1
     absl::flat_hash_map<uint32_t, uint32_t> context_device;
@@ -179,7 +181,8 @@ class TimelineCollector::Impl {
 
   const std::string& String(const ProcessState& s, uint32_t id) {
     static const std::string kEmpty;
-    return id < s.strings.size() ? s.strings[id] : kEmpty;
+    auto it = s.strings.find(id);
+    return it != s.strings.end() ? it->second : kEmpty;
   }
 
   uint32_t RoleName(ProcessState& s, NameRole role, uint32_t id) {
@@ -187,6 +190,11 @@ class TimelineCollector::Impl {
     auto it = s.names.find(key);
     if (it != s.names.end()) return it->second;
     const std::string& raw = String(s, id);
+    // Ids the trace never defined each get a name ("kernel #12") up to a
+    // point; past it they share one, so hostile ids cannot grow the tables.
+    if (raw.empty() && id != 0 && ++undefined_names_ > kMaxUndefinedNames) {
+      return Name(role == kRoleKernel ? "kernel (undefined name)" : "(undefined name)");
+    }
     uint32_t name = 0;
     switch (role) {
       case kRoleKernel:
@@ -204,8 +212,14 @@ class TimelineCollector::Impl {
     return name;
   }
 
+  // The lane of `key`, or kNoLane past kMaxLanesPerProcess (its events
+  // are counted in lanes_not_kept_).
   size_t Lane(size_t process, LaneKey key, LaneKind kind) {
     ProcessState& s = states_[process];
+    if (s.lanes.size() >= kMaxLanesPerProcess && !s.lanes.count(key)) {
+      ++lanes_not_kept_;
+      return kNoLane;
+    }
     auto [it, inserted] = s.lanes.try_emplace(key, lanes_.size());
     if (inserted) {
       TimelineLane lane;
@@ -225,6 +239,7 @@ class TimelineCollector::Impl {
 
   size_t StreamLane(size_t process, uint32_t device, uint32_t context, uint32_t stream) {
     const size_t i = Lane(process, {kSectionDevice, device, 0, context, stream}, LaneKind::kStream);
+    if (i == kNoLane) return i;
     TimelineLane& lane = lanes_[i];
     if (lane.label.empty()) {
       lane.has_device = true;
@@ -237,6 +252,7 @@ class TimelineCollector::Impl {
   }
 
   void Keep(size_t lane_index, const TimelineEvent& e) {
+    if (lane_index == kNoLane) return;
     TimelineLane& lane = lanes_[lane_index];
     // A zero timestamp is a damaged record (CUPTI writes 0 when its device
     // buffer overflowed); kept, it would stretch the time axis to 1970.
@@ -244,12 +260,22 @@ class TimelineCollector::Impl {
       ++lane.not_kept;
       return;
     }
-    if (kept_ >= options_.max_events) {
+    if (!KeepMore()) {
       ++lane.not_kept;
       return;
     }
-    ++kept_;
     lane.events.push_back(e);
+  }
+
+  // Whether one more event is kept: under max_events and, checked every
+  // 64 Ki events, under half the reader's memory budget (the rest is for
+  // the report's own output, about 3x the kept events).
+  bool KeepMore() {
+    if (kept_ >= options_.max_events || over_budget_) return false;
+    if ((++kept_ & 0xFFFF) == 0 && reader::MemoryBudgetExceeded(reader::ReadingLimitBytes() / 2)) {
+      over_budget_ = true;
+    }
+    return true;
   }
 
   void AddBatch(size_t process, const proto::EventBatch& batch);
@@ -264,16 +290,19 @@ class TimelineCollector::Impl {
   std::vector<LaunchShape> configs_;
   reader::DecodedBatch events_;
   uint64_t kept_ = 0;
+  bool over_budget_ = false;
   uint64_t undecodable_ = 0;
+  uint64_t undefined_names_ = 0;
+  uint64_t lanes_not_kept_ = 0;
+  static constexpr size_t kNoLane = ~size_t{0};
+  static constexpr size_t kMaxLanesPerProcess = 4096;
+  static constexpr uint64_t kMaxUndefinedNames = 4096;
 };
 
 void TimelineCollector::Impl::AddBatch(size_t process, const proto::EventBatch& batch) {
   ProcessState& s = states_[process];
   for (const proto::ClockSnapshot& c : batch.clocks()) s.p.clocks.Add(c);
-  for (const proto::InternedString& str : batch.strings()) {
-    if (str.id() >= s.strings.size()) s.strings.resize(str.id() + 1);
-    s.strings[str.id()] = str.value();
-  }
+  for (const proto::InternedString& str : batch.strings()) s.strings[str.id()] = str.value();
   for (const proto::LaunchConfig& c : batch.launch_configs()) {
     LaunchShape shape;
     shape.grid[0] = c.grid_x();
@@ -347,11 +376,13 @@ void TimelineCollector::Impl::AddBatch(size_t process, const proto::EventBatch& 
     if (device >= 0) {
       lane =
           Lane(process, {kSectionDevice, static_cast<uint32_t>(device), 1, 0, 0}, LaneKind::kSync);
+      if (lane == kNoLane) continue;
       lanes_[lane].has_device = true;
       lanes_[lane].device_id = static_cast<uint32_t>(device);
     } else {
       lane = Lane(process, {kSectionProcess, 0, 1, 0, 0}, LaneKind::kSync);
     }
+    if (lane == kNoLane) continue;
     if (lanes_[lane].label.empty()) lanes_[lane].label = "sync waits (host blocked)";
     TimelineEvent e;
     e.start_ns = y.start_ns;
@@ -365,6 +396,7 @@ void TimelineCollector::Impl::AddBatch(size_t process, const proto::EventBatch& 
   }
   for (const format::ApiCallEvent& a : events_.api_calls) {
     const size_t lane = Lane(process, {kSectionThread, 0, 1, a.thread_id, 0}, LaneKind::kApi);
+    if (lane == kNoLane) continue;
     if (lanes_[lane].label.empty()) {
       lanes_[lane].thread_id = a.thread_id;
       lanes_[lane].label = absl::StrCat("tid ", a.thread_id, " · CUDA API");
@@ -380,6 +412,7 @@ void TimelineCollector::Impl::AddBatch(size_t process, const proto::EventBatch& 
   }
   for (const format::NvtxRangeEvent& r : events_.nvtx_ranges) {
     const size_t lane = Lane(process, {kSectionThread, 0, 0, r.thread_id, 0}, LaneKind::kNvtx);
+    if (lane == kNoLane) continue;
     if (lanes_[lane].label.empty()) {
       lanes_[lane].thread_id = r.thread_id;
       lanes_[lane].label = absl::StrCat("tid ", r.thread_id, " · NVTX");
@@ -394,6 +427,7 @@ void TimelineCollector::Impl::AddBatch(size_t process, const proto::EventBatch& 
   }
   for (const format::NvtxMarkEvent& m : events_.nvtx_marks) {
     const size_t lane = Lane(process, {kSectionThread, 0, 0, m.thread_id, 0}, LaneKind::kNvtx);
+    if (lane == kNoLane) continue;
     if (lanes_[lane].label.empty()) {
       lanes_[lane].thread_id = m.thread_id;
       lanes_[lane].label = absl::StrCat("tid ", m.thread_id, " · NVTX");
@@ -406,6 +440,7 @@ void TimelineCollector::Impl::AddBatch(size_t process, const proto::EventBatch& 
   }
   for (const format::OverheadEvent& o : events_.overheads) {
     const size_t lane = Lane(process, {kSectionProcess, 0, 2, 0, 0}, LaneKind::kOverhead);
+    if (lane == kNoLane) continue;
     if (lanes_[lane].label.empty()) lanes_[lane].label = "profiler overhead";
     TimelineEvent e;
     e.start_ns = o.start_ns;
@@ -428,6 +463,7 @@ void TimelineCollector::Impl::AddBatch(size_t process, const proto::EventBatch& 
                  ? Lane(process, {kSectionDevice, desc.device_id(), 2, m.metric_id, 0},
                         LaneKind::kCounter)
                  : Lane(process, {kSectionCounters, 0, 3, m.metric_id, 0}, LaneKind::kCounter);
+      if (lane == kNoLane) continue;
       s.metric_lane[m.metric_id] = lane;
       TimelineLane& l = lanes_[lane];
       l.has_device = on_device;
@@ -445,11 +481,10 @@ void TimelineCollector::Impl::AddBatch(size_t process, const proto::EventBatch& 
       if (!desc.label().empty()) absl::StrAppend(&l.label, " (", desc.label(), ")");
     }
     TimelineLane& l = lanes_[lane];
-    if (kept_ >= options_.max_events) {
+    if (!KeepMore()) {
       ++l.not_kept;
       continue;
     }
-    ++kept_;
     l.samples.push_back({m.timestamp_ns, m.value});
   }
 }
@@ -549,6 +584,8 @@ TimelineData TimelineCollector::Impl::Finish() {
   out.names = std::move(names_);
   out.configs = std::move(configs_);
   out.undecodable_batches = undecodable_;
+  out.events_not_kept += lanes_not_kept_;
+  out.over_memory_budget = over_budget_;
   return out;
 }
 

@@ -135,6 +135,7 @@ struct TimelineData {
   uint64_t events_kept = 0;
   uint64_t events_not_kept = 0;
   uint64_t undecodable_batches = 0;
+  bool over_memory_budget = false;  // events stopped being kept at half the budget
 
   // Report ns of a CUPTI timestamp of process `process` (clamped at 0).
   uint64_t ToReportNs(size_t process, uint64_t cupti_ns) const;
