@@ -15,9 +15,7 @@
 #include "tools/analyze/report.h"
 #include "tools/analyze/summary.h"
 
-#ifndef GPSCOPE_VERSION
-#define GPSCOPE_VERSION "unknown"
-#endif
+#include "gpscope_version.h"  // GPSCOPE_VERSION, from git describe (cmake/Version.cmake)
 
 namespace gpscope::analyze {
 namespace {
