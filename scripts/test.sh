@@ -8,8 +8,9 @@
 #   5. the reader's libFuzzer target for 60 s (clang);
 #   6. the GPU e2e tests, only with --gpu (on the GPU machine; they report
 #      SKIPPED with the reason where there is no GPU).
-# Installs what it needs first (scripts/setup.sh). Build trees: build/,
-# build-asan/, build-tsan/, build-fuzz/. Exits non-zero on any failure.
+# Installs what it needs first (scripts/setup.sh). Build trees, one per CMake
+# preset (CMakePresets.json): build/ (ci), build-asan/, build-tsan/,
+# build-fuzz/. Exits non-zero on any failure.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -23,34 +24,28 @@ step "setup"
 bash scripts/setup.sh
 
 step "build (RelWithDebInfo) and unit tests"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$jobs"
-(cd build && ctest -LE gpu --output-on-failure -j"$jobs")
+cmake --preset ci >/dev/null
+cmake --build --preset ci -j"$jobs"
+ctest --preset ci -j"$jobs"
 
 step "HTML report in headless Chromium"
 bash scripts/test_report.sh --build build
 
 step "unit tests under ASan + UBSan"
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DGPSCOPE_SANITIZE="address;undefined" \
-  -DGPSCOPE_WITH_CUDA=OFF -DGPSCOPE_BUILD_BENCH=OFF >/dev/null
-cmake --build build-asan -j"$jobs"
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest -LE gpu --output-on-failure -j"$jobs")
+cmake --preset asan >/dev/null
+cmake --build --preset asan -j"$jobs"
+ctest --preset asan -j"$jobs"  # ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
 
 step "concurrent code under TSan"
-cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DGPSCOPE_SANITIZE=thread \
-  -DGPSCOPE_WITH_CUDA=OFF -DGPSCOPE_BUILD_BENCH=OFF >/dev/null
-tsan_targets=$(cd build-tsan && ctest -L concurrent -N | awk '/Test +#/ {print $3}')
-cmake --build build-tsan -j"$jobs" --target $tsan_targets
-(cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-  ctest -L concurrent --output-on-failure)
+cmake --preset tsan >/dev/null
+tsan_targets=$(ctest --preset tsan -N | awk '/Test +#/ {print $3}')  # label concurrent
+cmake --build --preset tsan -j"$jobs" --target $tsan_targets
+ctest --preset tsan  # TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 
 step "reader fuzzing (libFuzzer, 60 s)"
 if command -v clang++ >/dev/null; then
-  cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-    -DGPSCOPE_BUILD_FUZZ=ON -DGPSCOPE_WITH_CUDA=OFF -DGPSCOPE_BUILD_BENCH=OFF \
-    -DGPSCOPE_BUILD_TESTS=ON >/dev/null
-  cmake --build build-fuzz -j"$jobs" --target reader_fuzz
+  cmake --preset fuzz >/dev/null
+  cmake --build --preset fuzz -j"$jobs" --target reader_fuzz
   corpus=$(mktemp -d)
   build-fuzz/tests/fuzz/reader_fuzz -dict=tests/fuzz/reader_fuzz.dict -max_total_time=60 \
     -print_final_stats=1 "$corpus" tests/fuzz/corpus 2>&1 | tail -15
