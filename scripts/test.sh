@@ -6,11 +6,13 @@
 #      ThreadSanitizer;
 #   4. the HTML report's browser tests in headless Chromium;
 #   5. the reader's libFuzzer target for 60 s (clang);
-#   6. the GPU e2e tests, only with --gpu (on the GPU machine; they report
+#   6. the release packages (scripts/package.sh: the tarball and the .deb,
+#      static tools) checked as a user gets them (tests/install/check_package.sh);
+#   7. the GPU e2e tests, only with --gpu (on the GPU machine; they report
 #      SKIPPED with the reason where there is no GPU).
 # Installs what it needs first (scripts/setup.sh). Build trees, one per CMake
 # preset (CMakePresets.json): build/ (ci), build-asan/, build-tsan/,
-# build-fuzz/. Exits non-zero on any failure.
+# build-fuzz/, build-release/. Exits non-zero on any failure.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -53,6 +55,12 @@ if command -v clang++ >/dev/null; then
 else
   echo "SKIPPED: clang++ not installed, no fuzzing"
 fi
+
+step "release packages: tarball and .deb, checked as a user gets them"
+# -Werror here too: CI keeps the Release (-O3) build of what ships warning-free.
+bash scripts/package.sh --no-setup -- -DGPSCOPE_WERROR=ON >/dev/null
+bash tests/install/check_package.sh build-release/packages/gpscope-*-linux-x86_64.tar.gz \
+  build-release/packages/gpscope_*_amd64.deb
 
 if [ $gpu = 1 ]; then
   step "GPU e2e tests"
