@@ -7,7 +7,9 @@
 #   4. the HTML report's browser tests in headless Chromium;
 #   5. the reader's libFuzzer target for 60 s (clang);
 #   6. the release packages (scripts/package.sh: the tarball and the .deb,
-#      static tools) checked as a user gets them (tests/install/check_package.sh);
+#      static tools) checked as a user gets them (tests/install/check_package.sh),
+#      the Kubernetes manifests against the API schemas and the Dockerfile
+#      (tests/install/check_manifests.sh);
 #   7. the GPU e2e tests, only with --gpu (on the GPU machine; they report
 #      SKIPPED with the reason where there is no GPU).
 # Installs what it needs first (scripts/setup.sh). Build trees, one per CMake
@@ -61,6 +63,9 @@ step "release packages: tarball and .deb, checked as a user gets them"
 bash scripts/package.sh --no-setup -- -DGPSCOPE_WERROR=ON >/dev/null
 bash tests/install/check_package.sh build-release/packages/gpscope-*-linux-x86_64.tar.gz \
   build-release/packages/gpscope_*_amd64.deb
+
+step "Kubernetes manifests (API schemas) and the Dockerfile (lint, dry run of its stages)"
+bash tests/install/check_manifests.sh --release-tree build-release
 
 if [ $gpu = 1 ]; then
   step "GPU e2e tests"

@@ -45,6 +45,7 @@ check_tree() {
   for f in bin/gpscope bin/gpscope-analyze bin/gpscope-monitor lib/libgpscope_inject.so \
            share/gpscope/systemd/gpscope-monitor.service \
            share/gpscope/kubernetes/gpscope-monitor-daemonset.yaml \
+           share/gpscope/kubernetes/gpscope-job-example.yaml \
            share/gpscope/grafana/gpscope-monitor.json share/gpscope/docs/README.md \
            share/gpscope/docs/docs/running.md share/gpscope/docs/THIRD-PARTY-NOTICES; do
     [ -s "$root/$f" ] || { bad "$label: $f is missing"; return; }
