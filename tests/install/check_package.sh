@@ -15,7 +15,8 @@
 #     unpacked collector (../lib, relative to itself) and keeps its exit code;
 #     `gpscope-monitor` (replayed NVML readings) writes a trace that the
 #     unpacked `gpscope-analyze` reads, naming the version;
-#   - the .deb: its control fields, /usr/share/doc/gpscope/copyright, and
+#   - the .deb: every /opt/gpscope path named in README.md, docs/ and
+#     packaging/ exists in it; its control fields, /usr/share/doc/gpscope/copyright, and
 #     lintian: every tag it reports must be listed, with the reason, in
 #     packaging/debian/lintian-expected (fails on any other).
 #
@@ -147,6 +148,13 @@ check_tree "$work/deb/opt/gpscope" deb
 strays=$(cd "$work/deb" && find . -type f | grep -vE '^\./(opt/gpscope/|usr/share/doc/gpscope/)')
 [ -z "$strays" ] && ok "deb: files only under /opt/gpscope and /usr/share/doc/gpscope" ||
   bad "deb: files outside /opt/gpscope and /usr/share/doc/gpscope: $strays"
+# Every /opt/gpscope path that the docs, README and packaging files name exists in the package.
+paths=$(cd "$repo" && grep -rhoE '/opt/gpscope[A-Za-z0-9_./-]*' README.md docs/*.md packaging/ |
+        sed 's/[.]$//' | sort -u)
+missing=""
+for p in $paths; do [ -e "$work/deb$p" ] || missing="$missing $p"; done
+[ -z "$missing" ] && ok "deb: all $(echo "$paths" | wc -l) /opt/gpscope paths named in README.md, docs/ and packaging/ exist" ||
+  bad "deb: paths the docs name that the package lacks:$missing"
 [ -s "$work/deb/usr/share/doc/gpscope/copyright" ] && ok "deb: /usr/share/doc/gpscope/copyright" ||
   bad "deb: no /usr/share/doc/gpscope/copyright"
 depends=$(dpkg-deb -f "$deb" Depends)
