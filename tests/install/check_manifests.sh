@@ -154,7 +154,12 @@ for c in "${copies[@]}"; do
     bad "runtime stage: COPY --from $from $dest"
 done
 uid=${user%%:*} gid=${user#*:}
-as_user() { setpriv --reuid="$uid" --regid="$gid" --clear-groups env -i PATH="$img/opt/gpscope/bin:/usr/bin:/bin" "$@"; }
+if [ "$(id -u)" = 0 ]; then
+  as_user() { setpriv --reuid="$uid" --regid="$gid" --clear-groups env -i PATH="$img/opt/gpscope/bin:/usr/bin:/bin" "$@"; }
+else  # only root can take another uid: then as this user, and say so
+  echo "note: not root: the image's commands run as $(id -un), not as $user"
+  as_user() { env -i PATH="$img/opt/gpscope/bin:/usr/bin:/bin" "$@"; }
+fi
 entry_bin=$img${entry[0]}
 if [ -x "$entry_bin" ] && as_user "$entry_bin" "${entry[@]:1}" >"$work/entry.txt" 2>&1 &&
    grep -q '^usage: gpscope-monitor' "$work/entry.txt" &&
