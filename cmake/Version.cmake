@@ -4,8 +4,9 @@
 # with a leading 'v' dropped (tag v0.2.0 -> 0.2.0); while the history has no
 # tag yet, PROJECT_VERSION and the commit (0.1.0-g54d91a1, -dirty with local
 # changes). Outside a git checkout (a source tarball) it is PROJECT_VERSION.
-# -DGPSCOPE_VERSION_OVERRIDE=STRING sets it outright (the Docker build stage,
-# whose context carries no .git, passes the description in that way).
+# -DGPSCOPE_VERSION_OVERRIDE=DESCRIPTION stands in for git describe's output
+# (the Docker build stage, whose context carries no .git, passes
+# `git describe --tags --always --dirty` in that way): the same string results.
 #
 # It is computed at build time, on every build, into
 # ${PROJECT_BINARY_DIR}/gpscope_version.h (GPSCOPE_VERSION). The header is
@@ -20,6 +21,17 @@
 if(CMAKE_SCRIPT_MODE_FILE)
   cmake_minimum_required(VERSION 3.22)  # the policies of the project, in script mode too
 endif()
+
+# gpscope_version_from_description(OUT DESCRIPTION FALLBACK): git describe's
+# output as the version: a tag's (0.2.0-3-gabc1234) without its leading 'v',
+# else FALLBACK-g<hash>[-dirty].
+function(gpscope_version_from_description out desc fallback)
+  if(desc MATCHES "^v?([0-9]+\\.[0-9].*)$")
+    set(${out} "${CMAKE_MATCH_1}" PARENT_SCOPE)
+  else()
+    set(${out} "${fallback}-g${desc}" PARENT_SCOPE)
+  endif()
+endfunction()
 
 # gpscope_describe(OUT SOURCE_DIR FALLBACK): the version string described above.
 function(gpscope_describe out source_dir fallback)
@@ -37,10 +49,8 @@ function(gpscope_describe out source_dir fallback)
     if(rc EQUAL 0 AND top STREQUAL src)
       execute_process(COMMAND ${GPSCOPE_GIT} -C ${source_dir} describe --tags --always --dirty
         OUTPUT_VARIABLE desc RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-      if(rc EQUAL 0 AND desc MATCHES "^v?([0-9]+\\.[0-9].*)$")
-        set(version "${CMAKE_MATCH_1}")          # a tag: 0.2.0, 0.2.0-3-gabc1234[-dirty]
-      elseif(rc EQUAL 0 AND NOT desc STREQUAL "")
-        set(version "${fallback}-g${desc}")      # no tag yet: 0.1.0-gabc1234[-dirty]
+      if(rc EQUAL 0 AND NOT desc STREQUAL "")
+        gpscope_version_from_description(version "${desc}" "${fallback}")
       endif()
     endif()
   endif()
@@ -50,7 +60,7 @@ endfunction()
 if(CMAKE_SCRIPT_MODE_FILE)
   # The build step: write the header when the string changed.
   if(GPSCOPE_VERSION_OVERRIDE)
-    set(version "${GPSCOPE_VERSION_OVERRIDE}")
+    gpscope_version_from_description(version "${GPSCOPE_VERSION_OVERRIDE}" "${GPSCOPE_FALLBACK_VERSION}")
   else()
     gpscope_describe(version "${GPSCOPE_SOURCE_DIR}" "${GPSCOPE_FALLBACK_VERSION}")
   endif()
@@ -68,7 +78,7 @@ if(CMAKE_SCRIPT_MODE_FILE)
 endif()
 
 set(GPSCOPE_VERSION_OVERRIDE "" CACHE STRING
-  "The version string to build in instead of git describe's (empty: git describe)")
+  "git describe's output to build in, when the source has no .git (empty: run git describe)")
 set(GPSCOPE_VERSION_HEADER ${PROJECT_BINARY_DIR}/gpscope_version.h)
 add_custom_target(gpscope_version_header
   COMMAND ${CMAKE_COMMAND} -DGPSCOPE_SOURCE_DIR=${PROJECT_SOURCE_DIR}

@@ -123,20 +123,26 @@ for f in filter(None, files):
 pass
 PY
 [ -d "$ctx/.git" ] && bad "the build context holds .git" || ok "the build context: $(find "$ctx" -type f | wc -l) files, no .git, build trees or node_modules"
-version=$(git -C "$repo" describe --tags --always --dirty 2>/dev/null)-docker
+# What the Dockerfile's comment passes as GPSCOPE_VERSION, and what Version.cmake makes of it.
+project_version=$(sed -n 's/^project(gpscope VERSION \([0-9.]*\).*/\1/p' "$repo/CMakeLists.txt")
+version=$(cd "$repo" && cmake -DGPSCOPE_SOURCE_DIR="$repo" -DGPSCOPE_FALLBACK_VERSION="$project_version" \
+  -DGPSCOPE_VERSION_OVERRIDE="$(git describe --tags --always --dirty)" \
+  -DGPSCOPE_VERSION_HEADER="$work/expected_version.h" -P cmake/Version.cmake >/dev/null 2>&1 &&
+  sed -n 's/^#define GPSCOPE_VERSION "\(.*\)"$/\1/p' "$work/expected_version.h")
+passed_version=$(git -C "$repo" describe --tags --always --dirty)
 stage_out=$work/stage-out
 if [ $full = 1 ]; then
   cmd=${stage_run//$src/$ctx}; cmd=${cmd//$out/$stage_out}
-  if (cd "$ctx" && GPSCOPE_VERSION=$version bash -c "$cmd") >"$work/stage.log" 2>&1; then
+  if (cd "$ctx" && GPSCOPE_VERSION=$passed_version bash -c "$cmd") >"$work/stage.log" 2>&1; then
     ok "build stage: '$stage_run' ran on the context (--full-docker-build): $(tail -1 "$work/stage.log")"
   else
     tail -30 "$work/stage.log"; bad "build stage: '$stage_run' failed on the context"; finish
   fi
 else
-  if (cd "$ctx" && cmake --preset release -B "$ctx/build-release" -DGPSCOPE_VERSION_OVERRIDE="$version" >"$work/stage.log" 2>&1 &&
+  if (cd "$ctx" && cmake --preset release -B "$ctx/build-release" -DGPSCOPE_VERSION_OVERRIDE="$passed_version" >"$work/stage.log" 2>&1 &&
       cmake --build "$ctx/build-release" --target gpscope_version_header >>"$work/stage.log" 2>&1) &&
      grep -qF "\"$version\"" "$ctx/build-release/gpscope_version.h"; then
-    ok "build stage (dry): the context configures with the release preset and builds in GPSCOPE_VERSION=$version"
+    ok "build stage (dry): the context configures with the release preset and builds in GPSCOPE_VERSION=$passed_version as $version"
   else
     tail -20 "$work/stage.log"; bad "build stage (dry): the context does not configure"
   fi
