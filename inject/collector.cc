@@ -37,9 +37,7 @@
 #include "inject/raw_log.h"
 #include "proto/framing.h"
 
-#ifndef GPSCOPE_VERSION
-#define GPSCOPE_VERSION "0.0.0"
-#endif
+#include "gpscope_version.h"  // GPSCOPE_VERSION, from git describe (cmake/Version.cmake)
 
 namespace gpscope::inject {
 namespace {

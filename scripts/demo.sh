@@ -8,7 +8,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 bash scripts/setup.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --preset dev >/dev/null  # build/, RelWithDebInfo (CMakePresets.json)
 cmake --build build -j"$(nproc)" --target gpscope-analyze
 traces=("$@")
 [ ${#traces[@]} -gt 0 ] || traces=(tests/data/torch_train_starved.gpscope)

@@ -2,7 +2,9 @@
 # Builds what the GPU machine needs and copies it into .carry/ (git-ignored),
 # for the device tool's `carry`: the collector, gpscope-analyze, the e2e and
 # benchmark programs, and the shared libraries gpscope-analyze loads that the
-# GPU image lacks (abseil). Usage: scripts/gpu_bundle.sh [BUILD_DIR]
+# GPU image lacks (abseil); and the release tarball (scripts/package.sh, its
+# own tree build-release/) as .carry/gpscope-linux-x86_64.tar.gz for the
+# `package` suite. Usage: scripts/gpu_bundle.sh [BUILD_DIR]
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$repo/build-gpu}
@@ -22,5 +24,8 @@ cmake --build "$build" -j"$(nproc)" --target gpscope-monitor gpscope
 cp "$build/tools/monitor/gpscope-monitor" "$build/tools/gpscope/gpscope" "$repo/.carry/bin/"
 ldd "$build/tools/gpscope-analyze" "$build/tools/gpscope/gpscope" | awk '/=> \// {print $3}' |
   grep -E 'libabsl|libprotobuf|libzstd' | sort -u | xargs -r -I{} cp -L {} "$repo/.carry/lib/"
+# The release tarball, as a user downloads it (tests/e2e/package_gpu.sh).
+bash "$repo/scripts/package.sh" --no-setup >/dev/null
+cp "$repo"/build-release/packages/gpscope-*-linux-x86_64.tar.gz "$repo/.carry/gpscope-linux-x86_64.tar.gz"
 du -sh "$repo/.carry"
 echo "$(git -C "$repo" rev-parse --short HEAD)$(git -C "$repo" diff --quiet HEAD -- inject tools proto bench || echo -dirty)" >"$repo/.carry/COMMIT"

@@ -6,7 +6,8 @@ pkgs=(cmake g++ make pkg-config git
       protobuf-compiler libprotobuf-dev libabsl-dev libzstd-dev zstd zlib1g-dev
       libgtest-dev libgmock-dev libbenchmark-dev
       clang libclang-rt-14-dev binutils python3
-      prometheus curl)  # the node monitor's Prometheus integration test
+      prometheus curl  # the node monitor's Prometheus integration test
+      dpkg-dev file lintian)  # scripts/package.sh (CPack's .deb) and its checks
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -7,10 +7,15 @@
 #   4. the HTML report's browser tests in headless Chromium;
 #   5. the reader's libFuzzer target for 60 s and the structure-aware
 #      analyzer fuzzer (every command) for 60 s (clang);
-#   6. the GPU e2e tests, only with --gpu (on the GPU machine; they report
+#   6. the release packages (scripts/package.sh: the tarball and the .deb,
+#      static tools) checked as a user gets them (tests/install/check_package.sh),
+#      the Kubernetes manifests against the API schemas and the Dockerfile
+#      (tests/install/check_manifests.sh);
+#   7. the GPU e2e tests, only with --gpu (on the GPU machine; they report
 #      SKIPPED with the reason where there is no GPU).
-# Installs what it needs first (scripts/setup.sh). Build trees: build/,
-# build-asan/, build-tsan/, build-fuzz/. Exits non-zero on any failure.
+# Installs what it needs first (scripts/setup.sh). Build trees, one per CMake
+# preset (CMakePresets.json): build/ (ci), build-asan/, build-tsan/,
+# build-fuzz/, build-release/. Exits non-zero on any failure.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -24,34 +29,28 @@ step "setup"
 bash scripts/setup.sh
 
 step "build (RelWithDebInfo) and unit tests"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$jobs"
-(cd build && ctest -LE gpu --output-on-failure -j"$jobs")
+cmake --preset ci >/dev/null
+cmake --build --preset ci -j"$jobs"
+ctest --preset ci -j"$jobs"
 
 step "HTML report in headless Chromium"
 bash scripts/test_report.sh --build build
 
 step "unit tests under ASan + UBSan"
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DGPSCOPE_SANITIZE="address;undefined" \
-  -DGPSCOPE_WITH_CUDA=OFF -DGPSCOPE_BUILD_BENCH=OFF >/dev/null
-cmake --build build-asan -j"$jobs"
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest -LE gpu --output-on-failure -j"$jobs")
+cmake --preset asan >/dev/null
+cmake --build --preset asan -j"$jobs"
+ctest --preset asan -j"$jobs"  # ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
 
 step "concurrent code under TSan"
-cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DGPSCOPE_SANITIZE=thread \
-  -DGPSCOPE_WITH_CUDA=OFF -DGPSCOPE_BUILD_BENCH=OFF >/dev/null
-tsan_targets=$(cd build-tsan && ctest -L concurrent -N | awk '/Test +#/ {print $3}')
-cmake --build build-tsan -j"$jobs" --target $tsan_targets
-(cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-  ctest -L concurrent --output-on-failure)
+cmake --preset tsan >/dev/null
+tsan_targets=$(ctest --preset tsan -N | awk '/Test +#/ {print $3}')  # label concurrent
+cmake --build --preset tsan -j"$jobs" --target $tsan_targets
+ctest --preset tsan  # TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 
 step "fuzzing (libFuzzer): the reader's bytes 60 s, the whole analyzer's structure 60 s"
 if command -v clang++ >/dev/null; then
-  cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-    -DGPSCOPE_BUILD_FUZZ=ON -DGPSCOPE_WITH_CUDA=OFF -DGPSCOPE_BUILD_BENCH=OFF \
-    -DGPSCOPE_BUILD_TESTS=ON >/dev/null
-  cmake --build build-fuzz -j"$jobs" --target reader_fuzz analyzer_fuzz
+  cmake --preset fuzz >/dev/null
+  cmake --build --preset fuzz -j"$jobs" --target reader_fuzz analyzer_fuzz
   corpus=$(mktemp -d)
   build-fuzz/tests/fuzz/reader_fuzz -dict=tests/fuzz/reader_fuzz.dict -max_total_time=60 \
     -print_final_stats=1 "$corpus" tests/fuzz/corpus 2>&1 | tail -15
@@ -65,6 +64,15 @@ if command -v clang++ >/dev/null; then
 else
   echo "SKIPPED: clang++ not installed, no fuzzing"
 fi
+
+step "release packages: tarball and .deb, checked as a user gets them"
+# -Werror here too: CI keeps the Release (-O3) build of what ships warning-free.
+bash scripts/package.sh --no-setup -- -DGPSCOPE_WERROR=ON >/dev/null
+bash tests/install/check_package.sh build-release/packages/gpscope-*-linux-x86_64.tar.gz \
+  build-release/packages/gpscope_*_amd64.deb
+
+step "Kubernetes manifests (API schemas) and the Dockerfile (lint, dry run of its stages)"
+bash tests/install/check_manifests.sh --release-tree build-release
 
 if [ $gpu = 1 ]; then
   step "GPU e2e tests"

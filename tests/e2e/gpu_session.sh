@@ -10,6 +10,8 @@
 #   e2e        tests/e2e/run_gpu_tests.sh (collector cases 1-12)
 #   launcher   tests/e2e/launcher_gpu.sh (gpscope run / window / attach)
 #   monitor    tests/e2e/monitor_gpu.sh (gpscope-monitor at 1 s and 100 ms)
+#   package    tests/e2e/package_gpu.sh (the release tarball, unpacked fresh:
+#              its collector on a PyTorch loop, its gpscope run, its monitor)
 #   yield      yield mode + torch.profiler + the sampler forced on (one run
 #              per GPSCOPE_METRICS value in YIELD_METRICS, default "1"): if
 #              the app still runs after 35 s, native stacks of every thread
@@ -74,6 +76,7 @@ for spec in "$@"; do
     e2e) timeout -k 10 "$limit" bash "$repo/tests/e2e/run_gpu_tests.sh" "$carry/bin" "$d" >"$d/stdout.txt" 2>&1 ;;
     launcher) timeout -k 10 "$limit" bash "$repo/tests/e2e/launcher_gpu.sh" "$carry/bin" "$d" >"$d/stdout.txt" 2>&1 ;;
     monitor) timeout -k 10 "$limit" bash "$repo/tests/e2e/monitor_gpu.sh" "$carry/bin" "$d/run" >"$d/stdout.txt" 2>&1 ;;
+    package) timeout -k 10 "$limit" bash "$repo/tests/e2e/package_gpu.sh" "$carry/gpscope-linux-x86_64.tar.gz" "$d" >"$d/stdout.txt" 2>&1 ;;
     ddp) timeout -k 10 "$limit" bash "$repo/tests/e2e/ddp_gpu.sh" "$carry/bin" "$d" ${DDP_VARIANTS:+"$DDP_VARIANTS"} >"$d/stdout.txt" 2>&1 ;;
     rules) timeout -k 10 "$limit" bash "$repo/tests/e2e/rules_gpu.sh" "$carry/bin" "$d" ${RULES_ONLY:+"$RULES_ONLY"} >"$d/stdout.txt" 2>&1 ;;
     corpus)  # the traces travel in the corpus archives, not in session.tar.gz

@@ -16,9 +16,7 @@
 #include "tools/analyze/summary.h"
 #include "tools/reader/limits.h"
 
-#ifndef GPSCOPE_VERSION
-#define GPSCOPE_VERSION "unknown"
-#endif
+#include "gpscope_version.h"  // GPSCOPE_VERSION, from git describe (cmake/Version.cmake)
 
 namespace gpscope::analyze {
 namespace {

@@ -15,9 +15,7 @@
 #include "tools/render/report_html.h"
 #include "tools/render/report_timeline.h"
 
-#ifndef GPSCOPE_VERSION
-#define GPSCOPE_VERSION "unknown"
-#endif
+#include "gpscope_version.h"  // GPSCOPE_VERSION, from git describe (cmake/Version.cmake)
 
 namespace gpscope::analyze {
 namespace {

@@ -11,9 +11,7 @@
 #include "tools/gpscope/run.h"
 #include "tools/monitor/monitor.h"
 
-#ifndef GPSCOPE_VERSION
-#define GPSCOPE_VERSION "unknown"
-#endif
+#include "gpscope_version.h"  // GPSCOPE_VERSION, from git describe (cmake/Version.cmake)
 
 namespace gpscope::launcher {
 namespace {

@@ -26,9 +26,7 @@
 #include "tools/monitor/exposition.h"
 #include "tools/monitor/http_server.h"
 
-#ifndef GPSCOPE_VERSION
-#define GPSCOPE_VERSION "unknown"
-#endif
+#include "gpscope_version.h"  // GPSCOPE_VERSION, from git describe (cmake/Version.cmake)
 
 namespace gpscope::monitor {
 namespace {
@@ -52,6 +50,7 @@ constexpr char kUsage[] =
     "  --replay FILE         replay recorded NVML readings instead of NVML (no GPU needed)\n"
     "  --nvml-library PATH   NVML library to load (default libnvidia-ml.so.1)\n"
     "  --zstd-level N        compression level 1..19 (default 3)\n"
+    "  --version             print the version and exit\n"
     "\n"
     "Exit status: 0 stopped cleanly, 1 could not start, 2 bad usage.\n";
 
@@ -891,6 +890,10 @@ int ParseMonitorArgs(const std::vector<std::string>& args, MonitorOptions* o, st
     bool has_value = false;
     if (name == "--help" || name == "-h") {
       out << kUsage;
+      return -1;
+    }
+    if (name == "--version") {
+      out << "gpscope-monitor " << GPSCOPE_VERSION << "\n";
       return -1;
     }
     if (name.compare(0, 2, "--") != 0) return bad("unexpected argument '" + name + "'");
