@@ -298,6 +298,12 @@ void RenderProcessText(const ProcessReport& p, TextOut& t) {
     t.Row("command", command.empty() ? h.exe_path() : command);
     const std::string identity = IdentityText(h.identity());
     if (!identity.empty()) t.Row("identity", identity);
+    if (h.env_size() > 0) {
+      // Allow-listed settings only (the collector records nothing else).
+      std::vector<std::string> env;
+      for (const proto::KeyValue& kv : h.env()) env.push_back(absl::StrCat(kv.key(), "=", kv.value()));
+      t.WrappedRow("environment", env);
+    }
     if (h.is_fork_child()) {
       t.Row("fork",
             absl::StrCat("child of uid ", Uid(h.parent_process_uid()), " (ppid ", h.ppid(), ")"));
@@ -437,6 +443,12 @@ void RenderProcessJson(const ProcessReport& p, render::JsonWriter& j) {
     j.Key("node_rank").Int(id.node_rank());
     j.Key("launcher").String(id.launcher());
     j.EndObject();
+    // An array: a damaged or hand-made header may repeat a name.
+    j.Key("env").BeginArray();
+    for (const proto::KeyValue& kv : h.env()) {
+      j.BeginObject().Key("name").String(kv.key()).Key("value").String(kv.value()).EndObject();
+    }
+    j.EndArray();
     j.Key("gpscope_version").String(h.gpscope_version());
     j.Key("cuda_driver_version").Uint(h.cuda_driver_version());
     j.Key("cupti_api_version").Uint(h.cupti_api_version());

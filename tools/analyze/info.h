@@ -1,8 +1,10 @@
 // tools/analyze/info.h: `gpscope-analyze info FILE...`: what a set of trace
-// files holds. Per process: identity, command line, devices, time span (wall
-// clock), frames read and lost, event counts per kind, drops by reason, lost
-// intervals, unavailable collector parts and whether the process ended
-// cleanly; plus the reader's warnings about damaged data.
+// files holds. Per process: identity, command line, the allow-listed
+// environment the collector recorded (CUDA_LAUNCH_BLOCKING, NCCL_*...),
+// devices, time span (wall clock), frames read and lost, event counts per
+// kind, drops by reason, lost intervals, unavailable collector parts and
+// whether the process ended cleanly; plus the reader's warnings about
+// damaged data.
 //
 // CollectInfo() is the analysis (pure apart from reading the files); the two
 // renderers turn its result into text (fits 100 columns) or JSON (stable
