@@ -35,6 +35,7 @@
 #include "inject/metrics/sample_ring.h"
 #include "inject/metrics/sampler_thread.h"
 #include "inject/raw_log.h"
+#include "inject/safe_path.h"
 #include "proto/framing.h"
 
 #ifndef GPSCOPE_VERSION
@@ -129,7 +130,12 @@ class Collector : public control::ControlHandler {
   bool set_nvtx_env = false;                    // we set NVTX_INJECTION64_PATH
   int fd = -1;
   std::unique_ptr<ChunkWriter> writer;
+  OutputDir output_dir;    // GPSCOPE_OUTPUT, opened and checked (safe_path.h)
+  std::string trace_name;  // in output_dir
+  // Absolute; changes once if the name is taken (OpenOutput), so the
+  // control thread reads it under path_mu.
   std::string trace_path;
+  std::mutex path_mu;
   // The trace file opens when the process creates its first CUDA context
   // (the writer holds the frames until then), so a process that only
   // initializes CUDA leaves no file: torchrun's agent calls cuInit and would
@@ -168,6 +174,7 @@ class Collector : public control::ControlHandler {
   // orders it for that thread). SetApiRecords picks its way by it.
   bool cuda_started_ = false;
   bool context_callback_ = false;  // CUPTI calls us when a context is created
+  std::string subscribe_error_;    // cuptiSubscribe failed, not for another client
   std::unique_ptr<control::ControlChannel> channel;
   std::atomic<uint64_t> events_written{0};  // for `status`, updated by the writer
   std::atomic<uint64_t> windows_written{0};  // windows ended and written to the file
@@ -287,46 +294,54 @@ format::ClockRecord Collector::Snapshot() const {
 
 void Collector::AddClockSnapshot() { writer->AddClock(Snapshot()); }
 
-bool MakeDirs(const std::string& path) {
-  std::string partial;
-  for (size_t i = 0; i <= path.size(); ++i) {
-    if (i == path.size() || path[i] == '/') {
-      if (!partial.empty() && mkdir(partial.c_str(), 0775) != 0 && errno != EEXIST) return false;
-    }
-    if (i < path.size()) partial += path[i];
-  }
-  return true;
-}
-
-// Application thread, at start: the folder exists and is writable, and the
-// file's name. The file itself opens in OpenOutput.
+// Application thread, at start: the folder, opened and checked against
+// other users (inject/safe_path.h), and the file's name. The file itself
+// opens in OpenOutput (then or at the first context), inside that folder.
 bool Collector::PrepareOutput(std::string* error) {
   const std::string& dir = config.output_dir;
-  if (!MakeDirs(dir)) {
-    *error = "cannot create output directory GPSCOPE_OUTPUT=" + dir + ": " + strerror(errno);
+  std::string why;
+  if (!OpenOutputDir(dir, DirModeFor(config.file_permissions), geteuid(), &output_dir, &why)) {
+    *error = "GPSCOPE_OUTPUT=" + dir + ": " + why;
     return false;
   }
-  if (access(dir.c_str(), W_OK | X_OK) != 0) {
+  if (faccessat(output_dir.fd(), ".", W_OK | X_OK, AT_EACCESS) != 0) {
     *error = "cannot write to output directory GPSCOPE_OUTPUT=" + dir + ": " + strerror(errno);
     return false;
   }
   FileMode mode = config.file_mode;
-  if (mode == FileMode::kNode && format::IsNetworkFilesystem(dir.c_str())) {
+  if (mode == FileMode::kNode && format::IsNetworkFilesystemFd(output_dir.fd())) {
     GPSCOPE_LOG_WARNING("%s is on a network filesystem where appends from several processes are "
                         "not atomic; writing one file per process",
-                        dir.c_str());
+                        output_dir.path().c_str());
     mode = FileMode::kProcess;
   }
-  trace_path = dir + "/" + TraceFileName(identity.job_id, identity.hostname, identity.pid, mode);
+  trace_name = TraceFileName(identity.job_id, identity.hostname, identity.pid, mode);
+  // Absolute: `gpscope attach` reads it from another working directory.
+  trace_path = output_dir.path() + "/" + trace_name;
   return true;
 }
 
-// Application thread at start, or the writer at the first context.
+// Application thread at start, or the writer at the first context. A name
+// taken by something gpscope must not append to (another user's file, a
+// link, a FIFO) gets one line and a private name beside it.
 bool Collector::OpenOutput(std::string* error) {
-  char err[256] = {};
-  fd = format::OpenForAppend(trace_path.c_str(), err, sizeof(err));
+  bool foreign = false;
+  std::string why;
+  fd = OpenTraceFileIn(output_dir, trace_name, config.file_permissions, geteuid(), &foreign, &why);
+  if (fd < 0 && foreign) {
+    const std::string private_name = PrivateTraceName(trace_name, geteuid(), identity.pid);
+    GPSCOPE_LOG_WARNING("%s; tracing to %s/%s instead", why.c_str(), output_dir.path().c_str(),
+                        private_name.c_str());
+    fd = OpenTraceFileIn(output_dir, private_name, config.file_permissions, geteuid(), &foreign,
+                         &why);
+    if (fd >= 0) {
+      trace_name = private_name;
+      std::lock_guard<std::mutex> lock(path_mu);
+      trace_path = output_dir.path() + "/" + trace_name;
+    }
+  }
   if (fd < 0) {
-    *error = std::string("cannot open trace file: ") + err;
+    *error = "cannot open trace file: " + why;
     return false;
   }
   return writer == nullptr || writer->Open(fd);
@@ -406,8 +421,9 @@ bool Collector::EnableCupti(std::string* error) {
     return false;
   };
   // Hold the (single) subscriber so another client cannot take the activity
-  // callbacks from us (see collector.h). Failure means someone else holds
-  // it: we still trace, and say so.
+  // callbacks from us (see collector.h). MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+  // means someone else holds it: we still trace, and say so; any other
+  // error is CUPTI failing, and said as such.
   char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
   CUptiResult sub = CUPTI_ERROR_UNKNOWN;
   if (api.cuptiSubscribe_v2 != nullptr) {
@@ -422,7 +438,17 @@ bool Collector::EnableCupti(std::string* error) {
   if (sub != CUPTI_SUCCESS && sub != CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     sub = api.cuptiSubscribe(&subscriber, SubscriberCallback, nullptr);
   }
-  if (sub != CUPTI_SUCCESS) {
+  if (sub != CUPTI_SUCCESS && sub != CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    // Not another client: CUPTI's callback API failed (measured without a
+    // driver: CUPTI_ERROR_UNKNOWN; CUPTI newer than the driver:
+    // CUPTI_ERROR_NOT_INITIALIZED). Activity tracing may still work; Start()
+    // says which in one line (subscribe_error_).
+    subscribe_error_ = std::string("cuptiSubscribe failed: ") + api.ErrorString(sub) +
+                       " (CUptiResult " + std::to_string(static_cast<int>(sub)) + ")";
+    writer->AddCapability({format::MakeStringRef("cupti_subscriber"), false,
+                           {subscribe_error_.data(), subscribe_error_.size()}});
+    subscriber = nullptr;
+  } else if (sub != CUPTI_SUCCESS) {
     std::string why = std::string("CUPTI subscriber held by ") +
                       (holder[0] != '\0' ? holder : "another client") + " (" +
                       api.ErrorString(sub) + "); tracing anyway, that tool may take our buffers";
@@ -592,6 +618,8 @@ bool Collector::Start() {
     format::CapabilityRecord cap{format::MakeStringRef("cupti"), false, lost.detail};
     writer->AddCapability(cap);
   } else if (!EnableCupti(&error)) {
+    // One line: what failed first (a subscribe that failed on its own), then this.
+    if (!subscribe_error_.empty()) error = subscribe_error_ + ", then " + error;
     GPSCOPE_LOG_ERROR("%s; the application runs untraced", error.c_str());
     format::CapabilityRecord cap{format::MakeStringRef("cupti"), false,
                                  {error.data(), error.size()}};
@@ -607,6 +635,11 @@ bool Collector::Start() {
     return false;
   } else {
     cupti_active = true;
+    if (!subscribe_error_.empty()) {
+      GPSCOPE_LOG_WARNING("%s; tracing without CUPTI's callbacks (the trace file opens now, every "
+                          "GPU is sampled)",
+                          subscribe_error_.c_str());
+    }
   }
   // Without CUPTI's word on contexts (yield mode, someone else's
   // subscriber) the file opens now.
@@ -864,6 +897,7 @@ void Collector::GetStatus(control::ControlStatus* status) {
   // Records (refused buffer requests show up as CUPTI-reported drops).
   status->drops = cupti_dropped.load(std::memory_order_relaxed);
   status->pid = static_cast<uint64_t>(identity.pid);
+  std::lock_guard<std::mutex> lock(path_mu);
   status->trace_path = trace_path;
 }
 
@@ -925,19 +959,26 @@ void Collector::StartControl() {
                 geteuid())
           : std::vector<std::string>{ctl.dir};
   std::string error;
-  for (const std::string& dir : dirs) {
-    control::ControlChannel::Options o;
-    o.dir = dir;
-    auto ch = std::make_unique<control::ControlChannel>(this, o);
-    if (ch->Start(&error)) {
-      channel = std::move(ch);
-      pthread_atfork(nullptr, nullptr, ForgetControlAfterFork);
-      GPSCOPE_LOG_INFO("control socket %s", channel->socket_path().c_str());
-      return;
+  std::vector<std::string> refused;
+  channel = control::StartControlChannel(this, dirs, &refused, &error);
+  if (channel == nullptr) {
+    GPSCOPE_LOG_WARNING("no control socket (gpscope attach will not reach this process): %s",
+                        error.c_str());
+    return;
+  }
+  // Every candidate refused: another user may be squatting the default
+  // directory. Say so (attach still finds the fallback through /proc).
+  // One refused while the next served is routine ($XDG_RUNTIME_DIR unset up).
+  for (const std::string& r : refused) {
+    if (refused.size() == dirs.size()) {
+      GPSCOPE_LOG_WARNING("%s; serving it from %s instead", r.c_str(),
+                          channel->socket_path().c_str());
+    } else {
+      GPSCOPE_LOG_INFO("%s", r.c_str());
     }
   }
-  GPSCOPE_LOG_WARNING("no control socket (gpscope attach will not reach this process): %s",
-                      error.c_str());
+  pthread_atfork(nullptr, nullptr, ForgetControlAfterFork);
+  GPSCOPE_LOG_INFO("control socket %s", channel->socket_path().c_str());
 }
 
 // Application thread, once, after the writer runs. The sampler loads NVML on

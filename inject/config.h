@@ -7,6 +7,9 @@
 //   GPSCOPE_ENABLE            1|0                  default 1
 //   GPSCOPE_OUTPUT            directory            default ./gpscope-out
 //   GPSCOPE_FILE_MODE         node|process         default node (one file per node)
+//   GPSCOPE_FILE_PERMISSIONS  octal, e.g. 0600     default 0640: the trace files' permission
+//                             bits (before the umask); owner rw required, no execute bits,
+//                             never writable by others (docs/security.md)
 //   GPSCOPE_JOB               job id for file names and the trace identity
 //   GPSCOPE_OPEN_AT           context|start        default context: the trace file is
 //                             created at the process's first CUDA context, so a
@@ -56,6 +59,7 @@ struct Config {
   bool enabled = true;
   std::string output_dir = "./gpscope-out";
   FileMode file_mode = FileMode::kNode;
+  uint32_t file_permissions = 0640;  // GPSCOPE_FILE_PERMISSIONS
   bool open_at_context = true;  // GPSCOPE_OPEN_AT=context
   std::string job;
   uint32_t flush_interval_ms = 2000;

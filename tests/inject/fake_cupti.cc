@@ -37,6 +37,8 @@
 //   FAKE_CUPTI_SUBSCRIBE=busy cuptiSubscribe(_v2) fail with MULTIPLE_SUBSCRIBERS_
 //                             NOT_SUPPORTED; _v2 names FAKE_CUPTI_HOLDER as holder
 //                             (default "CUPTI for torch.profiler")
+//   FAKE_CUPTI_SUBSCRIBE=error  ... fail with CUPTI_ERROR_NOT_INITIALIZED (CUPTI's
+//                             callback API failing on its own; activity still works)
 //   FAKE_CUPTI_UNSUPPORTED=K,K activity kinds (numbers) cuptiActivityEnable refuses
 //   FAKE_CUPTI_KERNELS=N|forever  kernels in the workload (default 0)
 //   FAKE_CUPTI_RATE=R         kernels per second (default 0: as fast as possible);
@@ -115,6 +117,7 @@ constexpr const char* kKernelNames[3] = {
 struct FakeConfig {
   uint32_t version;
   bool subscribe_busy;
+  bool subscribe_error;
   char holder[96];
   uint64_t unsupported_kinds;  // bit per kind < 64
   int64_t kernels;             // -1: forever
@@ -242,6 +245,7 @@ __attribute__((constructor)) void ReadConfig() {
   g_cfg.version = static_cast<uint32_t>(EnvU64("FAKE_CUPTI_VERSION", CUPTI_API_VERSION));
   const char* sub = getenv("FAKE_CUPTI_SUBSCRIBE");
   g_cfg.subscribe_busy = sub != nullptr && strcmp(sub, "busy") == 0;
+  g_cfg.subscribe_error = sub != nullptr && strcmp(sub, "error") == 0;
   const char* holder = getenv("FAKE_CUPTI_HOLDER");
   snprintf(g_cfg.holder, sizeof(g_cfg.holder), "%s",
            holder != nullptr ? holder : "CUPTI for torch.profiler");
@@ -795,6 +799,7 @@ const char* ResultName(CUptiResult r) {
     case CUPTI_ERROR_NOT_COMPATIBLE: return "CUPTI_ERROR_NOT_COMPATIBLE";
     case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
       return "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
+    case CUPTI_ERROR_NOT_INITIALIZED: return "CUPTI_ERROR_NOT_INITIALIZED";
     default: return nullptr;
   }
 }
@@ -994,6 +999,7 @@ CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
 CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc cb,
                                     void* userdata) {
   if (subscriber == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (g_cfg.subscribe_error) return CUPTI_ERROR_NOT_INITIALIZED;
   pthread_mutex_lock(&g_mu);
   const bool busy = g_cfg.subscribe_busy || g_subscribers > 0;
   LogLocked("subscribe", 0, busy ? 0 : 1);
@@ -1013,6 +1019,7 @@ CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber,
                                        CUpti_SubscriberParams* params) {
   if (subscriber == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   if (params != nullptr && params->structSize == 0) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (g_cfg.subscribe_error) return CUPTI_ERROR_NOT_INITIALIZED;
   pthread_mutex_lock(&g_mu);
   const bool busy = g_cfg.subscribe_busy || g_subscribers > 0;
   LogLocked("subscribe_v2", 0, busy ? 0 : 1);

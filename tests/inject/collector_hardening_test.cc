@@ -1,0 +1,319 @@
+// The collector against the machine's other users and hostile settings
+// (issue 17), inside the real libgpscope_inject.so with the stand-in
+// libcupti (tests/inject/fake_cupti.cc), or with the real libcupti where the
+// case is about it: trace file modes, planted links and foreign files, the
+// absolute trace path in the control status, paths that are not regular
+// files, what a failing cuptiSubscribe says, echoed values kept on one line.
+//
+// "Another user" needs root (chown to an unused uid); those cases say
+// SKIPPED otherwise. CI runs as root.
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "inject/config.h"
+#include "inject/control/control_channel.h"
+#include "inject/identity.h"
+#include "proto/framing.h"
+#include "tests/inject/collector_child.h"
+
+namespace gpscope {
+namespace {
+
+using namespace collector_test;  // NOLINT: the fixture and its helpers
+
+constexpr uid_t kOtherUid = 12345;
+
+// As the kernel names it (TempDir() ends in '/', so the fixture's paths hold "//").
+std::string Real(const std::string& path) {
+  char buf[4096];
+  return realpath(path.c_str(), buf) != nullptr ? buf : path;
+}
+
+mode_t ModeOf(const std::string& path) {
+  struct stat st{};
+  lstat(path.c_str(), &st);
+  return st.st_mode & 07777;
+}
+
+std::string HostName() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  return host[0] != '\0' ? host : "unknown-host";
+}
+
+// The node file's name for GPSCOPE_JOB=hard, as the collector makes it.
+std::string NodeFileName() {
+  return inject::TraceFileName("hard", HostName(), 0, inject::FileMode::kNode);
+}
+
+class CollectorHardeningTest : public CollectorCuptiTest {
+ protected:
+  // Node mode with a known job: the file's name is known before the child runs.
+  Env NodeMode(Env extra = {}) {
+    Env env = {{"GPSCOPE_FILE_MODE", "node"}, {"GPSCOPE_JOB", "hard"},
+               {"FAKE_CUPTI_KERNELS", "20"}};
+    env.insert(env.end(), extra.begin(), extra.end());
+    return env;
+  }
+  void MakeTraceDir() { ASSERT_EQ(mkdir(trace_dir_.c_str(), 0750), 0); }
+};
+
+// ---- files: modes, links, other users' files ----
+
+TEST_F(CollectorHardeningTest, TraceFilesAndTheirDirectoryAreNotReadableByOthers) {
+  const mode_t old = umask(022);
+  ASSERT_NO_FATAL_FAILURE(RunToExit({{"FAKE_CUPTI_KERNELS", "20"}}));
+  umask(old);
+  const std::vector<std::string> files = TraceFiles();
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(ModeOf(files[0]), 0640u) << "the trace holds the command line and environment";
+  EXPECT_EQ(ModeOf(trace_dir_), 0750u);
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  EXPECT_EQ(t.kernels.size(), 20u);
+  bool recorded = false;
+  for (const auto& kv : t.header->config()) {
+    if (kv.key() == "GPSCOPE_FILE_PERMISSIONS") recorded = kv.value() == "0640";
+  }
+  EXPECT_TRUE(recorded) << "the effective setting is in the header";
+}
+
+TEST_F(CollectorHardeningTest, FilePermissionsSettingIsAppliedAndBadValuesAreOneLine) {
+  const mode_t old = umask(0);
+  ASSERT_NO_FATAL_FAILURE(
+      RunToExit({{"FAKE_CUPTI_KERNELS", "5"}, {"GPSCOPE_FILE_PERMISSIONS", "0600"}}));
+  umask(old);
+  ASSERT_EQ(TraceFiles().size(), 1u);
+  EXPECT_EQ(ModeOf(TraceFiles()[0]), 0600u);
+  EXPECT_EQ(ModeOf(trace_dir_), 0700u);
+  ASSERT_EQ(system(("rm -rf '" + trace_dir_ + "'").c_str()), 0);
+  // Writable by others is never allowed: one line, the default.
+  ASSERT_NO_FATAL_FAILURE(
+      RunToExit({{"FAKE_CUPTI_KERNELS", "5"}, {"GPSCOPE_FILE_PERMISSIONS", "0666"}}));
+  const std::vector<std::string> lines = StderrLines();
+  ASSERT_EQ(lines.size(), 1u) << Stderr();
+  EXPECT_NE(lines[0].find("GPSCOPE_FILE_PERMISSIONS='0666' is not octal permission bits"),
+            std::string::npos)
+      << lines[0];
+  EXPECT_EQ(ModeOf(TraceFiles()[0]) & 0002, 0u);
+}
+
+TEST_F(CollectorHardeningTest, APlantedSymlinkAtTheTraceNameIsNotFollowed) {
+  ASSERT_NO_FATAL_FAILURE(MakeTraceDir());
+  // Another trace the link points at: it must stay as it is.
+  const std::string victim = dir_ + "/victim.gpscope";
+  const int fd = format::OpenForAppend(victim.c_str(), nullptr, 0);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  const std::string name = trace_dir_ + "/" + NodeFileName();
+  ASSERT_EQ(symlink(victim.c_str(), name.c_str()), 0);
+  ASSERT_NO_FATAL_FAILURE(RunToExit(NodeMode()));
+  struct stat st{};
+  ASSERT_EQ(stat(victim.c_str(), &st), 0);
+  EXPECT_EQ(static_cast<size_t>(st.st_size), format::kFileHeaderBytes) << "appended through a link";
+  // One line, and the trace in a private file beside the link.
+  const std::vector<std::string> lines = StderrLines();
+  ASSERT_EQ(lines.size(), 1u) << Stderr();
+  EXPECT_NE(lines[0].find("is a symbolic link; refusing to follow it"), std::string::npos)
+      << lines[0];
+  EXPECT_NE(lines[0].find("tracing to " + Real(trace_dir_) + "/hard_"), std::string::npos)
+      << lines[0];
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  EXPECT_EQ(t.kernels.size(), 20u);
+  ASSERT_TRUE(t.end.has_value());
+}
+
+TEST_F(CollectorHardeningTest, AFifoAtTheTraceNameNeitherBlocksNorReceivesTheTrace) {
+  ASSERT_NO_FATAL_FAILURE(MakeTraceDir());
+  ASSERT_EQ(mkfifo((trace_dir_ + "/" + NodeFileName()).c_str(), 0666), 0);
+  ASSERT_NO_FATAL_FAILURE(Start(NodeMode(), Then::kExit));
+  bool hung = false;
+  const int status = WaitAtMost(10000, &hung);
+  ASSERT_FALSE(hung) << "blocked on the FIFO";
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << Stderr();
+  ASSERT_EQ(StderrLines().size(), 1u) << Stderr();
+  EXPECT_NE(Stderr().find("not a regular file"), std::string::npos) << Stderr();
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));  // the private file (the FIFO is no trace)
+  EXPECT_EQ(t.kernels.size(), 20u);
+}
+
+TEST_F(CollectorHardeningTest, AnotherUsersPreMadeTraceFileGetsNothingAsRoot) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to hand a file to another uid";
+  ASSERT_NO_FATAL_FAILURE(MakeTraceDir());
+  ASSERT_EQ(chmod(trace_dir_.c_str(), 01777), 0);  // a shared, sticky directory
+  const std::string name = trace_dir_ + "/" + NodeFileName();
+  const int fd = format::OpenForAppend(name.c_str(), nullptr, 0);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  ASSERT_EQ(chown(name.c_str(), kOtherUid, kOtherUid), 0);
+  ASSERT_EQ(chmod(name.c_str(), 0666), 0);
+  ASSERT_NO_FATAL_FAILURE(RunToExit(NodeMode()));
+  struct stat st{};
+  ASSERT_EQ(stat(name.c_str(), &st), 0);
+  EXPECT_EQ(static_cast<size_t>(st.st_size), format::kFileHeaderBytes)
+      << "root's trace went into another user's file";
+  const std::vector<std::string> lines = StderrLines();
+  ASSERT_EQ(lines.size(), 1u) << Stderr();
+  EXPECT_NE(lines[0].find("belongs to uid 12345"), std::string::npos) << lines[0];
+  // The private file is root's, 0640.
+  for (const std::string& f : TraceFiles()) {
+    if (f == name) continue;
+    struct stat pst{};
+    ASSERT_EQ(lstat(f.c_str(), &pst), 0);
+    EXPECT_EQ(pst.st_uid, 0u);
+    EXPECT_EQ(pst.st_mode & 0777, 0640u);
+  }
+}
+
+TEST_F(CollectorHardeningTest, AnOutputDirectoryLinkedByAnotherUserIsRefusedAsRoot) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to hand a link to another uid";
+  const std::string secret = dir_ + "/root-only";
+  ASSERT_EQ(mkdir(secret.c_str(), 0700), 0);
+  ASSERT_EQ(symlink(secret.c_str(), trace_dir_.c_str()), 0);
+  ASSERT_EQ(lchown(trace_dir_.c_str(), kOtherUid, kOtherUid), 0);
+  ASSERT_NO_FATAL_FAILURE(RunToExit({{"FAKE_CUPTI_KERNELS", "5"}}));
+  const std::vector<std::string> lines = StderrLines();
+  ASSERT_EQ(lines.size(), 1u) << Stderr();
+  EXPECT_NE(lines[0].find("GPSCOPE_OUTPUT="), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("symbolic link that belongs to uid 12345"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("the application runs untraced"), std::string::npos) << lines[0];
+  EXPECT_EQ(system(("test -z \"$(ls -A '" + secret + "')\"").c_str()), 0) << "written into";
+}
+
+TEST_F(CollectorHardeningTest, AnotherUsersOutputDirectoryIsRefusedAsRoot) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to hand a directory to another uid";
+  ASSERT_NO_FATAL_FAILURE(MakeTraceDir());
+  ASSERT_EQ(chown(trace_dir_.c_str(), kOtherUid, kOtherUid), 0);
+  ASSERT_EQ(chmod(trace_dir_.c_str(), 0777), 0);
+  ASSERT_NO_FATAL_FAILURE(RunToExit({{"FAKE_CUPTI_KERNELS", "5"}}));
+  const std::vector<std::string> lines = StderrLines();
+  ASSERT_EQ(lines.size(), 1u) << Stderr();
+  EXPECT_NE(lines[0].find("belongs to uid 12345"), std::string::npos) << lines[0];
+  EXPECT_TRUE(TraceFiles().empty());
+}
+
+// ---- the trace's path as the control socket tells it ----
+
+TEST_F(CollectorHardeningTest, ARelativeOutputIsReportedAsAnAbsolutePath) {
+  ASSERT_NO_FATAL_FAILURE(Start({{"FAKE_CUPTI_KERNELS", "forever"},
+                                 {"FAKE_CUPTI_RATE", "1000"},
+                                 {"GPSCOPE_OPEN_AT", "start"},
+                                 {"@chdir", dir_},
+                                 {"GPSCOPE_OUTPUT", "rel/out"}},
+                                Then::kStay));
+  const std::string socket = inject::control::ControlSocketPath(control_dir_, child_);
+  inject::control::ControlClient client;
+  std::string error, reply;
+  const uint64_t deadline = MonotonicMs() + 5000;
+  while (client.Connect(socket, &error) != inject::control::ClientError::kOk) {
+    ASSERT_LT(MonotonicMs(), deadline) << "no control socket at " << socket << ": " << error;
+    SleepMs(10);
+  }
+  ASSERT_EQ(client.Request("status", 2000, &reply, &error), inject::control::ClientError::kOk)
+      << error;
+  const std::string expected = " trace=" + Real(dir_) + "/rel/out/" + inject::TraceFileName(
+      "", HostName(), static_cast<uint32_t>(child_), inject::FileMode::kProcess);
+  EXPECT_NE(reply.find(expected), std::string::npos) << reply << "\nwanted" << expected;
+  client.Close();
+  kill(child_, SIGKILL);
+  Wait();
+}
+
+// ---- paths that are not regular files ----
+
+TEST_F(CollectorHardeningTest, ACuptiPathNamingAFifoIsOneLineNotAHang) {
+  const std::string fifo = dir_ + "/libcupti.so";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  ASSERT_NO_FATAL_FAILURE(Start({}, Then::kExit, fifo.c_str()));
+  bool hung = false;
+  const int status = WaitAtMost(10000, &hung);
+  ASSERT_FALSE(hung) << "InitializeInjection blocked on the FIFO";
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << Stderr();
+  const std::vector<std::string> lines = StderrLines();
+  ASSERT_EQ(lines.size(), 1u) << Stderr();
+  EXPECT_NE(lines[0].find("GPSCOPE_CUPTI_PATH=" + fifo), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("is a FIFO"), std::string::npos) << lines[0];
+  EXPECT_TRUE(TraceFiles().empty());
+}
+
+TEST_F(CollectorHardeningTest, AnNvmlPathNamingAFifoNeitherHangsNorBlocksExit) {
+  const std::string fifo = dir_ + "/libnvidia-ml.so.1";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  ASSERT_NO_FATAL_FAILURE(Start({{"FAKE_CUPTI_KERNELS", "20"},
+                                 {"GPSCOPE_METRICS", "1"},
+                                 {"GPSCOPE_NVML_PATH", fifo}},
+                                Then::kExit));
+  bool hung = false;
+  const int status = WaitAtMost(10000, &hung);
+  ASSERT_FALSE(hung) << "exit blocked behind the sampler's dlopen of the FIFO";
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << Stderr();
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  EXPECT_EQ(t.kernels.size(), 20u);
+  bool said = false;
+  for (const auto& c : t.capabilities) {
+    said |= !c.available() && c.reason().find(fifo + " is a FIFO") != std::string::npos;
+  }
+  EXPECT_TRUE(said) << "the trace says why there are no GPU metrics";
+}
+
+// ---- what a failing cuptiSubscribe says ----
+
+// The real libcupti of the toolkit, on a machine without a driver (this
+// one): cuptiSubscribe fails with CUPTI_ERROR_UNKNOWN. That is not another
+// client, and the line must not say so.
+TEST_F(CollectorHardeningTest, RealCuptiWithoutADriverSaysWhatFailedNotAnotherClient) {
+  const std::string real = "/usr/local/cuda/lib64/libcupti.so";
+  if (access(real.c_str(), R_OK) != 0) GTEST_SKIP() << real << " not installed";
+  if (access("/dev/nvidiactl", F_OK) == 0) GTEST_SKIP() << "a driver is present here";
+  ASSERT_NO_FATAL_FAILURE(Start({}, Then::kExit, real.c_str()));
+  bool hung = false;
+  const int status = WaitAtMost(60000, &hung);
+  ASSERT_FALSE(hung);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << Stderr();
+  const std::vector<std::string> lines = StderrLines();
+  ASSERT_EQ(lines.size(), 1u) << Stderr();
+  EXPECT_EQ(lines[0].find("another client"), std::string::npos) << lines[0];
+  EXPECT_EQ(lines[0].find("held by"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("cuptiSubscribe failed: CUPTI_ERROR_UNKNOWN (CUptiResult 999)"),
+            std::string::npos)
+      << lines[0];
+  EXPECT_NE(lines[0].find("the application runs untraced"), std::string::npos) << lines[0];
+}
+
+TEST_F(CollectorHardeningTest, OnlyMultipleSubscribersIsBlamedOnAnotherClient) {
+  ASSERT_NO_FATAL_FAILURE(RunToExit({{"FAKE_CUPTI_KERNELS", "5"},
+                                     {"FAKE_CUPTI_SUBSCRIBE", "error"}}));
+  const std::vector<std::string> lines = StderrLines();
+  ASSERT_EQ(lines.size(), 1u) << Stderr();
+  EXPECT_NE(lines[0].find("cuptiSubscribe failed: CUPTI_ERROR_NOT_INITIALIZED (CUptiResult 15)"),
+            std::string::npos)
+      << lines[0];
+  EXPECT_EQ(lines[0].find("another client"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("tracing without CUPTI's callbacks"), std::string::npos) << lines[0];
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  EXPECT_EQ(t.kernels.size(), 5u) << "activity tracing still works";
+}
+
+// ---- echoed values stay one line ----
+
+TEST_F(CollectorHardeningTest, AValueWithANewlineOrEscapesIsEchoedOnOneLine) {
+  ASSERT_NO_FATAL_FAILURE(RunToExit({{"FAKE_CUPTI_KERNELS", "5"},
+                                     {"GPSCOPE_BUFFER_KB", "12\ngpscope[1]: all is well\x1b[2J"}}));
+  const std::string err = Stderr();
+  ASSERT_EQ(StderrLines().size(), 1u) << err;
+  EXPECT_EQ(err.find('\x1b'), std::string::npos);
+  EXPECT_NE(err.find("GPSCOPE_BUFFER_KB='12\\x0agpscope[1]: all is well\\x1b[2J' is not"),
+            std::string::npos)
+      << err;
+}
+
+}  // namespace
+}  // namespace gpscope
