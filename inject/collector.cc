@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,12 +29,14 @@
 #include "inject/control/capture_window.h"
 #include "inject/control/control_channel.h"
 #include "inject/cupti_loader.h"
+#include "inject/exit_finisher.h"
 #include "inject/identity.h"
 #include "inject/metrics/nvml_backend.h"
 #include "inject/metrics/sample_ring.h"
 #include "inject/metrics/sampler_thread.h"
 #include "inject/raw_log.h"
 #include "inject/safe_path.h"
+#include "inject/wake_word.h"
 #include "proto/framing.h"
 
 #ifndef GPSCOPE_VERSION
@@ -53,6 +54,7 @@ constexpr uint32_t kDropCuptiReported = 2, kDropIncomplete = 3, kDropPoolEmpty =
                    kDropBufferStolen = 6, kDropRingFull = 4;
 constexpr uint32_t kLostYielded = 1, kLostTracingDisabled = 3;
 constexpr uint32_t kEndExit = 1, kEndSignal = 2;
+constexpr uint32_t kDropExitFlushTimeout = 8;  // DROP_EXIT_FLUSH_TIMEOUT
 
 uint64_t ClockNs(clockid_t id) {
   timespec ts;
@@ -117,7 +119,7 @@ void CUPTIAPI SubscriberCallback(void*, CUpti_CallbackDomain domain, CUpti_Callb
                     get != nullptr && get(rd->context, &device_id) == CUPTI_SUCCESS);
 }
 
-class Collector : public control::ControlHandler {
+class Collector : public control::ControlHandler, public ExitFinisher::Hooks {
  public:
   Config config;
   ProcessIdentity identity;
@@ -187,21 +189,33 @@ class Collector : public control::ControlHandler {
   // Written by CUPTI callbacks, read by the writer.
   std::atomic<uint64_t> cupti_dropped{0};
 
-  // Exit handshake between the exiting thread and the writer thread.
-  std::atomic<bool> stopping{false};
+  // Exit handshake between the exiting thread (or the finisher, after a
+  // signal) and the writer thread (inject/exit_finisher.h).
+  ExitFinisher finisher;
+  std::atomic<bool> stopping{false};  // only without a finisher thread
   std::atomic<bool> final_requested{false};
   std::atomic<bool> final_done{false};
   std::atomic<uint32_t> end_reason{kEndExit};
   std::atomic<int32_t> end_signal{0};
-  std::mutex wake_mu;
-  std::condition_variable wake_cv;
+  WakeWord wake;  // the writer's 20 ms sleep, cut short (any thread, signal-safe)
   std::thread writer_thread;
 
   struct sigaction old_term {};
   struct sigaction old_int {};
 
   bool Start();
-  void Stop(uint32_t reason, int sig, bool from_signal);
+  // The exit path (atexit): the final flush and end record, bounded.
+  void StopAtExit();
+  // A fatal signal's handler (async-signal-safe). True when the trace is
+  // finished for it and the signal delivered later (the handler returns).
+  bool OnSignal(int sig);
+  // Without the finisher thread: the old bounded wait (exit or handler).
+  void StopWithoutFinisher(uint32_t reason, int sig, bool from_signal);
+
+  // ExitFinisher::Hooks.
+  void RequestFinal(int sig) override;
+  bool WriterFinished() override { return final_done.load(std::memory_order_acquire); }
+  void WriteEndInstead() override;
 
  private:
   void WriterLoop();
@@ -211,6 +225,9 @@ class Collector : public control::ControlHandler {
   void ConvertBuffer(uint8_t* buffer, size_t valid_bytes);
   void ConvertRecord(const CUpti_Activity* record);
   void ReportLosses(bool final);
+  // The end record with its counts (writer, or the finisher after a takeover).
+  format::ProcessEndRecord EndRecord(const format::ClockRecord& clock);
+  void WriteEndRecord(format::ProcessEndRecord end);
   void AddClockSnapshot();
   format::ClockRecord Snapshot() const;
   bool PrepareOutput(std::string* error);
@@ -219,6 +236,7 @@ class Collector : public control::ControlHandler {
   bool WriteHeader();
   bool EnableCupti(std::string* error);
   bool SetTracing(bool on, std::string* error = nullptr);
+  bool SetTracingCalls(bool on, std::string* error);
   void SetApiRecords(bool on);
   void ReleaseCupti();
   void ReadGlobalDrops();
@@ -241,6 +259,12 @@ class Collector : public control::ControlHandler {
   uint64_t reported_metric_drops_ = 0;
   uint64_t last_event_ns_ = 0;
   bool flush_timed_out_ = false;
+  uint64_t cut_at_deadline_ = 0;  // completed buffers not converted: the exit deadline came
+  // CUPTI ns minus CLOCK_REALTIME at the last snapshot: the end record's
+  // clock when CUPTI cannot be asked (the finisher, after a takeover).
+  std::atomic<int64_t> cupti_minus_realtime_ns_{0};
+  std::string api_refusal_;      // SetApiRecords: the API kinds refused (written once)
+  bool api_refusal_written_ = false;
   std::unordered_map<uint64_t, uint32_t> api_names_;  // (domain << 32 | cbid) -> string id
   // Window bookkeeping (writer thread): records are kept when they start in
   // [gate_start_ns_, gate_end_ns_) (gate_end_ns_ 0: open), so a window cut
@@ -272,6 +296,9 @@ class Collector : public control::ControlHandler {
   uint64_t buffers_drained_ = 0;   // activity buffers converted
   uint64_t drained_at_flush_ = 0;  // buffers_drained_ at the last periodic flush
   int flushes_without_buffer_ = 0;
+  uint64_t failures_at_pressure_ = 0;    // pool.acquire_failures() at the last pressure flush
+  uint64_t next_pressure_flush_ns_ = 0;  // CLOCK_MONOTONIC
+  uint64_t pressure_flushes_ = 0;
   struct OpenRange {
     uint64_t start_ns;
     uint32_t name_id;
@@ -285,14 +312,24 @@ class Collector : public control::ControlHandler {
 format::ClockRecord Collector::Snapshot() const {
   format::ClockRecord c{};
   uint64_t cupti_ns = 0;
-  if (api.cuptiGetTimestamp != nullptr) api.cuptiGetTimestamp(&cupti_ns);
+  if (api.cuptiGetTimestamp != nullptr) {
+    BlockingSection section(const_cast<ExitFinisher*>(&finisher));
+    api.cuptiGetTimestamp(&cupti_ns);
+  }
   c.realtime_ns = ClockNs(CLOCK_REALTIME);
   c.monotonic_ns = ClockNs(CLOCK_MONOTONIC);
   c.cupti_ns = cupti_ns;
   return c;
 }
 
-void Collector::AddClockSnapshot() { writer->AddClock(Snapshot()); }
+void Collector::AddClockSnapshot() {
+  const format::ClockRecord c = Snapshot();
+  if (c.cupti_ns != 0) {
+    cupti_minus_realtime_ns_.store(static_cast<int64_t>(c.cupti_ns - c.realtime_ns),
+                                   std::memory_order_relaxed);
+  }
+  writer->AddClock(c);
+}
 
 // Application thread, at start: the folder, opened and checked against
 // other users (inject/safe_path.h), and the file's name. The file itself
@@ -592,9 +629,10 @@ bool Collector::Start() {
     GPSCOPE_LOG_ERROR("%s; the application runs untraced", error.c_str());
     return false;
   }
-  size_t buffer_bytes = static_cast<size_t>(config.buffer_kb) * 1024;
-  size_t count = static_cast<size_t>(config.max_buffer_mb) * 1024 / config.buffer_kb;
-  if (!pool.Init(buffer_bytes, count)) {
+  // Large buffers for the first threads, small ones for many (buffer_pool.h).
+  const size_t buffer_bytes = static_cast<size_t>(config.buffer_kb) * 1024;
+  const size_t cap_bytes = static_cast<size_t>(config.max_buffer_mb) << 20;
+  if (!pool.Init(buffer_bytes, std::min(buffer_bytes, BufferPool::kSmallBufferBytes), cap_bytes)) {
     GPSCOPE_LOG_ERROR("cannot reserve %u MiB for activity buffers; the application runs untraced",
                       config.max_buffer_mb);
     return false;
@@ -653,6 +691,10 @@ bool Collector::Start() {
 
   cuda_started_ = true;
   writer_thread = std::thread([this] { WriterLoop(); });
+  // Before the handlers: a signal from here on is finished by this thread.
+  if (!finisher.Start(this, config.exit_timeout_ms)) {
+    GPSCOPE_LOG_INFO("no finisher thread: a fatal signal waits for the final flush in its handler");
+  }
   StartSampler();
   if (cupti_active) StartControl();
   atexit(AtExit);
@@ -702,6 +744,22 @@ void Collector::ReadGlobalDrops() {
 // the latter serializes all kernels.
 bool Collector::SetTracing(bool on, std::string* error) {
   if (tracing.load(std::memory_order_relaxed) == on) return true;
+  bool ok;
+  {
+    // Hundreds of CUPTI calls: one blocking section (no ChunkWriter use
+    // inside: SetApiRecords leaves its notice in api_refusal_).
+    BlockingSection section(&finisher);
+    ok = SetTracingCalls(on, error);
+  }
+  if (!api_refusal_.empty() && !api_refusal_written_ && writer != nullptr) {
+    api_refusal_written_ = true;
+    writer->AddCapability({format::MakeStringRef("cupti.api_records"), false,
+                           {api_refusal_.data(), api_refusal_.size()}});
+  }
+  return ok;
+}
+
+bool Collector::SetTracingCalls(bool on, std::string* error) {
   static bool warned[sizeof(kOptional) / sizeof(kOptional[0])] = {};
   if (on) {
     CUptiResult r = kernels_always_on_
@@ -773,11 +831,9 @@ void Collector::SetApiRecords(bool on) {
     const char* why = api.ErrorString(rr != CUPTI_SUCCESS ? rr : rd);
     GPSCOPE_LOG_WARNING("CUDA API records unavailable in this window (%s); kernels, copies and "
                         "syncs are still traced", why);
-    // In the trace too, so the analysis says why launch calls are missing.
-    const std::string detail =
-        std::string("CUPTI refused the API kinds for a window opened mid-run: ") + why;
-    writer->AddCapability({format::MakeStringRef("cupti.api_records"), false,
-                           {detail.data(), detail.size()}});
+    // In the trace too, so the analysis says why launch calls are missing
+    // (SetTracing writes it, outside its blocking section).
+    api_refusal_ = std::string("CUPTI refused the API kinds for a window opened mid-run: ") + why;
   }
   for (CUpti_CallbackId id = 1; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++id) {
     if (!kListedApiIds.runtime[id]) api.cuptiActivityEnableRuntimeApi(id, 0);
@@ -789,8 +845,9 @@ void Collector::SetApiRecords(bool on) {
 
 uint64_t Collector::NowNs() const {
   uint64_t ns = 0;
-  if (api.cuptiGetTimestamp != nullptr && api.cuptiGetTimestamp(&ns) == CUPTI_SUCCESS && ns != 0) {
-    return ns;
+  if (api.cuptiGetTimestamp != nullptr) {
+    BlockingSection section(const_cast<ExitFinisher*>(&finisher));  // writer thread only
+    if (api.cuptiGetTimestamp(&ns) == CUPTI_SUCCESS && ns != 0) return ns;
   }
   return ClockNs(CLOCK_REALTIME);
 }
@@ -918,7 +975,7 @@ control::ControlReply Collector::Start(const control::StartRequest& request) {
     r = window->OnAttachRequest(request.duration_ms, NowNs());
     QueueLocked(r.transitions);
   }
-  wake_cv.notify_all();
+  wake.Wake();
   return Reply(r, request.metrics_interval_ms != 0
                       ? "tracing (the metrics interval is fixed at start; ignored)"
                       : "tracing");
@@ -931,7 +988,7 @@ control::ControlReply Collector::Stop() {
     r = window->OnStopRequest(NowNs());
     QueueLocked(r.transitions);
   }
-  wake_cv.notify_all();
+  wake.Wake();
   return Reply(r, "stopped");
 }
 
@@ -1074,7 +1131,12 @@ uint32_t Collector::ApiNameId(uint32_t domain, uint32_t cbid) {
   const char* name = nullptr;
   CUpti_CallbackDomain d =
       domain == kApiRuntime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
-  if (api.cuptiGetCallbackName(d, cbid, &name) != CUPTI_SUCCESS || name == nullptr) name = "";
+  CUptiResult r;
+  {
+    BlockingSection section(&finisher);
+    r = api.cuptiGetCallbackName(d, cbid, &name);
+  }
+  if (r != CUPTI_SUCCESS || name == nullptr) name = "";
   uint32_t id = writer->InternString(name);
   api_names_.emplace(key, id);
   return id;
@@ -1356,6 +1418,9 @@ void Collector::ConvertBuffer(uint8_t* buffer, size_t valid_bytes) {
 void Collector::FlushCupti(uint32_t flag) {
   defer_untimed_ = (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0 && !InWindow(NowNs());
   if (cupti_active) {
+    // May wait for the application's CUDA calls (and never return if one
+    // never does): the finisher can take over meanwhile.
+    BlockingSection section(&finisher);
     api.cuptiActivityFlushAll(flag);
     ReadGlobalDrops();
   }
@@ -1373,7 +1438,17 @@ void Collector::Drain() {
   DrainMetrics();
   uint8_t* buffer;
   size_t valid;
+  // In the final flush the end record must make the exit deadline: past it,
+  // what is left is counted (cut_at_deadline_), not converted.
+  const uint64_t deadline = finisher.writer_deadline_ns();
   while (pool.PopCompleted(&buffer, &valid)) {
+    if (deadline != 0 && final_requested.load(std::memory_order_relaxed) &&
+        ClockNs(CLOCK_MONOTONIC) >= deadline) {
+      ++cut_at_deadline_;
+      memset(buffer, 0, valid);
+      pool.Release(buffer);
+      continue;
+    }
 #ifdef GPSCOPE_DIAG_DISCARD
     (void)&Collector::ConvertBuffer;
 #else
@@ -1426,6 +1501,7 @@ void Collector::WriterLoop() {
   sigaddset(&block, SIGINT);
   pthread_sigmask(SIG_BLOCK, &block, nullptr);
   pthread_setname_np(pthread_self(), "gpscope-writer");
+  finisher.SetWriterThread(pthread_self());  // its blocking calls may be taken over
 
   const uint64_t interval_ns = static_cast<uint64_t>(config.flush_interval_ms) * 1000000ull;
   uint64_t next_flush_ns = ClockNs(CLOCK_MONOTONIC) + interval_ns;
@@ -1434,6 +1510,18 @@ void Collector::WriterLoop() {
     TickWindow();
     Drain();
     if (final_requested.load(std::memory_order_acquire)) break;
+    // Out of buffers (each of many threads holds a partly filled one, which
+    // CUPTI hands back only when forced): force them back, at most every
+    // 200 ms. Records still in flight then come back incomplete (counted);
+    // refused requests would lose far more.
+    if (cupti_active && tracing.load(std::memory_order_relaxed) &&
+        (pool.acquire_failures() != failures_at_pressure_ || pool.Exhausted()) &&
+        ClockNs(CLOCK_MONOTONIC) >= next_pressure_flush_ns_) {
+      FlushCupti(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+      failures_at_pressure_ = pool.acquire_failures();
+      next_pressure_flush_ns_ = ClockNs(CLOCK_MONOTONIC) + 200000000ull;
+      ++pressure_flushes_;
+    }
     if (ClockNs(CLOCK_MONOTONIC) >= next_flush_ns) {
       FlushCupti(0);  // completed buffers only; no device sync
       // Flag 0 hands back no partly filled buffer on the H200 (CUDA 13): a
@@ -1459,30 +1547,20 @@ void Collector::WriterLoop() {
       events_written.store(writer->events_written(), std::memory_order_relaxed);
       next_flush_ns = ClockNs(CLOCK_MONOTONIC) + interval_ns;
     }
-    std::unique_lock<std::mutex> lock(wake_mu);
-    wake_cv.wait_for(lock, std::chrono::milliseconds(20));
+    wake.Wait(20);
   }
 
-  // Final: a window's close without its grace, partially filled buffers
-  // forced out, then the end chunk.
-  FinishWindowClose();
+  // Final: a window still closing ends now (its records come with the
+  // forced flush; no kinds are switched off at exit), partially filled
+  // buffers are forced out, then the end chunk.
+  if (close_due_mono_ns_ != 0) {
+    close_due_mono_ns_ = 0;
+    lost_start_ns_ = gate_end_ns_;
+    windows_written.fetch_add(1, std::memory_order_release);
+  }
   FlushCupti(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   ReportLosses(true);
-  format::ProcessEndRecord end{};
-  end.clock = Snapshot();
-  CloseOutsideWindow(end.clock.cupti_ns);  // the trace may end outside a window
-  end.end_ns = end.clock.cupti_ns;
-  end.reason = end_reason.load();
-  end.signal = end_signal.load();
-  end.events_dropped = cupti_dropped.load() + incomplete_records_;
-  end.flush_timed_out = flush_timed_out_;
-  if (writer->is_open() || MaybeOpenOutput()) {
-    writer->WriteEnd(end);
-  } else if (open_at_context) {
-    // No CUDA context in the process's whole life: nothing to trace.
-    writer->DiscardHeld();
-    GPSCOPE_LOG_INFO("no CUDA context was created: no trace written to %s", trace_path.c_str());
-  }
+  WriteEndRecord(EndRecord(Snapshot()));
   GPSCOPE_LOG_INFO("%llu activity buffers, %llu kernel records from CUPTI (starts %llu..%llu), "
                    "%llu records outside capture windows (not written)",
                    static_cast<unsigned long long>(buffers_drained_),
@@ -1490,20 +1568,116 @@ void Collector::WriterLoop() {
                    static_cast<unsigned long long>(first_kernel_ns_),
                    static_cast<unsigned long long>(last_kernel_ns_),
                    static_cast<unsigned long long>(outside_window_));
+  GPSCOPE_LOG_INFO("buffer pool: %llu x %zu KiB and %llu x %zu KiB cut of %zu MiB, at most %lld "
+                   "held by CUPTI at once, %llu requests refused, %llu flushes forced by pressure",
+                   static_cast<unsigned long long>(pool.large_buffers()),
+                   pool.buffer_bytes() >> 10, static_cast<unsigned long long>(pool.small_buffers()),
+                   pool.small_bytes() >> 10, pool.cap_bytes() >> 20,
+                   static_cast<long long>(pool.peak_outstanding()),
+                   static_cast<unsigned long long>(pool.acquire_failures()),
+                   static_cast<unsigned long long>(pressure_flushes_));
   final_done.store(true, std::memory_order_release);
 }
 
-void Collector::Stop(uint32_t reason, int sig, bool from_signal) {
+format::ProcessEndRecord Collector::EndRecord(const format::ClockRecord& clock) {
+  format::ProcessEndRecord end{};
+  end.clock = clock;
+  CloseOutsideWindow(end.clock.cupti_ns);  // the trace may end outside a window
+  end.end_ns = end.clock.cupti_ns;
+  end.reason = end_reason.load();
+  end.signal = end_signal.load();
+  end.events_dropped = cupti_dropped.load() + incomplete_records_;
+  end.flush_timed_out = flush_timed_out_;
+  if (cut_at_deadline_ > 0) {
+    end.flush_timed_out = true;
+    format::DropRecord d{};
+    d.reason = kDropExitFlushTimeout;
+    d.count = cut_at_deadline_;
+    d.last_ns = last_event_ns_;
+    d.detail = format::MakeStringRef(
+        "activity buffers not converted before the exit deadline (count = buffers, not "
+        "records): GPSCOPE_EXIT_TIMEOUT_MS");
+    writer->AddDrop(d);
+  }
+  return end;
+}
+
+void Collector::WriteEndRecord(format::ProcessEndRecord end) {
+  if (writer->is_open() || MaybeOpenOutput()) {
+    writer->WriteEnd(end);
+  } else if (open_at_context) {
+    // No CUDA context in the process's whole life: nothing to trace.
+    writer->DiscardHeld();
+    GPSCOPE_LOG_INFO("no CUDA context was created: no trace written to %s", trace_path.c_str());
+  }
+}
+
+// Any thread, async-signal-safe (atomics only): the writer polls for it.
+void Collector::RequestFinal(int sig) {
+  end_reason.store(sig != 0 ? kEndSignal : kEndExit);
+  end_signal.store(sig);
+  final_requested.store(true, std::memory_order_release);
+  wake.Wake();
+}
+
+// The finisher thread, the writer's state taken over while the writer sits
+// in a call that did not return (a CUPTI flush waiting on a lock, the
+// loader lock): no CUPTI call here. What CUPTI still holds, and what was
+// handed back but not converted, is counted as lost in the end record.
+void Collector::WriteEndInstead() {
+  const uint64_t unflushed = static_cast<uint64_t>(pool.outstanding() > 0 ? pool.outstanding() : 0) +
+                             pool.completed_pending();
+  ReportLosses(false);
+  format::DropRecord d{};
+  d.reason = kDropExitFlushTimeout;
+  d.count = unflushed + cut_at_deadline_;
+  d.last_ns = last_event_ns_;
+  d.detail = format::MakeStringRef(
+      "activity buffers not flushed before the exit deadline (count = buffers, not records): "
+      "the final CUPTI flush did not return within GPSCOPE_EXIT_TIMEOUT_MS");
+  writer->AddDrop(d);
+  cut_at_deadline_ = 0;  // counted just above
+  flush_timed_out_ = true;
+  format::ClockRecord clock{};
+  clock.realtime_ns = ClockNs(CLOCK_REALTIME);
+  clock.monotonic_ns = ClockNs(CLOCK_MONOTONIC);
+  clock.cupti_ns = static_cast<uint64_t>(static_cast<int64_t>(clock.realtime_ns) +
+                                         cupti_minus_realtime_ns_.load(std::memory_order_relaxed));
+  WriteEndRecord(EndRecord(clock));
+  GPSCOPE_LOG_WARNING("the final CUPTI flush did not return within GPSCOPE_EXIT_TIMEOUT_MS=%u "
+                      "(a CUDA call held it up); the trace ends here, %llu activity buffers not "
+                      "flushed (counted in it)",
+                      config.exit_timeout_ms, static_cast<unsigned long long>(unflushed));
+}
+
+// The exiting thread (atexit). Not from a signal handler.
+void Collector::StopAtExit() {
+  if (!finisher.started()) {
+    StopWithoutFinisher(kEndExit, 0, /*from_signal=*/false);
+    return;
+  }
+  if (!finisher.stopping()) {
+    // Stop the sampler first so its last samples make the final drain (it
+    // locks and joins, so not after a signal; there its thread simply dies
+    // with the process, and the writer never frees what it reads).
+    if (channel != nullptr) channel->Stop();
+    if (sampler != nullptr) sampler->Stop(kSamplerStopTimeoutMs);
+  }
+  if (finisher.OnExit()) {
+    if (writer_thread.joinable()) writer_thread.join();
+  }
+}
+
+bool Collector::OnSignal(int sig) { return finisher.OnSignal(sig); }
+
+void Collector::StopWithoutFinisher(uint32_t reason, int sig, bool from_signal) {
   if (stopping.exchange(true)) return;
   end_reason.store(reason);
   end_signal.store(sig);
-  // Stop the sampler first so its last samples make the final drain (it
-  // locks and joins, so not from a signal handler; there its thread simply
-  // dies with the process, and the writer never frees what it reads).
   if (!from_signal && channel != nullptr) channel->Stop();
   if (!from_signal && sampler != nullptr) sampler->Stop(kSamplerStopTimeoutMs);
   final_requested.store(true, std::memory_order_release);
-  if (!from_signal) wake_cv.notify_all();  // not async-signal-safe; the writer polls anyway
+  wake.Wake();
   // Wait for the writer, never longer than the exit timeout.
   const uint64_t deadline = ClockNs(CLOCK_MONOTONIC) + config.exit_timeout_ms * 1000000ull;
   while (!final_done.load(std::memory_order_acquire)) {
@@ -1535,9 +1709,10 @@ uint64_t MetricClockNs() {
 
 void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_num_records) {
   Collector* c = g_collector.load(std::memory_order_acquire);
-  uint8_t* b = c != nullptr ? c->pool.Acquire() : nullptr;
+  size_t bytes = 0;
+  uint8_t* b = c != nullptr ? c->pool.Acquire(&bytes) : nullptr;
   *buffer = b;
-  *size = b != nullptr ? c->pool.buffer_bytes() : 0;
+  *size = b != nullptr ? bytes : 0;
   *max_num_records = 0;
 }
 
@@ -1552,18 +1727,24 @@ void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer
     c->cupti_dropped.fetch_add(dropped, std::memory_order_relaxed);
   }
   if (buffer != nullptr) c->pool.Complete(buffer, valid_size);
+  // The writer converts and recycles it now rather than at its next tick:
+  // with many threads each holding a buffer, the pool's slack is small.
+  c->wake.Wake();
 }
 
 void AtExit() {
   Collector* c = g_collector.load(std::memory_order_acquire);
   if (c == nullptr || getpid() != c->owner_pid) return;  // fork children stay silent
-  c->Stop(kEndExit, 0, /*from_signal=*/false);
+  c->StopAtExit();
 }
 
 // SIGTERM/SIGINT. When the signal would end the process (default action),
-// finish the trace first, then die of the same signal so the exit status is
-// unchanged. When the application handles the signal itself it may well go
-// on, so we only chain to its handler; its exit reaches AtExit.
+// the trace is finished first and the process then dies of the same signal,
+// so the exit status is unchanged. The handler itself only records the
+// signal (inject/exit_finisher.h) and returns: whatever CUDA call it
+// interrupted completes and releases its locks, which the final flush may
+// need. When the application handles the signal itself it may well go on,
+// so we only chain to its handler; its exit reaches AtExit.
 void OnFatalSignal(int sig, siginfo_t* info, void* uctx) {
   const int saved_errno = errno;
   Collector* c = g_collector.load(std::memory_order_acquire);
@@ -1571,7 +1752,12 @@ void OnFatalSignal(int sig, siginfo_t* info, void* uctx) {
   if (c != nullptr) old = sig == SIGTERM ? &c->old_term : &c->old_int;
   bool owner = c != nullptr && getpid() == c->owner_pid;
   if (old == nullptr || ((old->sa_flags & SA_SIGINFO) == 0 && old->sa_handler == SIG_DFL)) {
-    if (owner) c->Stop(kEndSignal, sig, /*from_signal=*/true);
+    if (owner && c->OnSignal(sig)) {
+      errno = saved_errno;
+      return;  // the finisher delivers it once the trace is finished
+    }
+    // No finisher thread: the old bounded wait, here.
+    if (owner && !c->finisher.started()) c->StopWithoutFinisher(kEndSignal, sig, true);
     signal(sig, SIG_DFL);
     errno = saved_errno;
     raise(sig);  // delivered when this handler returns

@@ -27,6 +27,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -214,6 +215,11 @@ enum class Then {
   kExit,              // exit(0) once the workload is written
   kExitAfterFlushes,  // ... and the fake saw at least 2 non-forced flushes
   kStay,              // stay alive until killed
+  // The application inside CUDA calls (the fake's driver lock, which its
+  // cuptiActivityFlushAll waits for):
+  kTightLoop,         // calls of 50 us back to back, never sleeping, until killed
+  kStuckInCall,       // one call that never returns, until killed
+  kExitWithAThreadStuck,  // another thread stuck in a call, then exit(0)
 };
 
 using Env = std::vector<std::pair<std::string, std::string>>;
@@ -302,6 +308,19 @@ class CollectorCuptiTest : public ::testing::Test {
       if (start() != 0) _exit(13);
       if (then == Then::kStay) {
         for (;;) pause();
+      }
+      auto call = reinterpret_cast<void (*)(uint32_t)>(dlsym(fake, "fake_cupti_app_call"));
+      auto stuck = reinterpret_cast<void (*)()>(dlsym(fake, "fake_cupti_app_call_forever"));
+      if (call == nullptr || stuck == nullptr) _exit(16);
+      if (then == Then::kTightLoop) {
+        for (;;) call(50);
+      }
+      if (then == Then::kStuckInCall) stuck();
+      if (then == Then::kExitWithAThreadStuck) {
+        std::thread(stuck).detach();
+        while (stat("app_calls") == 0) SleepMs(1);
+        SleepMs(300);  // a periodic flush is stuck behind it by now
+        exit(0);
       }
       if (wait_done(8000) != 1) _exit(14);
       const uint64_t deadline = MonotonicMs() + 8000;

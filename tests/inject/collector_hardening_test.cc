@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -300,6 +301,154 @@ TEST_F(CollectorHardeningTest, OnlyMultipleSubscribersIsBlamedOnAnotherClient) {
   Trace t;
   ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
   EXPECT_EQ(t.kernels.size(), 5u) << "activity tracing still works";
+}
+
+// ---- SIGTERM while the application is inside a CUDA call ----
+
+// What the issue saw on the H200 (a PyTorch loop that never sleeps, 3 of 3
+// runs without an end record): the signal lands on the application thread
+// inside a call that holds a lock the final CUPTI flush needs. The fake's
+// flush waits for its "driver lock", which the child's tight loop of calls
+// holds nearly all the time. Five runs: each ends with its end record
+// (reason SIGNAL, nothing timed out), dies of SIGTERM, well within the
+// exit timeout, with a gap-free prefix of the workload's kernels.
+TEST_F(CollectorHardeningTest, SigtermInsideATightLoopOfCallsKeepsTheEndRecord) {
+  for (int run = 0; run < 5; ++run) {
+    SCOPED_TRACE("run " + std::to_string(run));
+    ASSERT_EQ(system(("rm -rf '" + trace_dir_ + "'").c_str()), 0);
+    ASSERT_NO_FATAL_FAILURE(Start({{"FAKE_CUPTI_KERNELS", "forever"},
+                                   {"FAKE_CUPTI_RATE", "20000"},
+                                   {"GPSCOPE_EXIT_TIMEOUT_MS", "3000"}},
+                                  Then::kTightLoop));
+    Trace live;
+    ASSERT_TRUE(WaitForKernels(1, 5000, &live)) << "no kernels within 5 s";
+    const uint64_t t0 = MonotonicMs();
+    ASSERT_EQ(kill(child_, SIGTERM), 0);
+    bool hung = false;
+    const int status = WaitAtMost(10000, &hung);
+    const uint64_t took_ms = MonotonicMs() - t0;
+    ASSERT_FALSE(hung);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status << Stderr();
+    EXPECT_LT(took_ms, 3000u) << "the exit deadline";
+    Trace t;
+    ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+    ASSERT_TRUE(t.end.has_value()) << "end MISSING; stderr:\n" << Stderr();
+    EXPECT_EQ(t.end->reason(), proto::END_SIGNAL);
+    EXPECT_EQ(t.end->signal(), SIGTERM);
+    EXPECT_FALSE(t.end->flush_timed_out());
+    EXPECT_EQ(t.end->chunks_written(), t.chunks);
+    std::set<uint32_t> corr;
+    for (const auto& k : t.kernels) corr.insert(k.correlation_id);
+    ASSERT_FALSE(corr.empty());
+    EXPECT_EQ(corr.size(), t.kernels.size());
+    EXPECT_EQ(*corr.rbegin(), kFirstCorrelation + corr.size() - 1) << "kernels missing";
+    EXPECT_TRUE(StderrLines().empty()) << Stderr();
+  }
+}
+
+// A call that never returns: the final flush never can. The end record is
+// still written before the exit deadline (by the finisher), says the flush
+// timed out and counts the buffers it could not get; the process dies of
+// SIGTERM.
+TEST_F(CollectorHardeningTest, SigtermWhileACallNeverReturnsStillWritesTheEndRecordInTime) {
+  ASSERT_NO_FATAL_FAILURE(Start({{"FAKE_CUPTI_KERNELS", "forever"},
+                                 {"FAKE_CUPTI_RATE", "20000"},
+                                 {"GPSCOPE_EXIT_TIMEOUT_MS", "1000"}},
+                                Then::kStuckInCall));
+  SleepMs(300);
+  const uint64_t t0 = MonotonicMs();
+  ASSERT_EQ(kill(child_, SIGTERM), 0);
+  bool hung = false;
+  const int status = WaitAtMost(10000, &hung);
+  const uint64_t took_ms = MonotonicMs() - t0;
+  ASSERT_FALSE(hung);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status << Stderr();
+  EXPECT_LT(took_ms, 1500u) << "the 1 s exit deadline (+ the signal's delivery)";
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  ASSERT_TRUE(t.end.has_value()) << "end MISSING; stderr:\n" << Stderr();
+  EXPECT_EQ(t.end->reason(), proto::END_SIGNAL);
+  EXPECT_EQ(t.end->signal(), SIGTERM);
+  EXPECT_TRUE(t.end->flush_timed_out());
+  EXPECT_GE(t.Dropped(proto::DROP_EXIT_FLUSH_TIMEOUT), 1u) << "the buffer CUPTI still held";
+  EXPECT_NE(t.end->clock().cupti_ns(), 0u);
+  const std::vector<std::string> lines = StderrLines();
+  ASSERT_EQ(lines.size(), 1u) << Stderr();
+  EXPECT_NE(lines[0].find("did not return within GPSCOPE_EXIT_TIMEOUT_MS=1000"), std::string::npos)
+      << lines[0];
+}
+
+// exit() while another thread is stuck in a call: the exit is not held up
+// past its deadline, and the trace ends with an end record (EXIT) instead of
+// stopping at the last periodic flush.
+TEST_F(CollectorHardeningTest, ExitWithAThreadStuckInACallStillEndsTheTraceInTime) {
+  ASSERT_NO_FATAL_FAILURE(Start({{"FAKE_CUPTI_KERNELS", "forever"},
+                                 {"FAKE_CUPTI_RATE", "20000"},
+                                 {"GPSCOPE_EXIT_TIMEOUT_MS", "1000"}},
+                                Then::kExitWithAThreadStuck));
+  bool hung = false;
+  const uint64_t t0 = MonotonicMs();
+  const int status = WaitAtMost(10000, &hung);
+  ASSERT_FALSE(hung);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << Stderr();
+  EXPECT_LT(MonotonicMs() - t0, 2000u);
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  ASSERT_TRUE(t.end.has_value()) << "end MISSING; stderr:\n" << Stderr();
+  EXPECT_EQ(t.end->reason(), proto::END_EXIT);
+  EXPECT_TRUE(t.end->flush_timed_out());
+  EXPECT_GE(t.Dropped(proto::DROP_EXIT_FLUSH_TIMEOUT), 1u);
+}
+
+// A second SIGTERM while the first one's trace is being finished changes
+// nothing: one end record, death by SIGTERM.
+TEST_F(CollectorHardeningTest, ASecondSignalDuringTheFinishStillEndsWithOneEndRecord) {
+  ASSERT_NO_FATAL_FAILURE(Start({{"FAKE_CUPTI_KERNELS", "forever"},
+                                 {"FAKE_CUPTI_RATE", "20000"},
+                                 {"GPSCOPE_EXIT_TIMEOUT_MS", "1000"}},
+                                Then::kStuckInCall));
+  SleepMs(200);
+  ASSERT_EQ(kill(child_, SIGTERM), 0);
+  SleepMs(100);
+  kill(child_, SIGINT);
+  bool hung = false;
+  const int status = WaitAtMost(10000, &hung);
+  ASSERT_FALSE(hung);
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  ASSERT_TRUE(t.end.has_value());
+  EXPECT_EQ(t.end->signal(), SIGTERM);
+}
+
+// ---- many threads, each holding a buffer ----
+
+// CUDA 13's CUPTI keeps a buffer per thread and hands a partly filled one
+// back only when forced: with the old defaults (sixteen 4 MiB buffers in the
+// 64 MiB cap) JAX's thread pools dropped 279-1,798 of ~22 k records. 64
+// threads, each writing its kernels and then holding its buffer, with the
+// defaults: nothing dropped, every kernel there, memory within the cap.
+TEST_F(CollectorHardeningTest, SixtyFourThreadsHoldingBuffersDropNothingWithTheDefaults) {
+  ASSERT_NO_FATAL_FAILURE(RunToExit({{"FAKE_CUPTI_THREADS", "64"},
+                                     {"FAKE_CUPTI_THREAD_KERNELS", "200"},
+                                     {"GPSCOPE_BUFFER_KB", "4096"},
+                                     {"GPSCOPE_MAX_BUFFER_MB", "64"}}));
+  FakeStats s;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&s));
+  EXPECT_EQ(s.N("refused"), 0u);
+  EXPECT_EQ(s.N("records_dropped"), 0u);
+  EXPECT_GE(s.N("distinct_buffers"), 64u) << "each thread had a buffer of its own";
+  EXPECT_LE(s.N("buffer_hi") - s.N("buffer_lo"), 64u << 20) << "within GPSCOPE_MAX_BUFFER_MB";
+  EXPECT_EQ(s.N("nonzero_buffers"), 0u);
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  EXPECT_TRUE(t.drops.empty()) << t.drops.size() << " drop notices, first "
+                               << (t.drops.empty() ? "" : t.drops[0].detail());
+  ASSERT_NO_FATAL_FAILURE(ExpectKernelPrefix(t, 64 * 200, s.N("t0")));
+  EXPECT_EQ(t.api_calls.size(), 64u * 200);
+  ASSERT_TRUE(t.end.has_value());
+  EXPECT_EQ(t.end->events_dropped(), 0u);
 }
 
 // ---- echoed values stay one line ----

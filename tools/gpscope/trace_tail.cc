@@ -200,11 +200,12 @@ class TraceTail::Counter : public FrameVisitor {
     stats_->metric_samples += static_cast<uint64_t>(b.metrics().timestamp_delta_ns_size());
     // Records lost. Some notices count other units for the same loss: a
     // refused buffer request (POOL_EMPTY) makes CUPTI drop records it then
-    // reports (CUPTI_REPORTED); stolen buffers and failed frames are not
-    // records. Counting those too would report one loss twice.
+    // reports (CUPTI_REPORTED); stolen or unflushed buffers and failed
+    // frames are not records. Counting those too would report one loss twice.
     for (const proto::DropNotice& d : b.drops()) {
       if (d.reason() != proto::DROP_CUPTI_BUFFER_POOL_EMPTY &&
-          d.reason() != proto::DROP_BUFFER_STOLEN && d.reason() != proto::DROP_WRITE_FAILED) {
+          d.reason() != proto::DROP_BUFFER_STOLEN && d.reason() != proto::DROP_WRITE_FAILED &&
+          d.reason() != proto::DROP_EXIT_FLUSH_TIMEOUT) {
         stats_->drops += d.count();
       }
     }
