@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,6 +29,7 @@
 #include "inject/config.h"
 #include "inject/control/capture_window.h"
 #include "inject/control/control_channel.h"
+#include "inject/cupti_hooks.h"
 #include "inject/cupti_loader.h"
 #include "inject/exit_finisher.h"
 #include "inject/identity.h"
@@ -225,6 +227,9 @@ class Collector : public control::ControlHandler, public ExitFinisher::Hooks {
   void ConvertBuffer(uint8_t* buffer, size_t valid_bytes);
   void ConvertRecord(const CUpti_Activity* record);
   void ReportLosses(bool final);
+  // Writer thread: objects loaded since (rescan), and the refused calls of
+  // another CUPTI client into the trace (cumulative per api and caller).
+  void NoteCuptiRefusals(bool rescan);
   // The end record with its counts (writer, or the finisher after a takeover).
   format::ProcessEndRecord EndRecord(const format::ClockRecord& clock);
   void WriteEndRecord(format::ProcessEndRecord end);
@@ -263,6 +268,13 @@ class Collector : public control::ControlHandler, public ExitFinisher::Hooks {
   // CUPTI ns minus CLOCK_REALTIME at the last snapshot: the end record's
   // clock when CUPTI cannot be asked (the finisher, after a takeover).
   std::atomic<int64_t> cupti_minus_realtime_ns_{0};
+  struct RefusalTotal {
+    std::map<uintptr_t, uint64_t> by_call_site;  // cumulative counts
+    uint64_t first_ns = 0, last_ns = 0;          // CLOCK_REALTIME
+    uint32_t result = 0;
+    bool logged = false;
+  };
+  std::map<std::pair<std::string, std::string>, RefusalTotal> refusals_;  // (api, caller)
   std::string api_refusal_;      // SetApiRecords: the API kinds refused (written once)
   bool api_refusal_written_ = false;
   std::unordered_map<uint64_t, uint32_t> api_names_;  // (domain << 32 | cbid) -> string id
@@ -673,6 +685,18 @@ bool Collector::Start() {
     return false;
   } else {
     cupti_active = true;
+    if (subscriber != nullptr) {
+      // We hold CUPTI: see (and refuse) another client's calls, which CUPTI
+      // does not tell us about (inject/cupti_hooks.h).
+      CuptiHookTargets targets;
+      targets.subscribe = api.cuptiSubscribe;
+      targets.subscribe_v2 = api.cuptiSubscribe_v2;
+      targets.register_callbacks = api.cuptiActivityRegisterCallbacks;
+      targets.cupti_path = api.path;
+      InstallCuptiHooks(targets);
+      SetHoldingCupti(true);
+      GPSCOPE_LOG_DEBUG("CUPTI entry points hooked in %zu GOT slots", PatchedCuptiSlots());
+    }
     if (!subscribe_error_.empty()) {
       GPSCOPE_LOG_WARNING("%s; tracing without CUPTI's callbacks (the trace file opens now, every "
                           "GPU is sampled)",
@@ -715,6 +739,7 @@ bool Collector::Start() {
 // Start-up thread, when gpscope gives up on CUPTI after subscribing: leave
 // it as we found it, so the application (or its profiler) can use it.
 void Collector::ReleaseCupti() {
+  SetHoldingCupti(false);
   SetTracing(false);
   for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT,
                                CUPTI_ACTIVITY_KIND_MARKER}) {
@@ -1493,6 +1518,54 @@ void Collector::ReportLosses(bool final) {
   }
 }
 
+void Collector::NoteCuptiRefusals(bool rescan) {
+  if (subscriber == nullptr) return;  // hooks only while we hold CUPTI
+  if (rescan) {
+    BlockingSection section(&finisher);  // the loader lock
+    RescanCuptiHooks();
+  }
+  CuptiRefusal seen[32];
+  const size_t n = CollectCuptiRefusals(seen, sizeof(seen) / sizeof(seen[0]));
+  for (size_t i = 0; i < n; ++i) {
+    const CuptiRefusal& r = seen[i];
+    std::string caller;
+    if (r.caller_pc != 0) {
+      BlockingSection section(&finisher);  // dladdr takes the loader lock
+      Dl_info info;
+      if (dladdr(reinterpret_cast<void*>(r.caller_pc), &info) != 0 && info.dli_fname != nullptr) {
+        caller = info.dli_fname;
+      }
+    }
+    RefusalTotal& t = refusals_[{r.api, caller}];
+    t.by_call_site[r.caller_pc] = r.count;
+    if (t.first_ns == 0 || r.first_realtime_ns < t.first_ns) t.first_ns = r.first_realtime_ns;
+    if (r.last_realtime_ns > t.last_ns) t.last_ns = r.last_realtime_ns;
+    t.result = r.result;
+    uint64_t total = 0;
+    for (const auto& [pc, count] : t.by_call_site) total += count;
+    const int64_t offset = cupti_minus_realtime_ns_.load(std::memory_order_relaxed);
+    format::CuptiRefusalRecord rec{};
+    rec.first_ns = static_cast<uint64_t>(static_cast<int64_t>(t.first_ns) + offset);
+    rec.last_ns = static_cast<uint64_t>(static_cast<int64_t>(t.last_ns) + offset);
+    rec.count = total;
+    rec.api = format::MakeStringRef(r.api);
+    rec.caller = {caller.data(), caller.size()};
+    rec.result = r.result;
+    writer->AddCuptiRefusal(rec);
+    if (!t.logged) {
+      t.logged = true;
+      const size_t slash = caller.rfind('/');
+      const std::string who = caller.empty()                 ? std::string("unknown library")
+                              : slash == std::string::npos ? caller
+                                                           : caller.substr(slash + 1);
+      GPSCOPE_LOG_WARNING("another CUPTI client (%s) called %s while gpscope holds CUPTI: refused "
+                          "(%s), so its profiler gets no GPU activity; GPSCOPE_CUPTI_MODE=yield "
+                          "leaves CUPTI to it (recorded in the trace)",
+                          who.c_str(), r.api, api.ErrorString(static_cast<CUptiResult>(r.result)));
+    }
+  }
+}
+
 void Collector::WriterLoop() {
   // Fatal-signal handlers wait for this thread; it must never run them.
   sigset_t block;
@@ -1540,6 +1613,7 @@ void Collector::WriterLoop() {
       drained_at_flush_ = buffers_drained_;
       ReportLosses(false);
       AddClockSnapshot();
+      NoteCuptiRefusals(/*rescan=*/true);
       // Before the file exists the open batch just grows (a full one is
       // held as one frame): zstd packs a 1 MiB batch of host metrics far
       // better than 2 s worth, so the 4 MiB hold lasts hours, not ~1 h.
@@ -1560,6 +1634,7 @@ void Collector::WriterLoop() {
   }
   FlushCupti(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   ReportLosses(true);
+  NoteCuptiRefusals(/*rescan=*/false);
   WriteEndRecord(EndRecord(Snapshot()));
   GPSCOPE_LOG_INFO("%llu activity buffers, %llu kernel records from CUPTI (starts %llu..%llu), "
                    "%llu records outside capture windows (not written)",

@@ -220,6 +220,12 @@ enum class Then {
   kTightLoop,         // calls of 50 us back to back, never sleeping, until killed
   kStuckInCall,       // one call that never returns, until killed
   kExitWithAThreadStuck,  // another thread stuck in a call, then exit(0)
+  // Another profiler in the process (FAKE_OTHER_PROFILER=library, loaded
+  // before InitializeInjection with FAKE_OTHER_PROFILER_EARLY=1, else after
+  // the start and 350 ms for a rescan; RTLD_LAZY with FAKE_OTHER_PROFILER_LAZY=1):
+  // it calls cuptiSubscribe and cuptiActivityRegisterCallbacks, writes their
+  // results to other.txt, and the child exits once the workload is written.
+  kOtherProfiler,
 };
 
 using Env = std::vector<std::pair<std::string, std::string>>;
@@ -285,6 +291,15 @@ class CollectorCuptiTest : public ::testing::Test {
         setenv(k.c_str(), v.c_str(), 1);
       }
     }
+    void* other = nullptr;
+    const char* other_path = getenv("FAKE_OTHER_PROFILER");
+    const int other_flags =
+        (getenv("FAKE_OTHER_PROFILER_LAZY") != nullptr ? RTLD_LAZY : RTLD_NOW) | RTLD_LOCAL;
+    if (then == Then::kOtherProfiler && getenv("FAKE_OTHER_PROFILER_EARLY") != nullptr) {
+      // Its libcupti dependency is the stand-in the collector loads next.
+      other = dlopen(other_path, other_flags);
+      if (other == nullptr) _exit(30);
+    }
     void* lib = dlopen(GPSCOPE_INJECT_LIB, RTLD_NOW | RTLD_LOCAL);
     if (lib == nullptr) _exit(10);
     auto init = reinterpret_cast<int (*)()>(dlsym(lib, "InitializeInjection"));
@@ -316,6 +331,22 @@ class CollectorCuptiTest : public ::testing::Test {
         for (;;) call(50);
       }
       if (then == Then::kStuckInCall) stuck();
+      if (then == Then::kOtherProfiler) {
+        if (other == nullptr) {
+          other = dlopen(other_path, other_flags);
+          if (other == nullptr) _exit(31);
+          SleepMs(350);  // a few periodic flushes: the writer rescans
+        }
+        auto subscribe = reinterpret_cast<int (*)()>(dlsym(other, "other_profiler_subscribe"));
+        auto reg = reinterpret_cast<int (*)()>(dlsym(other, "other_profiler_register"));
+        if (subscribe == nullptr || reg == nullptr) _exit(32);
+        const int s = subscribe();
+        const int r = reg();
+        if (FILE* f = fopen((dir_ + "/other.txt").c_str(), "w")) {
+          fprintf(f, "subscribe=%d register=%d\n", s, r);
+          fclose(f);
+        }
+      }
       if (then == Then::kExitWithAThreadStuck) {
         std::thread(stuck).detach();
         while (stat("app_calls") == 0) SleepMs(1);

@@ -7,12 +7,15 @@
 //
 // "Another user" needs root (chown to an unused uid); those cases say
 // SKIPPED otherwise. CI runs as root.
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "inject/config.h"
@@ -449,6 +452,107 @@ TEST_F(CollectorHardeningTest, SixtyFourThreadsHoldingBuffersDropNothingWithTheD
   EXPECT_EQ(t.api_calls.size(), 64u * 200);
   ASSERT_TRUE(t.end.has_value());
   EXPECT_EQ(t.end->events_dropped(), 0u);
+}
+
+// ---- another CUPTI client in the process ----
+
+// What the trace says about refused calls (the latest notice per api and
+// caller holds the cumulative count).
+std::map<std::string, proto::CuptiClientRefusal> RefusalsByApi(const std::string& dir) {
+  struct Visitor : reader::ChunkVisitor {
+    std::map<std::string, proto::CuptiClientRefusal> by_api;
+    absl::Status OnChunk(const reader::ChunkContext&, const proto::Chunk& c) override {
+      for (const auto& r : c.batch().cupti_refusals()) {
+        auto& kept = by_api[r.api()];
+        if (r.count() >= kept.count()) kept = r;
+      }
+      return absl::OkStatus();
+    }
+  } v;
+  std::vector<std::string> files;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string n = e->d_name;
+      if (n.size() > 8 && n.substr(n.size() - 8) == ".gpscope") files.push_back(dir + "/" + n);
+    }
+    closedir(d);
+  }
+  EXPECT_TRUE(reader::ReadTraces(files, v).ok());
+  return v.by_api;
+}
+
+class OtherProfilerTest : public CollectorHardeningTest,
+                          public ::testing::WithParamInterface<std::tuple<bool, bool>> {};
+
+// torch.profiler in hold mode: its cuptiSubscribe fails and it records no
+// GPU events; that used to leave no trace in ours. The stand-in profiler
+// library calls CUPTI through its GOT, loaded before InitializeInjection or
+// after (found by the writer's rescan), bound at load or lazily: the
+// subscribe refusal and the refused activity callbacks are in the trace
+// with their caller and time, our kernels are all there, and one line says
+// what happened.
+TEST_P(OtherProfilerTest, ARefusedCuptiClientIsRecordedWithItsCallerAndTime) {
+  const bool early = std::get<0>(GetParam());
+  const bool lazy = std::get<1>(GetParam());
+  const std::string lib = lazy ? GPSCOPE_FAKE_OTHER_PROFILER_LAZY : GPSCOPE_FAKE_OTHER_PROFILER_NOW;
+  Env env = {{"FAKE_CUPTI_KERNELS", "300"}, {"FAKE_OTHER_PROFILER", lib}};
+  if (early) env.push_back({"FAKE_OTHER_PROFILER_EARLY", "1"});
+  if (lazy) env.push_back({"FAKE_OTHER_PROFILER_LAZY", "1"});
+  const uint64_t before_ns = RealtimeNs();
+  ASSERT_NO_FATAL_FAILURE(RunToExit(env, Then::kOtherProfiler));
+  const uint64_t after_ns = RealtimeNs();
+  EXPECT_EQ(ReadFile(dir_ + "/other.txt"),
+            "subscribe=" + std::to_string(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) +
+                " register=" + std::to_string(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) +
+                "\n")
+      << "the other profiler was told what Kineto is told";
+  const auto by_api = RefusalsByApi(trace_dir_);
+  ASSERT_EQ(by_api.count("cuptiSubscribe"), 1u) << "no refusal recorded";
+  const proto::CuptiClientRefusal& sub = by_api.at("cuptiSubscribe");
+  EXPECT_EQ(sub.count(), 1u);
+  EXPECT_EQ(sub.result(), static_cast<uint32_t>(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED));
+  EXPECT_NE(sub.caller().find(lazy ? "fake_other_profiler_lazy" : "fake_other_profiler_now"),
+            std::string::npos)
+      << sub.caller();
+  EXPECT_GE(sub.first_ns(), before_ns);
+  EXPECT_LE(sub.last_ns(), after_ns);
+  ASSERT_EQ(by_api.count("cuptiActivityRegisterCallbacks"), 1u);
+  EXPECT_EQ(by_api.at("cuptiActivityRegisterCallbacks").count(), 1u);
+  // Our buffers stayed ours: every kernel, nothing stolen.
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  FakeStats s;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&s));
+  EXPECT_EQ(s.N("stolen"), 0u);
+  ASSERT_NO_FATAL_FAILURE(ExpectKernelPrefix(t, 300, s.N("t0")));
+  EXPECT_EQ(t.Dropped(proto::DROP_BUFFER_STOLEN), 0u);
+  // One line per refused call site.
+  const std::vector<std::string> lines = StderrLines();
+  ASSERT_EQ(lines.size(), 2u) << Stderr();
+  EXPECT_NE(lines[0].find("another CUPTI client (libgpscope_fake_other_profiler_"),
+            std::string::npos)
+      << lines[0];
+  EXPECT_NE(Stderr().find("called cuptiSubscribe while gpscope holds CUPTI: refused"),
+            std::string::npos)
+      << Stderr();
+}
+
+INSTANTIATE_TEST_SUITE_P(LoadedEarlyOrLateBoundNowOrLazily, OtherProfilerTest,
+                         ::testing::Combine(::testing::Bool(), ::testing::Bool()));
+
+// Without our subscriber (another tool subscribed first) gpscope refuses
+// nothing: the other client's calls reach CUPTI unchanged and no refusal
+// is recorded as ours.
+TEST_F(CollectorHardeningTest, WithoutTheSubscriberAnotherClientIsLeftAlone) {
+  ASSERT_NO_FATAL_FAILURE(RunToExit({{"FAKE_CUPTI_KERNELS", "10"},
+                                     {"FAKE_CUPTI_SUBSCRIBE", "busy"},
+                                     {"FAKE_OTHER_PROFILER", GPSCOPE_FAKE_OTHER_PROFILER_NOW}},
+                                    Then::kOtherProfiler));
+  EXPECT_EQ(ReadFile(dir_ + "/other.txt"),
+            "subscribe=" + std::to_string(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) +
+                " register=0\n")
+      << "its activity callbacks were not refused";
+  EXPECT_TRUE(RefusalsByApi(trace_dir_).empty());
 }
 
 // ---- echoed values stay one line ----

@@ -46,6 +46,9 @@ struct ProcessReport {
   std::map<int, uint64_t> dropped;  // proto::DropReason -> records (frames for WRITE_FAILED)
   std::vector<proto::LostInterval> lost_intervals;
   std::map<std::string, proto::CapabilityNotice> capabilities;  // by component, last wins
+  // Another CUPTI client refused while the collector held CUPTI, by (api,
+  // caller); the notices are cumulative, the largest count wins.
+  std::map<std::pair<std::string, std::string>, proto::CuptiClientRefusal> cupti_refusals;
   uint64_t undecodable_batches = 0;  // batches whose columns disagree (also a warning)
 };
 
