@@ -424,6 +424,10 @@ bool Collector::WriteHeader() {
   for (auto& kv : capture.AsKeyValues()) cfg_kv.push_back(std::move(kv));
   for (const auto& [k, v] : cfg_kv) cfg.push_back({{k.data(), k.size()}, {v.data(), v.size()}});
   format::ClockRecord clock = Snapshot();
+  if (clock.cupti_ns != 0) {
+    cupti_minus_realtime_ns_.store(static_cast<int64_t>(clock.cupti_ns - clock.realtime_ns),
+                                   std::memory_order_relaxed);
+  }
 
   format::ProcessHeaderRecord h{};
   h.format_version = format::kFormatVersion;
@@ -1700,8 +1704,8 @@ void Collector::RequestFinal(int sig) {
 // loader lock): no CUPTI call here. What CUPTI still holds, and what was
 // handed back but not converted, is counted as lost in the end record.
 void Collector::WriteEndInstead() {
-  const uint64_t unflushed = static_cast<uint64_t>(pool.outstanding() > 0 ? pool.outstanding() : 0) +
-                             pool.completed_pending();
+  const int64_t held = pool.outstanding();
+  const uint64_t unflushed = static_cast<uint64_t>(held > 0 ? held : 0) + pool.completed_pending();
   ReportLosses(false);
   format::DropRecord d{};
   d.reason = kDropExitFlushTimeout;

@@ -16,7 +16,8 @@
 //                             process that only initializes CUDA (torchrun's agent)
 //                             leaves none; start: at CUDA initialization
 //   GPSCOPE_FLUSH_INTERVAL_MS 100..60000           default 2000
-//   GPSCOPE_BUFFER_KB         64..65536            default 4096 (one CUPTI buffer)
+//   GPSCOPE_BUFFER_KB         64..65536            default 4096 (a CUPTI buffer while few are
+//                             held; 256 KiB ones for more threads: inject/buffer_pool.h)
 //   GPSCOPE_MAX_BUFFER_MB     4..4096              default 64 (all CUPTI buffers)
 //   GPSCOPE_API               1|0                  default 1 (runtime/driver call records)
 //   GPSCOPE_NVTX              1|0                  default 1

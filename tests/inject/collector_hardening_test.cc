@@ -185,7 +185,8 @@ TEST_F(CollectorHardeningTest, AnOutputDirectoryLinkedByAnotherUserIsRefusedAsRo
   const std::vector<std::string> lines = StderrLines();
   ASSERT_EQ(lines.size(), 1u) << Stderr();
   EXPECT_NE(lines[0].find("GPSCOPE_OUTPUT="), std::string::npos) << lines[0];
-  EXPECT_NE(lines[0].find("symbolic link that belongs to uid 12345"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("symbolic link that belongs to uid 12345"), std::string::npos)
+      << lines[0];
   EXPECT_NE(lines[0].find("the application runs untraced"), std::string::npos) << lines[0];
   EXPECT_EQ(system(("test -z \"$(ls -A '" + secret + "')\"").c_str()), 0) << "written into";
 }

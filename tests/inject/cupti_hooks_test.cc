@@ -77,7 +77,8 @@ TEST_F(CuptiHooksTest, WhileWeHoldCuptiTheOtherClientIsRefusedAndNoted) {
     ASSERT_NE(dladdr(reinterpret_cast<void*>(seen[i].caller_pc), &info), 0);
     EXPECT_NE(std::string(info.dli_fname).find("fake_other_profiler_now"), std::string::npos)
         << info.dli_fname;
-    EXPECT_EQ(seen[i].result, static_cast<uint32_t>(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED));
+    EXPECT_EQ(seen[i].result,
+              static_cast<uint32_t>(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED));
     EXPECT_GT(seen[i].first_realtime_ns, 0u);
     EXPECT_GE(seen[i].last_realtime_ns, seen[i].first_realtime_ns);
     EXPECT_EQ(seen[i].count, std::string(seen[i].api) == "cuptiSubscribe" ? 2u : 1u)

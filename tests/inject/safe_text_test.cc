@@ -84,7 +84,8 @@ TEST(SafeTextTest, RawLogWritesOneLineWhateverTheValueHolds) {
   ASSERT_FALSE(text.empty());
   EXPECT_EQ(text.find('\n'), text.size() - 1) << text;
   EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
-  EXPECT_NE(text.find("GPSCOPE_OUTPUT='x\\x0agpscope[1]: all fine\\x1b[2J' is bad"), std::string::npos)
+  EXPECT_NE(text.find("GPSCOPE_OUTPUT='x\\x0agpscope[1]: all fine\\x1b[2J' is bad"),
+            std::string::npos)
       << text;
 }
 

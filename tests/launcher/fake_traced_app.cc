@@ -116,8 +116,8 @@ int main(int argc, char** argv) {
   if (Env("CUDA_INJECTION64_PATH") == nullptr) return 90;
   gpscope::inject::OutputDir out;
   std::string why;
-  if (!gpscope::inject::OpenOutputDir(Env("GPSCOPE_OUTPUT") ? Env("GPSCOPE_OUTPUT") : "./gpscope-out",
-                                      0750, geteuid(), &out, &why)) {
+  const char* output = Env("GPSCOPE_OUTPUT") ? Env("GPSCOPE_OUTPUT") : "./gpscope-out";
+  if (!gpscope::inject::OpenOutputDir(output, 0750, geteuid(), &out, &why)) {
     fprintf(stderr, "fake_traced_app: %s\n", why.c_str());
     return 91;
   }
@@ -136,7 +136,9 @@ int main(int argc, char** argv) {
     fprintf(stderr, "fake_traced_app: %s\n", why.c_str());
     return 91;
   }
-  if (Env("FAKE_APP_STATUS_PID")) app.status_pid = strtoull(Env("FAKE_APP_STATUS_PID"), nullptr, 10);
+  if (Env("FAKE_APP_STATUS_PID")) {
+    app.status_pid = strtoull(Env("FAKE_APP_STATUS_PID"), nullptr, 10);
+  }
   if (Env("FAKE_APP_TRACE_PATH")) app.status_trace_path = Env("FAKE_APP_TRACE_PATH");
   gpscope::testing::TraceBuilder trace;
   auto& process = trace.AddProcess(0x1000u + static_cast<uint64_t>(getpid()),

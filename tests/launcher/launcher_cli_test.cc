@@ -560,7 +560,8 @@ TEST(GpscopeAttachTest, ATraceWithoutTheTargetsFramesFailsInsteadOfAnEmptyReport
                              {"GPSCOPE_CONTROL", "0"}},
                             dir.path() + "/o.out", dir.path() + "/o.err");
   ASSERT_EQ(WaitFor(first, 10'000), 0) << ReadFile(dir.path() + "/o.err");
-  for (const std::string& path : {other + "/fakejob_testhost.gpscope", std::string("rel.gpscope")}) {
+  for (const std::string& path :
+       {other + "/fakejob_testhost.gpscope", std::string("rel.gpscope")}) {
     SCOPED_TRACE(path);
     const std::string ctl = dir.path() + "/ctl";
     const pid_t app = Start({GPSCOPE_FAKE_APP, "30000", "20", "10", "0"},

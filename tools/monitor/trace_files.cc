@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "inject/safe_text.h"
 #include "proto/framing.h"
 #include "zstd.h"
 
@@ -168,7 +169,8 @@ void RotatingTraceWriter::ApplyRetention() {
     if (unlinkat(dir_.fd(), name.c_str(), 0) == 0) {
       ++files_deleted_;
     } else if (log_ != nullptr) {
-      *log_ << "gpscope-monitor: retention: cannot delete " << closed[i].path << ": "
+      *log_ << "gpscope-monitor: retention: cannot delete " << inject::SanitizeText(closed[i].path)
+            << ": "
             << strerror(errno) << "\n";
     }
   }
@@ -244,7 +246,7 @@ void RotatingTraceWriter::Rotate() {
 
 void RotatingTraceWriter::LogOpenFailure(const std::string& error) {
   if (open_failure_logged_ || log_ == nullptr) return;
-  *log_ << "gpscope-monitor: cannot open the next trace file: " << error
+  *log_ << "gpscope-monitor: cannot open the next trace file: " << inject::SanitizeText(error)
         << "; samples are dropped until it can (retrying every 10 s, logged once)\n";
   open_failure_logged_ = true;
 }
