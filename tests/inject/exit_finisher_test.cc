@@ -123,30 +123,43 @@ TEST(ExitFinisherTest, AnInnerSectionEndingLeavesTheOuterOneBlocked) {
 }
 
 // A fatal signal: the handler only records it; the finisher waits for the
-// end, then the process dies of that very signal.
+// end, then the process dies of that very signal. The process is this test
+// binary started again (a fork of a process with threads cannot start new
+// ones under TSan): SignalChildMain runs before main() when
+// EXIT_FINISHER_SIGNAL_CHILD is set.
 TEST(ExitFinisherTest, ASignalIsDeliveredAgainOnceTheEndIsWritten) {
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    static FakeWriter* w = new FakeWriter();  // leaked, as the collector
-    if (!w->finisher.Start(w, 2000)) _exit(10);
-    w->StartWriter(/*stuck=*/false);
-    struct sigaction sa{};
-    sa.sa_handler = [](int sig) {
-      if (!w->finisher.OnSignal(sig)) _exit(11);
-    };
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, nullptr);
-    raise(SIGTERM);
-    // The handler returned; the process goes on until the finisher kills it.
-    for (int i = 0; i < 300; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    _exit(12);  // not killed
+    setenv("EXIT_FINISHER_SIGNAL_CHILD", "1", 1);
+    execl("/proc/self/exe", "exit_finisher_test", static_cast<char*>(nullptr));
+    _exit(13);
   }
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFSIGNALED(status))
       << "exit code " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1);
   EXPECT_EQ(WTERMSIG(status), SIGTERM);
+}
+
+FakeWriter* g_signal_writer = nullptr;
+
+__attribute__((constructor)) void SignalChildMain() {
+  if (getenv("EXIT_FINISHER_SIGNAL_CHILD") == nullptr) return;
+  g_signal_writer = new FakeWriter();  // leaked, as the collector
+  FakeWriter* w = g_signal_writer;
+  if (!w->finisher.Start(w, 2000)) _exit(10);
+  w->StartWriter(/*stuck=*/false);
+  struct sigaction sa{};
+  sa.sa_handler = [](int sig) {
+    if (!g_signal_writer->finisher.OnSignal(sig)) _exit(11);
+  };
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  raise(SIGTERM);
+  // The handler returned; the process goes on until the finisher kills it.
+  for (int i = 0; i < 300; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  _exit(12);  // not killed
 }
 
 }  // namespace
