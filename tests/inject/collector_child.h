@@ -233,8 +233,10 @@ using Env = std::vector<std::pair<std::string, std::string>>;
 class CollectorCuptiTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "/collector_cupti_" + std::to_string(getpid()) + "_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    // A parameterized test's name holds '/': one directory level, always.
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    for (char& c : name) c = c == '/' ? '_' : c;
+    dir_ = ::testing::TempDir() + "/collector_cupti_" + std::to_string(getpid()) + "_" + name;
     ASSERT_EQ(system(("rm -rf '" + dir_ + "' && mkdir -p '" + dir_ + "'").c_str()), 0);
     trace_dir_ = dir_ + "/trace";
     // Socket paths are short (sun_path): the control socket gets its own.
