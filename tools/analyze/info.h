@@ -49,6 +49,9 @@ struct ProcessReport {
   std::vector<proto::LostInterval> lost_intervals;  // the first kMaxLostIntervalsKept
   uint64_t lost_intervals_total = 0;
   std::map<std::string, proto::CapabilityNotice> capabilities;  // by component, last wins
+  // Another CUPTI client refused while the collector held CUPTI, by (api,
+  // caller); the notices are cumulative, the largest count wins.
+  std::map<std::pair<std::string, std::string>, proto::CuptiClientRefusal> cupti_refusals;
   uint64_t undecodable_batches = 0;  // batches whose columns disagree (also a warning)
 };
 

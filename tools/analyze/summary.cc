@@ -717,6 +717,17 @@ void RenderCompleteness(const SummaryResult& r, Text& t) {
              6);
     }
     for (const std::string& u : p.unavailable) t.Para(4, absl::StrCat("unavailable: ", u), 6);
+    for (const proto::CuptiClientRefusal& c : p.cupti_refusals) {
+      // gpscope's data is complete; the application's own profiler got none.
+      t.Para(4,
+             absl::StrCat("another profiler REFUSED: ", c.api(), " from ",
+                          c.caller().empty() ? std::string("an unknown library") : c.caller(),
+                          ", ", Count(c.count()), c.count() == 1 ? " call" : " calls",
+                          " from ", Offset(c.first_ns(), p.first_ns),
+                          " (gpscope held CUPTI; that profiler recorded no GPU events: "
+                          "GPSCOPE_CUPTI_MODE=yield leaves CUPTI to it)"),
+             6);
+    }
     if (p.collector_cpu.samples > 0) {
       t.Para(4,
              absl::StrFormat("collector cost: gpscope's threads used %.2f%% of one core on average "
@@ -1135,6 +1146,15 @@ void ProcessJson(const SummaryResult& r, JsonWriter& j, const ProcessReport& pr)
   j.Key("unavailable").BeginArray();
   for (const std::string& u : p.unavailable) j.String(u);
   j.EndArray();
+  if (!p.cupti_refusals.empty()) {  // only then: the goldens' key lists stay as they were
+    j.Key("cupti_refusals").BeginArray();
+    for (const proto::CuptiClientRefusal& c : p.cupti_refusals) {
+      j.BeginObject().Key("api").String(c.api()).Key("caller").String(c.caller());
+      j.Key("count").Uint(c.count()).Key("first_ns").Uint(c.first_ns());
+      j.Key("last_ns").Uint(c.last_ns()).Key("result").Uint(c.result()).EndObject();
+    }
+    j.EndArray();
+  }
   j.EndObject();
   // What the collector cost (its own samples), percent of one core; null
   // where the trace has no such samples.

@@ -158,7 +158,10 @@
 //                           outside_window_ns (of those, outside capture windows: not a
 //                           loss), first[]: {start_ns, end_ns, reason, detail}},
 //                           lost_frames, undecodable_batches, clean_exit,
-//                           end_reason, unavailable[]}
+//                           end_reason, unavailable[], cupti_refusals[] (only when
+//                           another CUPTI client was refused while gpscope held CUPTI:
+//                           {api, caller, count, first_ns, last_ns (CUPTI ns), result}:
+//                           that profiler recorded no GPU events)}
 //     collector             what gpscope cost this process, from its own samples (percent
 //                           of one core): {all_threads, sampler}: {cpu_pct_mean,
 //                           cpu_pct_max (null without samples), samples}; all_threads is

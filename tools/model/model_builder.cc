@@ -820,6 +820,17 @@ class ModelBuilder::Impl {
         if (c.component() == "nvml.process_pids") p.m.foreign_nvml_pids = true;
       }
     }
+    for (const proto::CuptiClientRefusal& r : b.cupti_refusals()) {  // cumulative: keep the latest
+      auto same = [&](const proto::CuptiClientRefusal& o) {
+        return o.api() == r.api() && o.caller() == r.caller();
+      };
+      auto it = std::find_if(p.m.cupti_refusals.begin(), p.m.cupti_refusals.end(), same);
+      if (it == p.m.cupti_refusals.end()) {
+        if (p.m.cupti_refusals.size() < 64) p.m.cupti_refusals.push_back(r);
+      } else if (r.count() >= it->count()) {
+        *it = r;
+      }
+    }
     const absl::Status status = reader::DecodeBatch(b, &events_);
     if (!status.ok()) {
       ++p.m.undecodable_batches;

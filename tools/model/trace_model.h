@@ -529,6 +529,9 @@ struct ProcessModel {
   uint64_t window_off_ns = 0;
   std::vector<proto::LostInterval> lost_intervals;  // the first 16
   std::vector<std::string> unavailable;  // "gpm: not supported"
+  // Another CUPTI client's calls the collector refused while it held CUPTI
+  // (its profiler got no GPU events): the latest notice per (api, caller).
+  std::vector<proto::CuptiClientRefusal> cupti_refusals;
   // The collector ran in a PID namespace (capability nvml.process_pids
   // unavailable): NVML's process pids are the host's, not comparable to pid.
   bool foreign_nvml_pids = false;
