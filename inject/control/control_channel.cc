@@ -646,6 +646,17 @@ ClientError ControlClient::Request(std::string_view line, uint32_t timeout_ms, s
   std::string framed(line);
   framed.push_back('\n');
   const ClientError e = SendRaw(framed, timeout_ms, error);
+  if (e == ClientError::kClosed) {
+    // A process that refuses this peer (another uid) answers on accept and
+    // closes before reading: its reason is already buffered here, and it is
+    // the message worth showing, not "closed the connection".
+    std::string refused;
+    std::string read_error;
+    if (ReadLine(timeout_ms, &refused, &read_error) == ClientError::kOk) {
+      *reply = std::move(refused);
+      return ClientError::kOk;
+    }
+  }
   if (e != ClientError::kOk) return e;
   return ReadLine(timeout_ms, reply, error);
 }
