@@ -1510,12 +1510,23 @@ void Collector::ReportLosses(bool final) {
   }
   if (final && pool.outstanding() > 0) {
     format::DropRecord d{};
-    d.reason = kDropBufferStolen;
     d.count = static_cast<uint64_t>(pool.outstanding());
     d.last_ns = last_event_ns_;
-    d.detail = format::MakeStringRef(
-        "activity buffers never returned to gpscope (count = buffers, not records): another "
-        "CUPTI client registered its own buffer callbacks");
+    if (end_reason.load() == kEndSignal) {
+      // Seen on the H200: a signal that lands inside a CUDA call leaves
+      // CUPTI holding that thread's buffer through the forced flush. No
+      // other client is involved; saying "stolen" would send the user
+      // looking for one.
+      d.reason = kDropExitFlushTimeout;
+      d.detail = format::MakeStringRef(
+          "activity buffers CUPTI still held when the process was ended by a signal (count = "
+          "buffers, not records): a CUDA call was in progress; their records are lost");
+    } else {
+      d.reason = kDropBufferStolen;
+      d.detail = format::MakeStringRef(
+          "activity buffers never returned to gpscope (count = buffers, not records): another "
+          "CUPTI client registered its own buffer callbacks");
+    }
     writer->AddDrop(d);
   }
 }

@@ -68,6 +68,10 @@
 //   FAKE_CUPTI_FLUSH=full-only  cuptiActivityFlushAll(0) hands over no partly
 //                             filled buffer (as seen on the H200: records of a
 //                             slow application sat in one for seconds)
+//   FAKE_CUPTI_FLUSH=forced-keeps-running  a forced flush keeps the buffer of the
+//                             workload's thread while that workload runs (as seen on
+//                             the H200 after SIGTERM landed inside a CUDA call: CUPTI
+//                             kept one buffer through the final forced flush)
 //   FAKE_CUPTI_CONTEXTS=D,D|none  devices the application creates a context on
 //                             when it starts (fake_cupti_start), default "0": on
 //                             the starting thread, the subscriber's callback gets
@@ -147,6 +151,7 @@ struct FakeConfig {
   int64_t steal_after;  // -1: never
   bool late_kernels_dead;
   bool flush_full_only;
+  bool forced_keeps_running;
   uint64_t context_devices;  // bit per device, FAKE_CUPTI_CONTEXTS
   uint32_t threads;          // FAKE_CUPTI_THREADS
   uint64_t thread_kernels;   // FAKE_CUPTI_THREAD_KERNELS
@@ -311,6 +316,7 @@ __attribute__((constructor)) void ReadConfig() {
   g_cfg.late_kernels_dead = late != nullptr && strcmp(late, "dead") == 0;
   const char* flush = getenv("FAKE_CUPTI_FLUSH");
   g_cfg.flush_full_only = flush != nullptr && strcmp(flush, "full-only") == 0;
+  g_cfg.forced_keeps_running = flush != nullptr && strcmp(flush, "forced-keeps-running") == 0;
   g_cfg.context_devices = EnvBits("FAKE_CUPTI_CONTEXTS", 1);  // "none": no number, no bit
   g_cfg.threads = static_cast<uint32_t>(EnvU64("FAKE_CUPTI_THREADS", 0));
   if (g_cfg.threads > kMaxSlots - 1) g_cfg.threads = kMaxSlots - 1;
@@ -1077,6 +1083,9 @@ CUptiResult FlushAllLocked(uint32_t flag) {
   Buffer out[kMaxSlots];
   int n = 0;
   for (Slot& slot : g_slots) {
+    if (forced && g_cfg.forced_keeps_running && &slot == &g_slots[0] && g_started && !g_done) {
+      continue;
+    }
     if (slot.have && (forced || (slot.cur.used > 0 && !slot.cur.holds_in_flight &&
                                  !g_cfg.flush_full_only))) {
       out[n++] = slot.cur;
