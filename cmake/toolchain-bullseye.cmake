@@ -9,14 +9,18 @@
 # libstdc++.a and libgcc_eh.a (the collector's and the tools' static C++
 # runtime), its glibc 2.31 headers and libraries, its static zstd, zlib,
 # abseil and protobuf, and its protoc (through the root's own loader).
-# The host supplies only CMake, make, the assembler and the linker (binutils
-# is backward compatible: newer ones link for an older glibc) and the CUDA
-# headers, copied into the root (the collector links nothing of CUDA).
+# The host supplies only CMake (bullseye's is 3.18, the project needs 3.22),
+# make, git (the version) and binutils (as, ld, ar, strip...: newer ones link
+# for an older glibc just as well), and the CUDA headers, copied into the
+# root (the collector links nothing of CUDA). The root's gcc-10 runs on the
+# host as it is (scripts/sysroot.sh checks that its cc1plus finds its
+# libraries here).
 #
 #   cmake --preset release -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-bullseye.cmake \
 #         -DGPSCOPE_SYSROOT=build-release/sysroot-bullseye
 #
 # GPSCOPE_SYSROOT: the root (scripts/sysroot.sh made or checked it).
+# scripts/package.sh does all of this.
 
 if(NOT GPSCOPE_SYSROOT AND DEFINED ENV{GPSCOPE_SYSROOT})
   set(GPSCOPE_SYSROOT "$ENV{GPSCOPE_SYSROOT}")
