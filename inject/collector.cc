@@ -1247,12 +1247,18 @@ void Collector::StartStacks() {
   std::string why;
   if (!g_stacks.Init(o, &why)) return off(why);
   size_t enabled = 0, asked = 0;
+  // Diagnosis (bench: overhead_stacks): the synchronizing calls' callbacks
+  // only, so the launch callbacks' cost shows apart.
+  const char* no_launch = getenv("GPSCOPE_DIAG_STACK_NO_LAUNCH");
+  const bool launches = no_launch == nullptr || strcmp(no_launch, "1") != 0;
   for (CUpti_CallbackId id : kRuntimeCbids) {
+    if (!launches && ClassifyApi(CUPTI_CB_DOMAIN_RUNTIME_API, id) == ApiClass::kLaunch) continue;
     ++asked;
     enabled += api.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id) ==
                CUPTI_SUCCESS;
   }
   for (CUpti_CallbackId id : kDriverCbids) {
+    if (!launches && ClassifyApi(CUPTI_CB_DOMAIN_DRIVER_API, id) == ApiClass::kLaunch) continue;
     ++asked;
     enabled += api.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id) ==
                CUPTI_SUCCESS;
