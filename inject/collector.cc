@@ -1858,6 +1858,16 @@ void Collector::WriterLoop() {
                    static_cast<long long>(pool.peak_outstanding()),
                    static_cast<unsigned long long>(pool.acquire_failures()),
                    static_cast<unsigned long long>(pressure_flushes_));
+  if (stack_table_ != nullptr) {
+    GPSCOPE_LOG_INFO("call-site stacks: %llu captured on %u threads (%llu native ones through "
+                     "libgcc, the slow path), %llu lost to full rings, %zu stacks of %zu frames "
+                     "(%llu frames unresolved)",
+                     static_cast<unsigned long long>(g_stacks.captures()), g_stacks.threads_seen(),
+                     static_cast<unsigned long long>(g_stacks.native_slow_path()),
+                     static_cast<unsigned long long>(g_stacks.ring_drops()), stack_table_->stacks(),
+                     stack_table_->frames(),
+                     static_cast<unsigned long long>(stack_table_->unresolved_frames()));
+  }
   final_done.store(true, std::memory_order_release);
 }
 
