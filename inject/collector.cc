@@ -296,6 +296,9 @@ class Collector : public control::ControlHandler, public ExitFinisher::Hooks {
   uint64_t frames_failed_seen_ = 0;   // writer->frames_failed() at the last drain
   uint64_t reported_ring_drops_ = 0;
   uint64_t reported_table_drops_ = 0;
+  // stack_table_->dropped() as of the last drain: ReportLosses may run on
+  // the finisher while the writer is inside the table (a blocking section).
+  uint64_t table_drops_ = 0;
   uint64_t reported_thread_drops_ = 0;
   bool python_fault_reported_ = false;
 
@@ -1276,7 +1279,11 @@ void Collector::StartStacks() {
   frame_resolver_ = std::make_unique<stacks::ProcessFrameResolver>(python_resolver_.get(),
                                                                    native_symbolizer_.get());
   // Native stacks start in our own callback and CUPTI's dispatch: dropped.
+  // Raw stacks remembered: at most 32768 (their frames: <= 32 MiB at 64
+  // deep); past that a new raw stack is resolved each time (cached per code
+  // object and address) instead of remembered.
   stacks::StackTable::Limits limits;
+  limits.max_raw = 1 << 15;
   Dl_info self{};
   if (dladdr(reinterpret_cast<void*>(&SubscriberCallback), &self) != 0 && self.dli_fname) {
     limits.drop_leading_native_modules.push_back(BaseName(self.dli_fname));
@@ -1313,6 +1320,7 @@ void Collector::DrainStacks() {
     });
     stack_table_->TakeNew(&new_frames_, &new_stacks_);
   }
+  table_drops_ = stack_table_->dropped();
   for (const stacks::StackFrameEntry& f : new_frames_) {
     format::StackFrameRecord r{};
     r.id = f.id;
@@ -1707,7 +1715,7 @@ void Collector::ReportLosses(bool final) {
     report(kDropStacks, g_stacks.ring_drops(), &reported_ring_drops_,
            "call stacks not taken: a thread's capture ring was full (the writer fell behind); "
            "the API records are kept");
-    report(kDropStacks, stack_table_->dropped(), &reported_table_drops_,
+    report(kDropStacks, table_drops_, &reported_table_drops_,
            "call stacks not kept (stack id 0): the stack table reached its limit");
     report(kDropStacks, g_stacks.thread_drops(), &reported_thread_drops_,
            "call stacks not taken at synchronizing calls of threads beyond the collector's "
