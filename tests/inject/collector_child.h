@@ -330,6 +330,11 @@ class CollectorCuptiTest : public ::testing::Test {
       other = dlopen(other_path, other_flags);
       if (other == nullptr) _exit(30);
     }
+    // A library whose symbols the collector must find with dlsym(RTLD_DEFAULT)
+    // (an interpreter stand-in), loaded first.
+    if (const char* global = getenv("GPSCOPE_TEST_DLOPEN_GLOBAL")) {
+      if (dlopen(global, RTLD_NOW | RTLD_GLOBAL) == nullptr) _exit(33);
+    }
     void* lib = dlopen(GPSCOPE_INJECT_LIB, RTLD_NOW | RTLD_LOCAL);
     if (lib == nullptr) _exit(10);
     auto init = reinterpret_cast<int (*)()>(dlsym(lib, "InitializeInjection"));

@@ -215,6 +215,34 @@ TEST_F(CollectorStacksTest, SyncCallsCarryNativeStacksThatJoinTheirApiRecordsAnd
   EXPECT_EQ(driver, std::size(inject::kDriverCbids));
 }
 
+TEST_F(CollectorStacksTest, AnUnsupportedCPythonIsOneInfoLineANoticeAndNativeStacks) {
+  g_child_workload = SyncWorkload;
+  ASSERT_NO_FATAL_FAILURE(RunToExit({{"GPSCOPE_TEST_DLOPEN_GLOBAL", GPSCOPE_FAKE_PYTHON314},
+                                     {"GPSCOPE_LOG_LEVEL", "info"}},
+                                    Then::kWorkload));
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  auto py = t.Unavailable("stacks.python");
+  ASSERT_EQ(py.size(), 1u);
+  EXPECT_EQ(py[0]->reason(), "CPython 3.14.0 is not supported (3.9-3.13 are)");
+  // One line (info level) about it, and no other naming the version.
+  int lines = 0, python = 0;
+  for (const std::string& l : StderrLines()) {
+    lines += l.find("python stacks: CPython 3.14.0 is not supported (3.9-3.13 are)") !=
+             std::string::npos;
+    python += l.find("3.14.0") != std::string::npos;
+  }
+  EXPECT_EQ(lines, 1) << Stderr();
+  EXPECT_EQ(python, 1) << Stderr();
+  // The calls still get stacks: native ones, naming their callers.
+  ASSERT_EQ(t.stack_samples.size(), 28u);
+  for (const auto& s : t.stack_samples) {
+    const proto::StackFrame* f = Innermost(t, s);
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(f->kind(), proto::FRAME_NATIVE);
+  }
+}
+
 void LaunchWorkload(void* fake) {
   ApiCallFn call = CallFn(fake);
   FILE* f = fopen(g_calls_path.c_str(), "w");
