@@ -76,7 +76,11 @@ enum class ApiClass : uint8_t { kOther = 0, kSync = 1, kLaunch = 2 };
 class StackCapturer {
  public:
   static constexpr uint64_t kIdleThresholdNs = 5'000'000;
-  static constexpr uint32_t kRingSlots = 64;     // captures per thread between drains
+  // Captures per thread between drains. 64 lost 337 of ~23,000 stacks of a
+  // loop of synchronous copies (5,800 per second) on the H200 while the
+  // writer compressed; 128 doubles the headroom at ~135 KiB per thread
+  // (touched only as it fills).
+  static constexpr uint32_t kRingSlots = 128;
   static constexpr uint32_t kMaxThreads = 256;   // threads with stacks
 
   struct Options {

@@ -481,7 +481,11 @@ SummaryReport ComputeSummary(const model::TraceModel& model, const ReportOptions
     r.label = absl::StrCat("pid ", p.pid, p.hostname.empty() ? "" : " on ", p.hostname);
     r.launch_call = Describe(p.launch_call_ns);
     r.launch_call_outliers = p.launch_call_outliers;
-    for (const auto& [reason, n] : p.dropped) r.dropped += n;
+    // A lost call stack loses no event (its API record is kept): it does
+    // not make the trace incomplete.
+    for (const auto& [reason, n] : p.dropped) {
+      (reason == proto::DROP_STACKS ? r.stacks_dropped : r.dropped) += n;
+    }
     // Time outside a capture window was left out on purpose: not a loss.
     r.complete = r.dropped == 0 && p.lost_interval_count == p.window_off_count &&
                  p.lost_chunks == 0 && p.clean_end && p.undecodable_batches == 0;

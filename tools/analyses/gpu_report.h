@@ -272,7 +272,8 @@ struct ProcessReport {
   std::string label;  // "pid 846 on vm"
   Distribution launch_call;  // CPU duration of launch calls
   uint64_t launch_call_outliers = 0;
-  uint64_t dropped = 0;  // records, all reasons
+  uint64_t dropped = 0;  // records (events), every reason but DROP_STACKS
+  uint64_t stacks_dropped = 0;  // call stacks not kept (DROP_STACKS): their API records are in
   bool complete = true;  // nothing dropped or lost, clean end
 };
 

@@ -1246,6 +1246,7 @@ void IncompleteData(const Context& c) {
                   {"lost_frames", static_cast<double>(p.lost_chunks), "count"},
                   {"clean_end", p.clean_end ? 1.0 : 0.0, "bool"}};
     for (const auto& [reason, n] : p.dropped) {
+      if (reason == proto::DROP_STACKS) continue;  // not events: source-lines says so
       f.evidence.push_back({absl::StrCat("dropped_", absl::AsciiStrToLower(DropName(reason))),
                             static_cast<double>(n), "count"});
     }

@@ -679,10 +679,15 @@ void RenderCompleteness(const SummaryResult& r, Text& t) {
     } else {
       std::vector<std::string> reasons;
       for (const auto& [reason, n] : p.dropped) {
+        if (reason == proto::DROP_STACKS) continue;
         reasons.push_back(absl::StrCat(Spaced(DropName(reason)), " ", Count(n)));
       }
       parts.push_back(absl::StrCat(Count(pr.dropped), " DROPPED (", absl::StrJoin(reasons, ", "),
                                    ")"));
+    }
+    if (pr.stacks_dropped > 0) {
+      parts.push_back(absl::StrCat(Count(pr.stacks_dropped),
+                                   " call stacks not kept (their API records are)"));
     }
     const uint64_t lost_count = p.lost_interval_count - p.window_off_count;
     parts.push_back(lost_count == 0

@@ -1880,12 +1880,19 @@ class ModelBuilder::Impl {
     // autotuning and lazy loading run new kernels inside the first steps
     // (XLA compiles and autotunes between its warm-up calls) with gaps
     // too short to be one-time gaps, so the steady state starts after the
-    // last kernel never run before that lies in the first half of the
-    // steps' span (the bound above: before most of the steps).
-    if (!g.novel_overflow && out.last_start_ns > out.first_start_ns) {
-      const uint64_t mid = out.first_start_ns + (out.last_start_ns - out.first_start_ns) / 2;
+    // last kernel never run before, when most of the steps (the bound
+    // above, counted in median periods) come after it. A run that keeps
+    // running new code (dynamic shapes, a GPU that never repeats) has no
+    // such point: nothing is cut.
+    const double period = out.period_ns.Percentile(50);
+    if (!g.novel_overflow && period > 0 && out.last_start_ns > out.second_start_ns) {
+      uint64_t settle = 0;
       for (uint64_t end : g.novel_end_ns) {
-        if (end > out.second_start_ns && end <= mid) out.steady_start_ns = std::max(out.steady_start_ns, end);
+        if (end > out.second_start_ns && end <= out.last_start_ns) settle = std::max(settle, end);
+      }
+      const double after = static_cast<double>(out.last_start_ns - settle) / period;
+      if (settle > 0 && 2 * after >= static_cast<double>(out.count)) {
+        out.steady_start_ns = std::max(out.steady_start_ns, settle);
       }
     }
   }
