@@ -12,12 +12,14 @@
 #include <cstdlib>
 #include <cstdint>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "tests/testing/trace_builder.h"
 #include "tools/analyses/rules.h"
 #include "tools/analyses/sites.h"
+#include "tools/analyze/export.h"
 #include "tools/analyze/summary.h"
 #include "tools/model/trace_model.h"
 #include "tools/reader/limits.h"
@@ -634,6 +636,56 @@ assert x['stacks'] == 2 and x['sync_calls'] == 2, x
   EXPECT_NE(analyze::RenderSummaryCsv(*r, "lines").find("x.py:3 (f)"), std::string::npos);
 }
 
+// export: the stacks as Chrome's stackFrames tree, `sf` on the API events
+// whose call has a stack.
+TEST(SitesTest, ExportCarriesStackFrames) {
+  TraceBuilder trace;
+  Proc s(trace);
+  TorchFrames fr(s.p());
+  uint64_t t = kT0;
+  for (int step = 0; step < 3; ++step) {
+    uint64_t h = s.Launch(kMain, t, 2 * kMs, fr.launch_stack);
+    h = s.Launch(kMain, h + 2 * kUs, 2 * kMs);
+    t = s.Sync(kMain, h + 10 * kUs, fr.sync_stack) + 24 * kMs;
+  }
+  s.p().WriteEnd();
+  const std::string path = TempPath("export");
+  ASSERT_TRUE(trace.WriteFile(path));
+  std::ostringstream out, err;
+  ASSERT_EQ(analyze::RunExport({path}, out, err), 0) << err.str();
+  unlink(path.c_str());
+  EXPECT_TRUE(PythonChecks(out.str(), R"(
+frames = d['stackFrames']
+api = [e for e in d['traceEvents'] if e.get('cat') == 'cuda_api']
+assert len(api) == 9, len(api)
+withsf = [e for e in api if 'sf' in e]
+assert len(withsf) == 6, withsf
+def chain(node):
+    out = []
+    while node is not None:
+        out.append(frames[node]['name'])
+        node = frames[node].get('parent')
+    return out
+sync = [e for e in withsf if e['name'] == 'cudaStreamSynchronize_v3020']
+assert len(sync) == 3
+assert chain(sync[0]['sf']) == ['cudaStreamSynchronize (libcudart.so.13+0x1234)',
+    '/usr/lib/python3/dist-packages/torch/_tensor.py:1000 item',
+    '/home/u/train.py:42 train_step', '/home/u/train.py:60 <module>'], chain(sync[0]['sf'])
+assert frames[sync[0]['sf']]['category'] == 'native'
+launch = [e for e in withsf if e['name'] == 'cudaLaunchKernel_v7000']
+assert chain(launch[0]['sf'])[1] == '/home/u/train.py:37 train_step'
+# stacks share their outer frames: one node per prefix
+def root(node):
+    while 'parent' in frames[node]:
+        node = frames[node]['parent']
+    return node
+assert root(sync[0]['sf']) == root(launch[0]['sf'])
+roots = sorted(v['name'] for v in frames.values() if 'parent' not in v)
+assert roots == ['/home/u/train.py:60 <module>', '/usr/lib/python3.12/threading.py:1010 run'], roots
+assert all(k.startswith('77.') for k in frames)
+)"));
+}
+
 // Without stacks nothing is added: no section, no key, a header-only CSV.
 TEST(SitesTest, NoStacksNoSection) {
   TraceBuilder trace;
@@ -649,6 +701,13 @@ TEST(SitesTest, NoStacksNoSection) {
   const std::string csv = analyze::RenderSummaryCsv(*r, "lines");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1);
   for (const Finding& f : r->findings) EXPECT_TRUE(f.sites.empty());
+  const std::string path = TempPath("export_none");
+  ASSERT_TRUE(trace.WriteFile(path));
+  std::ostringstream out, err;
+  ASSERT_EQ(analyze::RunExport({path}, out, err), 0) << err.str();
+  unlink(path.c_str());
+  EXPECT_EQ(out.str().find("stackFrames"), std::string::npos);
+  EXPECT_EQ(out.str().find("\"sf\""), std::string::npos);
 }
 
 // Frame text: demangled native symbols, module+offset without one, user

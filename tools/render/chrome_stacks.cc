@@ -1,0 +1,98 @@
+#include "tools/render/chrome_stacks.h"
+
+#include <algorithm>
+
+#include "tools/analyses/sites.h"
+#include "tools/reader/batch_decode.h"
+#include "tools/reader/limits.h"
+#include "tools/render/json_writer.h"
+#include "tools/render/sites_render.h"
+
+namespace gpscope::render {
+
+void ChromeStacks::AddBatch(uint64_t process_uid, uint32_t pid, const proto::EventBatch& b,
+                            const std::function<std::string(uint32_t)>& strings) {
+  if (b.stack_frames_size() == 0 && b.stacks_size() == 0 && !b.has_stack_samples()) return;
+  any_ = true;
+  Process& p = processes_[process_uid];
+  for (const proto::StackFrame& f : b.stack_frames()) {
+    if (f.id() == 0 || f.id() > reader::kMaxStackFrameId) continue;
+    p.frames[f.id()] = f;
+  }
+  for (const proto::Stack& s : b.stacks()) {
+    if (s.id() == 0 || s.id() > reader::kMaxStackId || p.leaf.contains(s.id())) continue;
+    // From the outermost frame in: each prefix is one node.
+    uint32_t at = 0;
+    const int n = std::min(s.frame_ids_size(), reader::kMaxFramesPerStack);
+    for (int i = n - 1; i >= 0; --i) {
+      const uint32_t fid = s.frame_ids(i);
+      auto [it, inserted] = p.child.try_emplace((uint64_t{at} << 32) | fid, 0);
+      if (inserted) {
+        if (nodes_.size() >= kMaxNodes) {
+          p.child.erase(it);
+          break;
+        }
+        model::StackFrameText t;
+        t.id = fid;
+        if (auto f = p.frames.find(fid); f != p.frames.end()) {
+          t.defined = true;
+          t.kind = f->second.kind();
+          t.file = strings(f->second.file_id());
+          t.function = strings(f->second.function_id());
+          t.qualname = strings(f->second.qualname_id());
+          t.line = f->second.line();
+          t.module_offset = f->second.module_offset();
+        }
+        const analyses::SiteFrame d = analyses::DescribeFrame(t);
+        nodes_.push_back({at, pid, d.text, FrameKindName(t.kind)});
+        it->second = static_cast<uint32_t>(nodes_.size());
+      }
+      at = it->second;
+    }
+    if (at != 0) p.leaf[s.id()] = at;
+  }
+  if (!b.has_stack_samples()) return;
+  std::vector<reader::StackSampleEvent> rows;
+  if (!reader::DecodeStackSamples(b, &rows).ok()) return;
+  for (const reader::StackSampleEvent& e : rows) {
+    if (e.stack_id == 0) continue;
+    auto [it, inserted] = p.pending.try_emplace(e.correlation_id);
+    it->second = {e.thread_id, e.stack_id};
+    if (inserted) p.pending_order.push_back(e.correlation_id);
+  }
+  // Samples waiting longest (their call never came) go first.
+  while (p.pending_order.size() > 2 * kMaxPending) {
+    p.pending.erase(p.pending_order.front());
+    p.pending_order.pop_front();
+  }
+}
+
+std::string ChromeStacks::Take(uint64_t process_uid, uint32_t thread_id, uint32_t correlation_id) {
+  auto pit = processes_.find(process_uid);
+  if (pit == processes_.end()) return "";
+  Process& p = pit->second;
+  auto it = p.pending.find(correlation_id);
+  if (it == p.pending.end() || it->second.first != thread_id) return "";
+  const uint32_t stack = it->second.second;
+  p.pending.erase(it);
+  auto leaf = p.leaf.find(stack);
+  if (leaf == p.leaf.end()) return "";
+  const Node& n = nodes_[leaf->second - 1];
+  return std::to_string(n.pid) + "." + std::to_string(leaf->second);
+}
+
+void ChromeStacks::WriteDictionary(std::ostream& out) const {
+  if (!any_) return;
+  out << ",\"stackFrames\":{";
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const Node& n = nodes_[i];
+    if (i > 0) out << ",\n";
+    out << "\"" << n.pid << "." << (i + 1) << "\":{\"category\":\"" << n.category
+        << "\",\"name\":" << JsonWriter::Quote(n.name);
+    if (n.parent != 0) out << ",\"parent\":\"" << n.pid << "." << n.parent << "\"";
+    out << "}";
+  }
+  out << "}";
+}
+
+}  // namespace gpscope::render
