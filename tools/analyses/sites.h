@@ -22,8 +22,13 @@
 // sqrt(sum (y_i - R x_i)^2 / (n (n - 1))) / mean(x) (the ratio estimator's,
 // Cochran, Sampling Techniques, 6.3), and the estimate is R x the process's
 // kernel time, +- 1.96 standard errors (95%). It assumes a sampled launch
-// is like the launches around it in time (the collector samples one launch
-// per interval of host time per thread).
+// is like the launches around it in time: the collector samples one launch
+// per interval of host time per thread (GPSCOPE_STACK_SAMPLE_MS), first
+// after each idle, so lines whose launches all fall within less host time
+// than an interval are sampled by phase, not at random; the interval covers
+// the sampling error only, not that bias. (tests/data/stacks: with 24
+// launches per line, 250 us of host time apart, the estimate is exact; at
+// 46 us apart, two lines of 33% and 67% estimated 50% each.)
 //
 //   SiteReport sites = ComputeSites(model);      // empty when no stacks
 //   for (const SiteRow& s : sites.rows) ...      // GPU time lost, largest first

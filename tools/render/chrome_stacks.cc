@@ -67,18 +67,30 @@ void ChromeStacks::AddBatch(uint64_t process_uid, uint32_t pid, const proto::Eve
   }
 }
 
-std::string ChromeStacks::Take(uint64_t process_uid, uint32_t thread_id, uint32_t correlation_id) {
+uint32_t ChromeStacks::TakeNode(uint64_t process_uid, uint32_t thread_id,
+                                uint32_t correlation_id) {
   auto pit = processes_.find(process_uid);
-  if (pit == processes_.end()) return "";
+  if (pit == processes_.end()) return 0;
   Process& p = pit->second;
   auto it = p.pending.find(correlation_id);
-  if (it == p.pending.end() || it->second.first != thread_id) return "";
+  if (it == p.pending.end() || it->second.first != thread_id) return 0;
   const uint32_t stack = it->second.second;
   p.pending.erase(it);
   auto leaf = p.leaf.find(stack);
-  if (leaf == p.leaf.end()) return "";
-  const Node& n = nodes_[leaf->second - 1];
-  return std::to_string(n.pid) + "." + std::to_string(leaf->second);
+  return leaf == p.leaf.end() ? 0 : leaf->second;
+}
+
+uint32_t ChromeStacks::LeafOf(uint64_t process_uid, uint32_t stack_id) const {
+  auto pit = processes_.find(process_uid);
+  if (pit == processes_.end()) return 0;
+  auto leaf = pit->second.leaf.find(stack_id);
+  return leaf == pit->second.leaf.end() ? 0 : leaf->second;
+}
+
+std::string ChromeStacks::Take(uint64_t process_uid, uint32_t thread_id, uint32_t correlation_id) {
+  const uint32_t node = TakeNode(process_uid, thread_id, correlation_id);
+  if (node == 0) return "";
+  return std::to_string(nodes_[node - 1].pid) + "." + std::to_string(node);
 }
 
 void ChromeStacks::WriteDictionary(std::ostream& out) const {

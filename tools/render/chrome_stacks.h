@@ -40,17 +40,23 @@ class ChromeStacks {
   // The node of the API call's stack, "" when it has none; the sample is
   // used up.
   std::string Take(uint64_t process_uid, uint32_t thread_id, uint32_t correlation_id);
+  // The same as a node index + 1 (0: none), for the HTML report.
+  uint32_t TakeNode(uint64_t process_uid, uint32_t thread_id, uint32_t correlation_id);
+  // The node of a stack's innermost frame (index + 1, 0: none).
+  uint32_t LeafOf(uint64_t process_uid, uint32_t stack_id) const;
   bool any() const { return any_; }
   // `,"stackFrames":{...}` when any stack was seen; nothing otherwise.
   void WriteDictionary(std::ostream& out) const;
 
- private:
   struct Node {
     uint32_t parent = 0;  // index + 1 into nodes_ (0: root)
     uint32_t pid = 0;
     std::string name;
     const char* category = "";
   };
+  const std::vector<Node>& nodes() const { return nodes_; }
+
+ private:
   struct Process {
     absl::flat_hash_map<uint32_t, proto::StackFrame> frames;  // by id
     absl::flat_hash_map<uint32_t, uint32_t> leaf;  // stack id -> node index + 1

@@ -105,7 +105,10 @@ std::vector<std::string> SitesText(const model::TraceModel& model,
              " (no stacked call around the gap)",
              sm.samples >= 2
                  ? absl::StrCat("; kernel time by line from ", Count(sm.samples),
-                                " sampled launches, +- the 95% interval")
+                                " sampled launches, +- the 95% interval of the sampling (launches "
+                                "are sampled per interval of host time: a line whose launches "
+                                "take less host time than one interval may be over- or "
+                                "under-counted beyond it)")
                  : std::string("; too few sampled launches for kernel time by line"))),
          4);
     const uint64_t problems = sm.unjoined + sm.no_stack + sm.unknown_stack_ids +
