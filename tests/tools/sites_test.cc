@@ -21,6 +21,7 @@
 #include "tools/analyses/sites.h"
 #include "tools/analyze/export.h"
 #include "tools/analyze/summary.h"
+#include "tools/model/stack_builder.h"
 #include "tools/model/trace_model.h"
 #include "tools/reader/limits.h"
 
@@ -684,6 +685,38 @@ roots = sorted(v['name'] for v in frames.values() if 'parent' not in v)
 assert roots == ['/home/u/train.py:60 <module>', '/usr/lib/python3.12/threading.py:1010 run'], roots
 assert all(k.startswith('77.') for k in frames)
 )"));
+}
+
+// Many frames naming one huge string: the text kept per frame is cut, so
+// the model and the export stay small.
+TEST(SitesTest, HugeFrameStringsAreCut) {
+  TraceBuilder trace;
+  Proc s(trace);
+  TraceBuilder::Process& p = s.p();
+  const std::string huge(60'000, 'x');
+  uint64_t t = kT0;
+  for (int i = 0; i < 200; ++i) {
+    const uint32_t f = p.AddPythonFrame("/home/u/" + std::to_string(i) + ".py", 1, huge);
+    const uint32_t st = p.AddStack({f});
+    t = s.Sync(kMain, s.Launch(kMain, t, 1 * kUs) + 10 * kUs, st) + 100 * kUs;
+    if (i % 20 == 19) p.Flush();
+  }
+  p.WriteEnd();
+  auto r = Analyze(trace, "huge_strings");
+  const model::StackModel& sm = r->model.processes[0].stacks;
+  ASSERT_EQ(sm.frames.size(), 200u);
+  for (const model::StackFrameText& f : sm.frames) {
+    EXPECT_EQ(f.function.size(), model::StackBuilder::kFrameTextBytes + 3);
+    EXPECT_EQ(f.function.substr(f.function.size() - 3), "...");
+  }
+  const std::string path = TempPath("huge_export");
+  ASSERT_TRUE(trace.WriteFile(path));
+  std::ostringstream out, err;
+  ASSERT_EQ(analyze::RunExport({path}, out, err), 0) << err.str();
+  unlink(path.c_str());
+  // 200 frames of at most 4 KiB of text each, not 200 x 60 kB.
+  EXPECT_LT(out.str().size(), 2u << 20);
+  EXPECT_GT(out.str().size(), 200u * 4096);
 }
 
 // Without stacks nothing is added: no section, no key, a header-only CSV.

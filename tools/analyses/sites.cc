@@ -180,6 +180,7 @@ SiteReport ComputeSites(const model::TraceModel& model) {
     std::vector<SiteRow> rows;
     absl::flat_hash_map<uint32_t, size_t> site_of_stack;
     std::vector<uint64_t> top_lost;
+    std::vector<const model::WeightedStack*> top_of;  // each site's representative stack
     for (const model::WeightedStack& s : sm.stacks) {
       bool user = false;
       const int at = SiteFrameOf(s, ps.frames, &user);
@@ -199,6 +200,7 @@ SiteReport ComputeSites(const model::TraceModel& model) {
         r.label = SiteLabel(frame);
         rows.push_back(std::move(r));
         top_lost.push_back(0);
+        top_of.push_back(nullptr);
       }
       SiteRow& r = rows[it->second];
       site_of_stack[s.id] = it->second;
@@ -225,9 +227,11 @@ SiteReport ComputeSites(const model::TraceModel& model) {
         top_lost[it->second] = weight;
         r.top_stack = s.id;
         r.truncated = s.truncated;
-        r.stack.clear();
-        for (uint32_t f : s.frames) r.stack.push_back(ps.frames[f]);
+        top_of[it->second] = &s;
       }
+    }
+    for (size_t i = 0; i < rows.size(); ++i) {  // frames copied once per site
+      for (uint32_t f : top_of[i]->frames) rows[i].stack.push_back(ps.frames[f]);
     }
     // Edges: the next launch after a site's syncs, the call before a
     // site's launches (the largest GPU idle between them).

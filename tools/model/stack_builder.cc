@@ -14,9 +14,15 @@ constexpr uint64_t kSlackNs = kSyncSlackNs;
 // Stacked sync calls looked at, from the latest, for one gap.
 constexpr int kSyncScan = 64;
 
-const std::string& StringOf(const std::vector<std::string>& strings, uint32_t id) {
-  static const std::string* const kEmpty = new std::string();
-  return id < strings.size() ? strings[id] : *kEmpty;
+// The text of string `id`, cut to `max_bytes` at a UTF-8 boundary (an
+// ellipsis marks the cut).
+std::string StringOf(const std::vector<std::string>& strings, uint32_t id, size_t max_bytes) {
+  if (id >= strings.size()) return std::string();
+  const std::string& s = strings[id];
+  if (s.size() <= max_bytes) return s;
+  size_t n = max_bytes;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return s.substr(0, n) + "...";
 }
 
 }  // namespace
@@ -308,6 +314,7 @@ StackModel StackBuilder::Finish(const std::vector<std::string>& strings) {
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   absl::flat_hash_map<uint32_t, uint32_t> frame_index;  // frame id -> index into m.frames
+  size_t text_bytes = 0;
   for (uint32_t id : ids) {
     WeightedStack ws;
     ws.id = id;
@@ -327,10 +334,13 @@ StackModel StackBuilder::Finish(const std::vector<std::string>& strings) {
             const Frame& f = frames_[fid];
             t.defined = true;
             t.kind = f.kind;
-            t.file = StringOf(strings, f.file_id);
-            t.function = StringOf(strings, f.function_id);
-            t.qualname = StringOf(strings, f.qualname_id);
-            t.build_id = StringOf(strings, f.build_id_id);
+            const size_t cut =
+                text_bytes < kMaxFrameTextBytes ? kFrameTextBytes : kCutFrameTextBytes;
+            t.file = StringOf(strings, f.file_id, cut);
+            t.function = StringOf(strings, f.function_id, cut);
+            t.qualname = StringOf(strings, f.qualname_id, cut);
+            t.build_id = StringOf(strings, f.build_id_id, cut);
+            text_bytes += t.file.size() + t.function.size() + t.qualname.size() + t.build_id.size();
             t.line = f.line;
             t.module_offset = f.module_offset;
           } else {

@@ -57,6 +57,12 @@ class StackBuilder {
   static constexpr size_t kMaxThreads = 4096;
   static constexpr size_t kMaxEdges = 1 << 16;
   static constexpr size_t kMaxFrameRefs = 1 << 24;  // 64 MiB of frame ids over all stacks
+  // Frame text kept (file, function, qualname, build id of the frames of
+  // costly stacks); past it each string is cut to kCutFrameTextBytes, so a
+  // hostile trace of many frames naming one huge string stays small.
+  static constexpr size_t kMaxFrameTextBytes = 64u << 20;
+  static constexpr size_t kFrameTextBytes = 4096;     // any one string, always
+  static constexpr size_t kCutFrameTextBytes = 256;
 
   // kLaunch: a kernel or graph launch (sampled in time); kImplicit: host_calls.h.
   enum class Call { kOther, kLaunch, kSync, kImplicit };

@@ -32,19 +32,36 @@ void ChromeStacks::AddBatch(uint64_t process_uid, uint32_t pid, const proto::Eve
           p.child.erase(it);
           break;
         }
-        model::StackFrameText t;
-        t.id = fid;
-        if (auto f = p.frames.find(fid); f != p.frames.end()) {
-          t.defined = true;
-          t.kind = f->second.kind();
-          t.file = strings(f->second.file_id());
-          t.function = strings(f->second.function_id());
-          t.qualname = strings(f->second.qualname_id());
-          t.line = f->second.line();
-          t.module_offset = f->second.module_offset();
+        auto f = p.frames.find(fid);
+        const int kind = f != p.frames.end() ? f->second.kind() : 0;
+        auto [ti, new_text] = p.text_of.try_emplace(fid, static_cast<uint32_t>(texts_.size()));
+        if (new_text) {  // described once per frame
+          model::StackFrameText t;
+          t.id = fid;
+          if (f != p.frames.end()) {
+            const size_t cut = text_bytes_ < kMaxTextBytes ? kFrameTextBytes : kCutFrameTextBytes;
+            auto text = [&](uint32_t id) {
+              std::string s = strings(id);
+              if (s.size() > cut) {
+                size_t n = cut;
+                while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+                s.resize(n);
+                s += "...";
+              }
+              return s;
+            };
+            t.defined = true;
+            t.kind = kind;
+            t.file = text(f->second.file_id());
+            t.function = text(f->second.function_id());
+            t.qualname = text(f->second.qualname_id());
+            t.line = f->second.line();
+            t.module_offset = f->second.module_offset();
+          }
+          texts_.push_back(analyses::DescribeFrame(t).text);
+          text_bytes_ += texts_.back().size();
         }
-        const analyses::SiteFrame d = analyses::DescribeFrame(t);
-        nodes_.push_back({at, pid, d.text, FrameKindName(t.kind)});
+        nodes_.push_back({at, pid, ti->second, FrameKindName(kind)});
         it->second = static_cast<uint32_t>(nodes_.size());
       }
       at = it->second;
@@ -100,7 +117,7 @@ void ChromeStacks::WriteDictionary(std::ostream& out) const {
     const Node& n = nodes_[i];
     if (i > 0) out << ",\n";
     out << "\"" << n.pid << "." << (i + 1) << "\":{\"category\":\"" << n.category
-        << "\",\"name\":" << JsonWriter::Quote(n.name);
+        << "\",\"name\":" << JsonWriter::Quote(texts_[n.text]);
     if (n.parent != 0) out << ",\"parent\":\"" << n.pid << "." << n.parent << "\"";
     out << "}";
   }

@@ -51,14 +51,22 @@ class ChromeStacks {
   struct Node {
     uint32_t parent = 0;  // index + 1 into nodes_ (0: root)
     uint32_t pid = 0;
-    std::string name;
+    uint32_t text = 0;    // index into texts(): the frame as people read it
     const char* category = "";
   };
   const std::vector<Node>& nodes() const { return nodes_; }
+  // Frame text, one per (process, frame id) used: each string of a frame
+  // at most kFrameTextBytes, kCutFrameTextBytes past kMaxTextBytes in all.
+  const std::vector<std::string>& texts() const { return texts_; }
+  const std::string& name(const Node& n) const { return texts_[n.text]; }
+  static constexpr size_t kMaxTextBytes = 64u << 20;
+  static constexpr size_t kFrameTextBytes = 4096;
+  static constexpr size_t kCutFrameTextBytes = 256;
 
  private:
   struct Process {
     absl::flat_hash_map<uint32_t, proto::StackFrame> frames;  // by id
+    absl::flat_hash_map<uint32_t, uint32_t> text_of;  // frame id -> texts_ index
     absl::flat_hash_map<uint32_t, uint32_t> leaf;  // stack id -> node index + 1
     absl::flat_hash_map<uint64_t, uint32_t> child;  // (parent << 32 | frame id) -> node index + 1
     absl::flat_hash_map<uint32_t, std::pair<uint32_t, uint32_t>> pending;  // corr -> (thread, stack)
@@ -67,6 +75,8 @@ class ChromeStacks {
 
   bool any_ = false;
   std::vector<Node> nodes_;
+  std::vector<std::string> texts_;
+  size_t text_bytes_ = 0;
   absl::flat_hash_map<uint64_t, Process> processes_;
 };
 

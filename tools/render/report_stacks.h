@@ -44,7 +44,7 @@ void WriteReportStacks(const model::TraceModel& model, const analyses::SummaryRe
   j.Key("stacks").BeginObject();
   j.Key("nodes").BeginObject();
   j.Key("name").BeginArray();
-  for (const ChromeStacks::Node& n : nodes) j.String(n.name);
+  for (const ChromeStacks::Node& n : nodes) j.String(stacks.name(n));
   j.EndArray();
   j.Key("category").BeginArray();
   for (const ChromeStacks::Node& n : nodes) j.String(n.category);
