@@ -439,6 +439,36 @@ TEST(SitesTest, PreviousCallIsTheLaunchingThreads) {
   EXPECT_EQ(other->gpu_lost_ns, 0u);
 }
 
+// A gap that began in a sync without a stack, while another thread's
+// stacked sync ran inside it: that sync did not cause the gap, so neither
+// the sync wait nor the host code after it are its; the host code goes to
+// the launch that ended the gap.
+TEST(SitesTest, OverlappingSyncOfAnotherThreadIsNotTheCause) {
+  TraceBuilder trace;
+  Proc s(trace);
+  TorchFrames fr(s.p());
+  uint64_t t = kT0;
+  for (int step = 0; step < 10; ++step) {
+    const uint64_t h = s.Launch(kMain, t, 3 * kMs, fr.launch_stack);
+    const uint64_t end = s.Sync(kMain, h + 10 * kUs);  // no stack
+    s.Block(kOther, end + 1 * kMs, end + 3 * kMs, "cudaEventSynchronize_v3020", fr.sync_stack);
+    t = end + 20 * kMs;
+  }
+  s.p().WriteEnd();
+  auto r = Analyze(trace, "overlap");
+  const SiteRow* other = SiteNamed(r->report.sites, "train.py:42 (train_step)");
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(other->w.sync_calls, 10u);
+  EXPECT_EQ(other->gpu_lost_ns, 0u);
+  const SiteRow* launch = SiteNamed(r->report.sites, "train.py:37 (train_step)");
+  ASSERT_NE(launch, nullptr);
+  EXPECT_EQ(launch->w.gaps, 9u);
+  EXPECT_GT(launch->w.gpu_host_before_ns, 9 * 19 * kMs);
+  // The sync wait of the unstacked sync: not attributed.
+  EXPECT_EQ(r->model.processes[0].stacks.gpu_idle_unattributed_ns,
+            9 * (model::kSyncRelaunchNs + 4 * kUs));
+}
+
 // At the trace's edges: the first launch has no earlier call; a sync at
 // the end has no gap after it; a sample that arrives a batch early joins;
 // calls without stacks are counted, not attributed.

@@ -183,7 +183,8 @@ GapStacks StackBuilder::ResolveGap(uint64_t a, uint64_t b, uint64_t sync_ns, boo
   if (auto it = launches_.find(correlation_id); it != launches_.end()) l = &it->second;
   if (sync_ns > 0 || after_sync) {
     // The stacked sync the gap began in (started by a + slack, not returned
-    // at a), latest end first; else the one overlapping the gap most.
+    // at a), latest end first; else the stacked implicit sync overlapping
+    // the gap most.
     const SyncCall* best = nullptr;
     uint64_t best_overlap = 0;
     auto it = std::upper_bound(syncs_.begin(), syncs_.end(), b,
@@ -197,6 +198,10 @@ GapStacks StackBuilder::ResolveGap(uint64_t a, uint64_t b, uint64_t sync_ns, boo
         }
         continue;
       }
+      // A call that did not begin the gap can only have held it up as an
+      // implicit sync in the middle of it (host_calls.h: Classify counts
+      // those wherever they overlap the gap).
+      if (!it->implicit) continue;
       const uint64_t overlap = std::min(it->end_ns, b) - it->start_ns;
       if (best == nullptr || (best->start_ns > a + kSlackNs && overlap > best_overlap)) {
         best = &*it;
@@ -206,6 +211,7 @@ GapStacks StackBuilder::ResolveGap(uint64_t a, uint64_t b, uint64_t sync_ns, boo
     if (best != nullptr) {
       g.sync_stack = best->stack_id;
       g.sync_implicit = best->implicit;
+      g.began_in_sync = best->start_ns <= a + kSlackNs;
     }
     if (best != nullptr && l != nullptr) {
       g.host_between_ns = l->start_ns > best->end_ns ? l->start_ns - best->end_ns : 0;
@@ -217,7 +223,8 @@ GapStacks StackBuilder::ResolveGap(uint64_t a, uint64_t b, uint64_t sync_ns, boo
     g.from_stack = l->prev_stack;
     if (g.sync_stack == 0) g.host_between_ns = l->start_ns - l->prev_end_ns;
   }
-  if (g.sync_stack != 0) g.from_stack = g.sync_stack;
+  if (g.began_in_sync) g.from_stack = g.sync_stack;
+  else if (g.sync_stack != 0 && l != nullptr) g.host_between_ns = l->start_ns - l->prev_end_ns;
   return g;
 }
 
@@ -235,7 +242,7 @@ void StackBuilder::ApplyGap(const GapStacks& s, uint64_t sync_ns, uint64_t host_
     }
   }
   if (host_ns == 0) return;
-  if (after_sync && s.sync_stack != 0) {
+  if (after_sync && s.began_in_sync) {
     StackWeights& w = weights_[s.sync_stack];
     w.gpu_host_after_ns += host_ns;
     if (sync_ns == 0) ++w.gaps;

@@ -43,6 +43,7 @@ namespace gpscope::model {
 struct GapStacks {
   uint32_t sync_stack = 0;    // the stacked (implicit) sync the gap began in or overlapped
   bool sync_implicit = false;  // that call is implicitly synchronizing
+  bool began_in_sync = false;  // the gap began in it (not only overlapped it)
   uint32_t launch_stack = 0;  // the launch that ended the gap
   uint32_t from_stack = 0;    // the last CUDA call before it on the launching thread
   uint64_t host_between_ns = 0;  // host time from that call's end to the launch's start
