@@ -19,6 +19,7 @@ import {
 import {
   axisScale, FAMILIES, legendLabel, metricInfo, reasonSpans, reasonsOf,
 } from './metrics.js';
+import { hasStacks, renderSourceLines, showSite, timelineStackDetails } from './stacks.js';
 import { stragglerProcess, Timeline } from './timeline.js';
 
 const app = () => document.getElementById('app');
@@ -142,8 +143,9 @@ function glance(s) {
   return h('div', { class: 'glance' }, rows);
 }
 
-function renderNav(hasSteps, hasRanks) {
-  const links = [['findings', 'Findings'], hasRanks ? ['ranks', 'Ranks'] : null, ['timeline', 'Timeline'], ['gpus', 'GPUs'], ['distributions', 'Distributions'],
+function renderNav(hasSteps, hasRanks, hasLines) {
+  const links = [['findings', 'Findings'], hasLines ? ['source-lines', 'Source lines'] : null,
+    hasRanks ? ['ranks', 'Ranks'] : null, ['timeline', 'Timeline'], ['gpus', 'GPUs'], ['distributions', 'Distributions'],
     ['kernels', 'Top kernels'], hasSteps ? ['steps', 'Steps'] : null, ['correlation', 'Correlations'], ['details', 'Processes & data']].filter(Boolean);
   return h('nav', { class: 'report-nav' }, links.map(([id, label]) => h('a', { href: `#${id}` }, label)));
 }
@@ -211,6 +213,12 @@ function renderFindings(data) {
         }, `${fmtOffset(r.start_ns, 1e5)} · ${fmtDuration(r.end_ns - r.start_ns)}`, r.note ? h('span', { class: 'note' }, ` ${r.note}`) : null)),
         ranges.length > 1 ? h('button', { class: 'range-link all', type: 'button', onclick: () => go(ranges, extra.group) }, 'all on timeline') : null)
         : null,
+      (f.sites || []).length && hasStacks(data) ? h('div', { class: 'where sites' },
+        h('span', { class: 'where-label' }, 'at'),
+        f.sites.map((s) => h('button', {
+          class: 'range-link site-link', type: 'button', 'data-site': s.site,
+          title: 'show its stack (source lines)', onclick: () => showSite(state, s.site),
+        }, s.label, h('span', { class: 'note' }, ` ${fmtDuration(s.value_ns)}`)))) : null,
       (f.fixes || []).length ? h('div', { class: 'fixes' }, h('div', { class: 'fixes-label' }, 'what to do'),
         h('ul', null, f.fixes.map((x) => h('li', null, x)))) : null);
     if (i < 8) body.append(card);
@@ -730,13 +738,16 @@ async function main() {
   const stepsSection = renderSteps(data, deferred);
   const [timelineSection, holder] = renderTimelineSection();
   const ranksSection = renderRanks(data);
-  root.append(renderHeader(data), renderNav(!!stepsSection, !!ranksSection));
+  const linesSection = renderSourceLines(data, state);
+  root.append(renderHeader(data), renderNav(!!stepsSection, !!ranksSection, !!linesSection));
   const main = h('main', { class: 'report-main' });
   root.append(main);
   main.append(renderFindings(data));
+  if (linesSection) main.append(linesSection);
   if (ranksSection) main.append(ranksSection);
   main.append(timelineSection);
   state.timeline = new Timeline(holder, data, lanes);
+  if (linesSection) state.timeline.stackDetails = (selected, where) => timelineStackDetails(state, lanes, selected, where);
   main.append(renderGpus(data, deferred), renderDistributions(data, deferred), renderKernels(data));
   if (stepsSection) main.append(stepsSection);
   main.append(renderCorrelation(data), renderDetails(data));

@@ -680,6 +680,15 @@ export class Timeline {
     return null;
   }
 
+  // The event lane under the pointer and the time there, events or not.
+  laneAt(e) {
+    const r = this.canvas.getBoundingClientRect();
+    const x = e.clientX - r.left, y = e.clientY - r.top;
+    const found = this.itemAt(y);
+    if (!found || found.item.type === 'group' || x < LABEL_W) return null;
+    return { lane: found.item.lane, t: this.timeAt(x) };
+  }
+
   hitTest(e) {
     const r = this.canvas.getBoundingClientRect();
     const x = e.clientX - r.left, y = e.clientY - r.top;
@@ -742,9 +751,13 @@ export class Timeline {
       return;
     }
     this.selected = hit && hit.event != null ? hit : null;
+    // Call stacks (stacks.js): of a clicked API call, or of an idle gap
+    // clicked beside a stream's events.
+    const stack = this.stackDetails ? this.stackDetails(this.selected, this.selected ? null : this.laneAt(e)) : null;
     this.details.replaceChildren(
       this.selected ? this.describe(this.selected, true)
-        : h('span', { class: 'muted' }, 'Click an event to pin its details here.'));
+        : stack ? '' : h('span', { class: 'muted' }, 'Click an event to pin its details here.'),
+      stack || '');
     this.requestDraw();
   }
 

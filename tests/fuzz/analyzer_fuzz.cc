@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -35,6 +36,7 @@
 #include "google/protobuf/stubs/logging.h"
 #include "gpscope/trace.pb.h"
 #include "proto/framing.h"
+#include "tests/fuzz/analyzer_seed.h"
 #include "tools/analyze/cli.h"
 #include "tools/render/text_sanitize.h"
 
@@ -269,118 +271,50 @@ std::string SerializeList(const std::vector<proto::Chunk>& chunks) {
   return out;
 }
 
-// A small, ordinary trace: header, one batch with every kind, end.
-std::vector<proto::Chunk> Seed() {
-  std::vector<proto::Chunk> chunks(3);
-  for (size_t i = 0; i < chunks.size(); ++i) {
-    chunks[i].set_process_uid(0x1234);
-    chunks[i].set_pid(42);
-    chunks[i].set_sequence(i);
+// A small, ordinary trace (analyzer_seed.h).
+std::vector<proto::Chunk> Seed() { return gpscope::fuzz::AnalyzerSeed(); }
+
+// Call stacks (issue 20): what the generic mutations reach slowly. A stack
+// of up to 100,000 frame ids (the reader keeps 256), a frame or stack id at
+// a limit, or a sample naming ids at the limits or the API call's
+// correlation id on another thread.
+void MutateStacks(proto::EventBatch* b, Rng& rng, size_t room) {
+  switch (rng.Below(4)) {
+    case 0: {
+      proto::Stack* s = b->stacks_size() > 0 && rng.OneIn(2)
+                            ? b->mutable_stacks(static_cast<int>(rng.Below(b->stacks_size())))
+                            : b->add_stacks();
+      if (s->id() == 0) s->set_id(static_cast<uint32_t>(LimitU64(rng)));
+      const size_t n = std::min<size_t>(1 + rng.Below(100'000), room / 2 + 1);
+      for (size_t i = 0; i < n; ++i) s->add_frame_ids(static_cast<uint32_t>(rng.Below(4) + 1));
+      break;
+    }
+    case 1: {
+      proto::StackFrame* f = b->add_stack_frames();
+      f->set_id(static_cast<uint32_t>(LimitU64(rng)));
+      f->set_kind(static_cast<proto::FrameKind>(rng.Below(4)));
+      f->set_file_id(static_cast<uint32_t>(LimitU64(rng)));
+      f->set_function_id(static_cast<uint32_t>(rng.Below(8)));
+      f->set_module_offset(LimitU64(rng));
+      break;
+    }
+    case 2: {
+      proto::Stack* s = b->add_stacks();
+      s->set_id(static_cast<uint32_t>(LimitU64(rng)));
+      s->add_frame_ids(static_cast<uint32_t>(LimitU64(rng)));
+      s->set_truncated(rng.OneIn(2));
+      break;
+    }
+    default: {
+      proto::StackSamples* m = b->mutable_stack_samples();
+      m->add_timestamp_delta_ns(static_cast<int64_t>(LimitU64(rng)));
+      m->add_thread_id(rng.OneIn(2) ? 99 : static_cast<uint32_t>(LimitU64(rng)));
+      m->add_correlation_delta(rng.OneIn(2) ? 1 : static_cast<int64_t>(LimitU64(rng)));
+      m->add_stack_id(rng.OneIn(2) ? 1 : static_cast<uint32_t>(LimitU64(rng)));
+      m->add_trigger(static_cast<proto::StackTrigger>(rng.Below(5)));
+      break;
+    }
   }
-  proto::ProcessHeader* h = chunks[0].mutable_header();
-  h->set_format_version(1);
-  h->set_hostname("node0");
-  h->add_cmdline("python");
-  h->add_cmdline("train.py");
-  h->mutable_identity()->set_rank(0);
-  h->mutable_identity()->set_world_size(1);
-  proto::DeviceInfo* d = h->add_devices();
-  d->set_device_id(0);
-  d->set_name("NVIDIA H100");
-  d->set_sm_count(132);
-  d->set_max_threads_per_sm(2048);
-  d->set_max_blocks_per_sm(32);
-  d->set_max_registers_per_sm(65536);
-  d->set_max_shared_memory_per_sm_bytes(233472);
-  proto::ClockSnapshot* clock = h->add_clocks();
-  clock->set_cupti_ns(1'000'000'000);
-  clock->set_realtime_ns(1'700'000'000'000'000'000ull);
-  proto::EventBatch* b = chunks[1].mutable_batch();
-  b->set_base_ns(1'000'000'000);
-  const char* names[] = {"", "gemm_kernel", "ncclDevKernel_AllReduce", "cudaLaunchKernel",
-                         "step 1", "cudaStreamSynchronize"};
-  for (uint32_t i = 1; i < std::size(names); ++i) {
-    proto::InternedString* s = b->add_strings();
-    s->set_id(i);
-    s->set_value(names[i]);
-  }
-  proto::LaunchConfig* c = b->add_launch_configs();
-  c->set_id(1);
-  c->set_grid_x(264);
-  c->set_grid_y(1);
-  c->set_grid_z(1);
-  c->set_block_x(256);
-  c->set_block_y(1);
-  c->set_block_z(1);
-  c->set_registers_per_thread(64);
-  proto::Kernels* k = b->mutable_kernels();
-  for (int i = 0; i < 4; ++i) {
-    k->add_start_delta_ns(i == 0 ? 1000 : 20000);
-    k->add_duration_ns(15000);
-    k->add_name_id(i % 2 ? 2 : 1);
-    k->add_launch_config_id(1);
-    k->add_device_id(0);
-    k->add_context_id(1);
-    k->add_stream_id(7);
-    k->add_correlation_delta(1);
-    k->add_graph_id(0);
-    k->add_graph_node_id(0);
-  }
-  proto::Memcpys* m = b->mutable_memcpys();
-  m->add_start_delta_ns(500);
-  m->add_duration_ns(400);
-  m->add_bytes(4096);
-  m->add_copy_kind(proto::MEMCPY_HTOD);
-  m->add_src_kind(proto::MEMORY_PAGEABLE);
-  m->add_dst_kind(proto::MEMORY_DEVICE);
-  m->add_device_id(0);
-  m->add_context_id(1);
-  m->add_stream_id(7);
-  m->add_correlation_delta(10);
-  m->add_flags(0);
-  m->add_graph_id(0);
-  m->add_dst_device_id(0);
-  proto::ApiCalls* a = b->mutable_api_calls();
-  a->add_start_delta_ns(0);
-  a->add_duration_ns(3000);
-  a->add_domain(proto::API_RUNTIME);
-  a->add_cbid(211);
-  a->add_thread_id(99);
-  a->add_correlation_delta(1);
-  a->add_return_value(0);
-  a->add_api_name_id(3);
-  proto::Syncs* y = b->mutable_syncs();
-  y->add_start_delta_ns(90000);
-  y->add_duration_ns(5000);
-  y->add_sync_kind(proto::SYNC_STREAM_SYNCHRONIZE);
-  y->add_context_id(1);
-  y->add_stream_id(7);
-  y->add_event_id(0xffffffffu);
-  y->add_correlation_delta(20);
-  y->add_thread_id(99);
-  proto::NvtxRanges* r = b->mutable_nvtx_ranges();
-  r->add_start_delta_ns(0);
-  r->add_duration_ns(100000);
-  r->add_name_id(4);
-  r->add_domain_id(0);
-  r->add_thread_id(99);
-  r->add_depth(0);
-  proto::MetricDescriptor* md = b->add_metric_descriptors();
-  md->set_id(1);
-  md->set_name("gpm.sm_util");
-  md->set_unit("percent");
-  md->set_scope(proto::SCOPE_DEVICE);
-  proto::MetricSamples* ms = b->mutable_metrics();
-  ms->add_timestamp_delta_ns(50000);
-  ms->add_metric_id(1);
-  ms->add_value(75.0);
-  b->add_drops()->set_count(3);
-  b->add_lost_intervals()->set_start_ns(1'000'200'000);
-  b->add_capabilities()->set_component("gpm");
-  proto::ProcessEnd* e = chunks[2].mutable_end();
-  e->set_end_ns(1'001'000'000);
-  e->set_reason(proto::END_EXIT);
-  return chunks;
 }
 
 // ------------------------------------------------------------ the harness --
@@ -423,6 +357,13 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
         break;
       case 3:
         chunks[which].set_pid(static_cast<uint32_t>(LimitU64(rng)));
+        break;
+      case 4:
+        if (chunks[which].has_batch()) {
+          MutateStacks(chunks[which].mutable_batch(), rng, room);
+          break;
+        }
+        Mutate(&chunks[which], rng, room, 0);
         break;
       default:
         Mutate(&chunks[which], rng, room, 0);
@@ -470,6 +411,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t size) {
       {{"summary", "--format", "json", path}, false},
       {{"summary", "--format", "csv", "--table", "kernels", path}, true},
       {{"summary", "--format", "csv", "--table", "windows", path}, true},
+      {{"summary", "--format", "csv", "--table", "lines", path}, true},
       {{"report", "--data-only", "--no-compress", "-o", "-", path}, false},
       {{"export", path}, false},
       {{"dump", path}, false},

@@ -943,6 +943,108 @@ async function main() {
   });
   await r8.page.close();
 
+  // Call stacks (issue 20): the source-lines table, the flame view, a
+  // finding's site link, and the stack of a sync and of a gap clicked on the
+  // timeline, on the synthetic .item() loop of tests/data/stacks.
+  const stacksTrace = join(repo, 'tests/data/stacks/item_then_host.gpscope');
+  const stacksSummary = summaryJson(stacksTrace);
+  const st = await open(report([stacksTrace], 'stacks.html'));
+  await test('call stacks: source-lines table and flame view match the summary', async () => {
+    const p = st.page;
+    const info = await p.evaluate(() => ({
+      nav: [...document.querySelectorAll('.report-nav a')].map((a) => a.getAttribute('href')),
+      rows: [...document.querySelectorAll('table.source-lines tbody tr')].map((tr) => ({
+        label: tr.children[1].firstChild.textContent,
+        lost: Number(tr.querySelector('td[data-col="gpu_lost_ns"]').dataset.value),
+      })),
+      boxes: document.querySelectorAll('.flame-box').length,
+      roots: [...document.querySelectorAll('.flame-row:first-child .flame-box')].map((b) => b.textContent),
+    }));
+    const sites = stacksSummary.source_lines.sites;
+    expect(info.nav.includes('#source-lines'), `nav: ${info.nav}`);
+    expect(info.rows.length === sites.length, `${info.rows.length} rows, ${sites.length} sites`);
+    sites.forEach((s, i) => expect(info.rows[i].label === s.label && info.rows[i].lost === s.gpu_lost_ns,
+      `row ${i}: ${JSON.stringify(info.rows[i])} vs ${s.label} ${s.gpu_lost_ns}`));
+    expect(info.rows[0].label === 'train.py:42 (train_step)', info.rows[0].label);
+    expect(info.boxes >= 6, `${info.boxes} flame boxes`);
+    expect(info.roots[0] === '/home/user/proj/train.py:74 <module>', `roots: ${info.roots}`);
+    // Kernel time: the flame view re-weighs by the estimate.
+    await p.click('.flame-measure[data-measure="kernel_ns"]');
+    const kernelRoots = await p.evaluate(() => [...document.querySelectorAll('.flame-row:first-child .flame-box')].map((b) => b.style.width));
+    expect(kernelRoots.length === 1 && Math.abs(parseFloat(kernelRoots[0]) - 100) < 1e-6, `kernel roots ${kernelRoots}`);
+    expect(st.problems.length === 0, st.problems.join('; '));
+    return `${info.rows.length} sites, ${info.boxes} boxes`;
+  });
+  await test('call stacks: a finding links its site to the stack', async () => {
+    const p = st.page;
+    const top = stacksSummary.findings[0];
+    expect(top.sites && top.sites[0].label === 'train.py:42 (train_step)', JSON.stringify(top.sites));
+    await p.click('.finding .site-link');
+    const sel = await p.evaluate(() => ({
+      frames: [...document.querySelectorAll('.flame-info .stack-list li')].map((li) => li.textContent),
+      row: document.querySelector('table.source-lines tr.selected')?.dataset.site,
+      box: document.querySelector('.flame-box.selected')?.textContent,
+    }));
+    expect(sel.row === '0', `selected row ${sel.row}`);
+    expect(sel.frames[0] === 'cudaStreamSynchronize (libcudart.so.12+0x4f2a0)', `frames ${sel.frames}`);
+    expect(sel.frames.includes('/home/user/proj/train.py:42 train_step'), `frames ${sel.frames}`);
+    expect(sel.box === 'cudaStreamSynchronize (libcudart.so.12+0x4f2a0)', `box ${sel.box}`);
+    return `${sel.frames.length} frames`;
+  });
+  await test('call stacks: clicking a sync and a gap on the timeline shows their stacks', async () => {
+    const p = st.page;
+    await p.locator('#timeline').scrollIntoViewIfNeeded();
+    // The 10th cudaStreamSynchronize of the main thread, and the gap after it.
+    const target = await p.evaluate(() => {
+      const s = window.__gpscope;
+      const api = s.lanes.find((l) => l.kind === 'api' && l.label.includes('31337'));
+      const names = s.data.timeline.names;
+      const syncs = [];
+      for (let i = 0; i < api.count; i++) if (names[api.name[i]] === 'cudaStreamSynchronize') syncs.push(i);
+      const i = syncs[10];
+      const start = api.start[i], end = start + api.dur[i];
+      s.timeline.setRange(start - 2e6, end + 30e6, false);
+      return { api: api.index, start, end };
+    });
+    await settle(p);
+    const click = async (laneIndex, t) => {
+      const box = (await p.evaluate(() => window.__gpscope.timeline.laneBoxes())).find((b) => b.lane === laneIndex);
+      const c = await p.locator('.tl-canvas').boundingBox();
+      const x = await p.evaluate((tt) => {
+        const tl = window.__gpscope.timeline;
+        const [a, b] = tl.view;
+        return 236 + (tt - a) / (b - a) * (tl.width - 236);
+      }, t);
+      await p.mouse.click(c.x + x, (box.top + box.bottom) / 2);
+      await p.waitForTimeout(100);
+      return p.evaluate(() => document.querySelector('.tl-details').textContent);
+    };
+    const syncText = await click(target.api, (target.start + target.end) / 2);
+    expect(syncText.includes('call stack (innermost first)'), `sync details: ${syncText.slice(0, 300)}`);
+    expect(syncText.includes('/opt/venv/lib/python3.12/site-packages/torch/_tensor.py:1012 item'), syncText.slice(0, 400));
+    const stream = await p.evaluate(() => window.__gpscope.lanes.find((l) => l.kind === 'stream').index);
+    const gapText = await click(stream, target.end + 12e6);
+    expect(gapText.includes('the host was in this call when the GPU ran dry'), `gap details: ${gapText.slice(0, 300)}`);
+    expect(gapText.includes('the call that ended the gap') && gapText.includes('/home/user/proj/train.py:37 train_step'),
+      gapText.slice(0, 600));
+    await p.click('.tl-details .stack-show');
+    const sel = await p.evaluate(() => document.querySelector('.flame-box.selected')?.textContent);
+    expect(sel, 'show in the flame view selected nothing');
+    expect(st.problems.length === 0, st.problems.join('; '));
+    return 'sync and gap stacks shown';
+  });
+  await st.page.close();
+  const plain = await open(report([join(repo, 'tests/data/torch_train.gpscope')], 'no_stacks.html'));
+  await test('call stacks: a trace without stacks has no source-lines section', async () => {
+    const info = await plain.page.evaluate(() => ({
+      section: !!document.getElementById('source-lines'), data: 'stacks' in window.__gpscope.data,
+      links: document.querySelectorAll('.site-link').length,
+    }));
+    expect(!info.section && !info.data && info.links === 0, JSON.stringify(info));
+    expect(plain.problems.length === 0, plain.problems.join('; '));
+  });
+  await plain.page.close();
+
   // Nothing traced: the page still opens and says so.
   const emptyTrace = join(OUT, 'empty.gpscope');
   execFileSync('node', [join(here, 'make_trace.mjs'), 'empty', emptyTrace]);

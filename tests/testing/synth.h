@@ -151,6 +151,8 @@ class Synth {
   }
 
   uint64_t gpu_free_ns(uint32_t stream = 7) { return free_ns_[stream]; }
+  // The correlation id of the latest call written (to join a stack to it).
+  uint32_t last_correlation() const { return next_correlation_ - 1; }
 
  private:
   void Api(uint64_t start, uint64_t duration, std::string_view name, uint32_t cbid,

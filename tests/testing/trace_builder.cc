@@ -217,6 +217,50 @@ TraceBuilder::Process& TraceBuilder::Process::AddKernel(uint64_t start_ns, uint6
   return Add(e);
 }
 
+uint32_t TraceBuilder::Process::AddPythonFrame(std::string_view file, uint32_t line,
+                                              std::string_view function) {
+  proto::StackFrame* f = batch_.add_stack_frames();
+  f->set_id(next_frame_id_++);
+  f->set_kind(proto::FRAME_PYTHON);
+  f->set_file_id(Intern(file));
+  f->set_function_id(Intern(function));
+  f->set_line(line);
+  return f->id();
+}
+
+uint32_t TraceBuilder::Process::AddNativeFrame(std::string_view module, uint64_t module_offset,
+                                              std::string_view symbol) {
+  proto::StackFrame* f = batch_.add_stack_frames();
+  f->set_id(next_frame_id_++);
+  f->set_kind(proto::FRAME_NATIVE);
+  f->set_file_id(Intern(module));
+  f->set_function_id(Intern(symbol));
+  f->set_module_offset(module_offset);
+  return f->id();
+}
+
+uint32_t TraceBuilder::Process::AddStack(const std::vector<uint32_t>& frame_ids, bool truncated) {
+  proto::Stack* s = batch_.add_stacks();
+  s->set_id(next_stack_id_++);
+  for (uint32_t f : frame_ids) s->add_frame_ids(f);
+  s->set_truncated(truncated);
+  return s->id();
+}
+
+TraceBuilder::Process& TraceBuilder::Process::AddStackSample(uint64_t timestamp_ns,
+                                                             uint32_t thread_id,
+                                                             uint32_t correlation_id,
+                                                             uint32_t stack_id,
+                                                             proto::StackTrigger trigger) {
+  proto::StackSamples* c = batch_.mutable_stack_samples();
+  c->add_timestamp_delta_ns(StartDelta(kStackSample, timestamp_ns));
+  c->add_thread_id(thread_id);
+  c->add_correlation_delta(CorrelationDelta(kStackSample, correlation_id));
+  c->add_stack_id(stack_id);
+  c->add_trigger(trigger);
+  return *this;
+}
+
 size_t TraceBuilder::Process::open_events() const {
   // The reader's CountEvents, restated: this library must not depend on it.
   const proto::EventBatch& b = batch_;

@@ -62,6 +62,17 @@ class TraceBuilder {
     Process& AddKernel(uint64_t start_ns, uint64_t duration_ns, std::string_view name,
                        uint32_t stream_id = 7);
 
+    // Call stacks (issue 20; trace.proto StackFrame, Stack, StackSamples):
+    // each returns the new id (dense from 1 per process). A frame or stack
+    // goes into the open batch; a sample joins `stack_id` to the API call
+    // (thread_id, correlation_id).
+    uint32_t AddPythonFrame(std::string_view file, uint32_t line, std::string_view function);
+    uint32_t AddNativeFrame(std::string_view module, uint64_t module_offset,
+                            std::string_view symbol = "");
+    uint32_t AddStack(const std::vector<uint32_t>& frame_ids, bool truncated = false);
+    Process& AddStackSample(uint64_t timestamp_ns, uint32_t thread_id, uint32_t correlation_id,
+                            uint32_t stack_id, proto::StackTrigger trigger);
+
     // The open batch, for what has no Add(): drops, lost intervals, clocks...
     proto::EventBatch& batch() { return batch_; }
     size_t open_events() const;
@@ -76,7 +87,9 @@ class TraceBuilder {
 
    private:
     friend class TraceBuilder;
-    enum Kind { kKernel, kMemcpy, kMemset, kSync, kApi, kRange, kMark, kOverhead, kMetric, kKinds };
+    enum Kind {
+      kKernel, kMemcpy, kMemset, kSync, kApi, kRange, kMark, kOverhead, kMetric, kStackSample, kKinds
+    };
     Process(TraceBuilder* trace, uint64_t uid, uint32_t pid);
     int64_t StartDelta(Kind kind, uint64_t start_ns);
     int64_t CorrelationDelta(Kind kind, uint32_t correlation_id);
@@ -89,6 +102,8 @@ class TraceBuilder {
     uint64_t chunks_written_ = 0;
     uint64_t events_written_ = 0;
     uint32_t next_correlation_ = 1;
+    uint32_t next_frame_id_ = 1;
+    uint32_t next_stack_id_ = 1;
     proto::ProcessHeader header_;
     proto::EventBatch batch_;
     bool base_set_ = false;

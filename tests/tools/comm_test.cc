@@ -114,6 +114,18 @@ TEST(CollectivesTest, ClassifiesOldOlderAndNewNcclKernelNames) {
 
 // ----------------------------------------------------------- clocks --
 
+// Offsets at the int64 limits (hostile clock snapshots; analyzer_fuzz found
+// the signed overflow in drift_ns): the drift and the mapping stay defined.
+TEST(ClockAlignTest, OffsetsAtTheLimitsDoNotOverflow) {
+  model::ClockAlign c;
+  c.Add(1'000, 1'000 + 1'699'999'999'000'000'000ull);   // offset ~ +1.7e18
+  c.Add(3'000, 3'000 + 0x8000000000000000ull);           // offset INT64_MIN
+  EXPECT_EQ(c.drift_ns(), 1'699'999'999'000'000'000ull + 0x8000000000000000ull);
+  // Between the two: the span does not fit in int64, so the nearer point's.
+  EXPECT_EQ(c.ToRealtimeNs(1'500), 1'500 + 1'699'999'999'000'000'000ull);
+  EXPECT_EQ(c.ToRealtimeNs(2'900), 2'900 + 0x8000000000000000ull);
+}
+
 TEST(ClockAlignTest, InterpolatesBetweenSnapshotsAndHoldsOutside) {
   model::ClockAlign c;
   EXPECT_EQ(c.ToRealtimeNs(123), 123u);  // no snapshots: CUPTI is realtime-based

@@ -492,6 +492,7 @@ SummaryReport ComputeSummary(const model::TraceModel& model, const ReportOptions
     report.processes.push_back(std::move(r));
   }
   report.ranks = ComputeRanks(model, report);
+  report.sites = ComputeSites(model);
   return report;
 }
 

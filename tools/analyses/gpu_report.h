@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "tools/analyses/ranks.h"
+#include "tools/analyses/sites.h"
 #include "tools/analyses/windows.h"
 #include "tools/model/log_histogram.h"
 #include "tools/model/trace_model.h"
@@ -286,6 +287,7 @@ struct SummaryReport {
   uint64_t late_ops = 0;
   uint64_t events = 0;
   RankReport ranks;  // per-rank comparison and straggler ranking (ranks.h)
+  SiteReport sites;  // source sites from call stacks (sites.h); empty without stacks
 };
 
 SummaryReport ComputeSummary(const model::TraceModel& model, const ReportOptions& options);

@@ -238,6 +238,14 @@ struct TimeRange {
   std::string note;       // "host wait 7.9 ms", "pageable H2D"...
 };
 
+// A source site a finding cites (issue 20; sites.h): only with call stacks.
+struct SiteCitation {
+  size_t site = 0;      // index into SummaryReport::sites.rows
+  std::string label;    // "train.py:42 (train_step)"
+  std::string role;     // "sync", "implicit-sync", "host-code", "launch-after-wait"
+  uint64_t value_ns = 0;  // what it is cited for (GPU idle), ns
+};
+
 struct Finding {
   std::string rule;   // RuleInfo::id
   std::string title;
@@ -250,6 +258,8 @@ struct Finding {
   std::vector<EvidenceNumber> evidence;
   std::vector<TimeRange> ranges;  // up to 5
   std::vector<std::string> fixes;
+  // The source sites behind it, most costly first (empty without stacks).
+  std::vector<SiteCitation> sites;
   // Findings grouped under this one (their cause), with how they relate:
   // "consequence", "on the straggler itself", "may be an artifact of the
   // lost records"; they have no `grouped` of their own.

@@ -13,6 +13,7 @@
 #include "tools/analyze/cli.h"
 #include "tools/reader/batch_decode.h"
 #include "tools/reader/trace_reader.h"
+#include "tools/render/chrome_stacks.h"
 #include "tools/render/json_writer.h"
 #include "tools/render/text_sanitize.h"
 
@@ -56,6 +57,7 @@ class Exporter : public reader::ChunkVisitor {
   // Ends the document; a partial read is said in its metadata.
   void Finish(const reader::TraceIndex* index) {
     out_ << "\n]";
+    stacks_.WriteDictionary(out_);  // call stacks (issue 20): only when the trace has them
     if (index != nullptr && index->partial) {
       const reader::PartialRead& p = *index->partial;
       out_ << ",\"metadata\":{\"gpscope_partial\":{\"reason\":\"memory budget\",\"file\":"
@@ -88,6 +90,11 @@ class Exporter : public reader::ChunkVisitor {
                                           ? " gpu" + std::to_string(m.device_id())
                                           : (m.pid() ? " pid" + std::to_string(m.pid()) : ""));
     }
+    // Call stacks (issue 20): the tables of this batch, before its API events.
+    stacks_.AddBatch(chunk.process_uid(), p.pid, b, [&p](uint32_t id) {
+      auto it = p.strings.find(id);
+      return it != p.strings.end() ? it->second : std::string();
+    });
     absl::Status st = reader::DecodeBatch(b, &batch_);
     if (!st.ok()) {
       err_ << kProgram << ": pid " << p.pid << ": " << st.message() << "\n";
@@ -119,8 +126,12 @@ class Exporter : public reader::ChunkVisitor {
     }
     for (const format::ApiCallEvent& a : batch_.api_calls) {
       Name(p, a.thread_id, "tid " + std::to_string(a.thread_id) + " CUDA API", 3);
-      Complete(p, "cuda_api", p.Str(a.api_name_id), a.thread_id, a.start_ns, a.end_ns,
-               "\"correlation\":" + std::to_string(a.correlation_id));
+      const std::string sf =
+          stacks_.any() ? stacks_.Take(chunk.process_uid(), a.thread_id, a.correlation_id) : "";
+      Event(p, "cuda_api", p.Str(a.api_name_id), "X", a.thread_id, a.start_ns,
+            a.end_ns > a.start_ns ? a.end_ns - a.start_ns : 0,
+            "\"correlation\":" + std::to_string(a.correlation_id),
+            sf.empty() ? "" : (",\"sf\":\"" + sf + "\"").c_str());
     }
     for (const format::NvtxRangeEvent& r : batch_.nvtx_ranges) {
       const uint64_t track = kNvtxTrackBase | r.thread_id;
@@ -232,6 +243,7 @@ class Exporter : public reader::ChunkVisitor {
   uint64_t events_written_ = 0;
   absl::flat_hash_map<uint64_t, Process> processes_;
   reader::DecodedBatch batch_;
+  render::ChromeStacks stacks_;
 };
 
 }  // namespace

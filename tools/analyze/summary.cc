@@ -19,6 +19,7 @@
 #include "tools/model/model_builder.h"
 #include "tools/render/csv_writer.h"
 #include "tools/render/json_writer.h"
+#include "tools/render/sites_render.h"
 #include "tools/render/text_format.h"
 #include "tools/render/text_sanitize.h"
 
@@ -228,6 +229,13 @@ void RenderFindings(const SummaryResult& r, Text& t) {
                                    range.note.empty() ? "" : ")"));
     }
     if (!where.empty()) t.Row("where", absl::StrJoin(where, "; "), 5, 15);
+    if (!f.sites.empty()) {  // call stacks (issue 20): the source sites behind it
+      std::vector<std::string> at;
+      for (const analyses::SiteCitation& s : f.sites) {
+        at.push_back(absl::StrCat(s.label, " (", Time(s.value_ns), ")"));
+      }
+      t.Row("at", absl::StrJoin(at, "; "), 5, 15);
+    }
     for (size_t k = 0; k < f.fixes.size(); ++k) {
       t.Row(k == 0 ? "fix" : "", absl::StrCat("- ", f.fixes[k]), 5, 15, /*hang_extra=*/2);
     }
@@ -877,6 +885,14 @@ void FindingJson(const SummaryResult& r, JsonWriter& j, const Finding& f) {
   j.Key("fixes").BeginArray();
   for (const std::string& fix : f.fixes) j.String(fix);
   j.EndArray();
+  if (!f.sites.empty()) {  // call stacks (issue 20): index into source_lines.sites
+    j.Key("sites").BeginArray();
+    for (const analyses::SiteCitation& s : f.sites) {
+      j.BeginObject().Key("site").Uint(s.site).Key("label").String(s.label);
+      j.Key("role").String(s.role).Key("value_ns").Uint(s.value_ns).EndObject();
+    }
+    j.EndArray();
+  }
   if (f.relation.empty()) {  // a top-level finding: what is grouped under it
     j.Key("grouped").BeginArray();
     for (const Finding& g : f.grouped) FindingJson(r, j, g);
@@ -1300,7 +1316,8 @@ void RanksCsv(const SummaryResult& r, CsvWriter& csv) {
   }
 }
 
-constexpr const char* kCsvTables[] = {"kernels", "windows", "minutes", "copies", "steps", "ranks"};
+constexpr const char* kCsvTables[] = {"kernels", "windows", "minutes", "copies",
+                                      "steps",   "ranks",   "lines"};
 
 constexpr char kUsage[] =
     "usage: gpscope-analyze summary [--format text|json|csv] [--table T] [--idle-gap-ms MS]\n"
@@ -1315,7 +1332,8 @@ constexpr char kUsage[] =
     "                      number, with the stable keys documented in summary.h; csv\n"
     "                      writes one table, chosen with --table)\n"
     "  --table T           csv table: kernels (top --top per GPU), windows, minutes,\n"
-    "                      copies, steps, ranks; columns documented in summary.h\n"
+    "                      copies, steps, ranks, lines (source lines from call\n"
+    "                      stacks); columns documented in summary.h\n"
     "  --idle-gap-ms MS    gaps at least this long count as idle gaps (default 5)\n"
     "  --window-ms MS      width of the windows table, 50..200 (default 100)\n"
     "  --top N             kernels listed per GPU (default 10)\n"
@@ -1372,6 +1390,13 @@ std::string RenderSummaryText(const SummaryResult& r) {
   }
   t.Line();
   RenderFindings(r, t);
+  if (r.report.sites.present) {  // call stacks (issue 20)
+    t.Line();
+    for (const std::string& line :
+         render::SitesText(m, r.report, std::max<size_t>(r.report.options.top_kernels, 1))) {
+      t.Line(line);
+    }
+  }
   if (m.gpus.empty()) {
     t.Line();
     t.Line("No GPU activity (kernels, copies, memsets) in these files.");
@@ -1434,6 +1459,7 @@ std::string RenderSummaryCsv(const SummaryResult& r, std::string_view table) {
   if (table == "copies") CopiesCsv(r, csv);
   if (table == "steps") StepsCsv(r, csv);
   if (table == "ranks") RanksCsv(r, csv);
+  if (table == "lines") render::SitesCsv(r.model, r.report, csv);
   return out;
 }
 
@@ -1481,6 +1507,7 @@ std::string RenderSummaryJson(const SummaryResult& r) {
   j.EndArray();
   j.Key("ranks");
   RanksJson(j, r.report.ranks);
+  render::SitesJson(m, r.report, j);  // "source_lines", only with call stacks
   j.Key("warnings").BeginArray();
   for (const std::string& w : m.index.warnings) j.String(w);
   j.EndArray();
@@ -1514,7 +1541,7 @@ int RunSummary(const std::vector<std::string>& args, std::ostream& out, std::ost
   const std::string table = parsed->has("table") ? parsed->flags.at("table") : "";
   if (format == "csv" && !IsSummaryCsvTable(table)) {
     err << kProgram << " summary: --format csv needs --table kernels|windows|minutes|copies|"
-        << "steps|ranks" << (table.empty() ? "" : absl::StrCat(", not '", table, "'")) << "\n";
+        << "steps|ranks|lines" << (table.empty() ? "" : absl::StrCat(", not '", table, "'")) << "\n";
     return kExitUsage;
   }
   if (format != "csv" && !table.empty()) {

@@ -183,6 +183,11 @@
 //                           mean_late_ns (start after the other GPUs' median, aligned
 //                           clocks), last_share, clock_offset_ns, clock_drift_ns,
 //                           clock_snapshots}}; rows by rank, unknown (-1) last
+//   source_lines            only when a process sent call stacks (issue 20): the sites
+//                           (file:line of the innermost user frame) ranked by GPU time
+//                           lost, with the stacks; keys in render/sites_render.h. A finding
+//                           about host code then has sites[] {site (index into
+//                           source_lines.sites), label, role, value_ns}
 //   warnings[], warnings_omitted
 //
 // CSV (--format csv --table T): one header line, then rows; RFC 4180 quoting;
@@ -200,6 +205,8 @@
 //             window_ns, compute_busy_ns, comm_busy_ns, idle_ns, busy_share, comm_overlap,
 //             collectives, wait_ns, mean_late_ns, last_share, straggler (1 or 0),
 //             clock_offset_ns, clock_drift_ns
+//   lines     source lines from call stacks (render/sites_render.h); the header only when
+//             the trace has no stacks
 //
 // Exit codes: 0 ok (also with damaged data, see completeness), 1 a file could
 // not be read, 2 bad usage.

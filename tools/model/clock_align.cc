@@ -37,8 +37,14 @@ uint64_t ClockAlign::ToRealtimeNs(uint64_t cupti_ns) const {
     const Point& b = *it;
     const double f = static_cast<double>(cupti_ns - a.cupti_ns) /
                      static_cast<double>(b.cupti_ns - a.cupti_ns);
-    offset = a.offset_ns +
-             static_cast<int64_t>(std::llround(f * static_cast<double>(b.offset_ns - a.offset_ns)));
+    // Offsets are differences of two untrusted clocks: b - a may not fit in
+    // int64 (a hostile snapshot near 2^63), then the nearer point's offset.
+    int64_t span = 0;
+    if (__builtin_sub_overflow(b.offset_ns, a.offset_ns, &span)) {
+      offset = f < 0.5 ? a.offset_ns : b.offset_ns;
+    } else {
+      offset = a.offset_ns + static_cast<int64_t>(std::llround(f * static_cast<double>(span)));
+    }
   }
   return cupti_ns + static_cast<uint64_t>(offset);
 }
@@ -48,7 +54,9 @@ uint64_t ClockAlign::drift_ns() const {
   auto [lo, hi] = std::minmax_element(points_.begin(), points_.end(), [](const Point& a, const Point& b) {
     return a.offset_ns < b.offset_ns;
   });
-  return static_cast<uint64_t>(hi->offset_ns - lo->offset_ns);
+  // hi >= lo, so the unsigned difference is exact even where the signed one
+  // would overflow (offsets of untrusted clocks at the int64 limits).
+  return static_cast<uint64_t>(hi->offset_ns) - static_cast<uint64_t>(lo->offset_ns);
 }
 
 }  // namespace gpscope::model

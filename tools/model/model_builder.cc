@@ -17,6 +17,7 @@
 #include "tools/model/interval_union.h"
 #include "tools/model/occupancy.h"
 #include "tools/model/reorder_queue.h"
+#include "tools/model/stack_builder.h"
 #include "tools/model/top_k.h"
 #include "tools/reader/batch_decode.h"
 #include "tools/reader/limits.h"
@@ -335,6 +336,7 @@ struct GapSplit {
   uint64_t queued_ns = 0;    // the op was already queued, or its launch is unknown
   bool after_sync = false;   // the gap began while the host was in a (implicit) sync
   std::array<uint64_t, kImplicitGroups> implicit_by_group{};
+  GapStacks stacks;          // call stacks (issue 20): found at the sweep, applied with the gap
 };
 
 // A gap >= the idle-gap threshold whose accounting waits: for an input copy
@@ -418,7 +420,8 @@ struct GpuState {
 };
 
 struct ProcessState {
-  explicit ProcessState(const ModelOptions& options) : queue(options.reorder_window_ns) {}
+  explicit ProcessState(const ModelOptions& options)
+      : queue(options.reorder_window_ns), stacks(options.api_retention_ns) {}
 
   ProcessModel m;
   std::vector<std::string> strings;  // by InternedString id
@@ -477,6 +480,7 @@ struct ProcessState {
   bool anchored = false;
   uint64_t anchor_ns = 0;
   bool has_events = false;
+  StackBuilder stacks;  // call stacks (issue 20; stack_builder.h)
 
   const std::string& String(uint32_t id) const {
     static const std::string* const kEmpty = new std::string();
@@ -588,6 +592,7 @@ class ModelBuilder::Impl {
       ProcessState& p = *processes_[it->second];
       if (options_.only_rank >= 0 && p.m.rank != options_.only_rank) continue;
       FinishProcess(p);
+      if (p.stacks.active()) p.m.stacks = p.stacks.Finish(p.strings);  // call stacks (issue 20)
       p.m.process_uid = info.process_uid;
       p.m.pid = info.pid;
       p.m.path = info.path;
@@ -836,6 +841,8 @@ class ModelBuilder::Impl {
         *it = r;
       }
     }
+    // ---- call stacks (issue 20): the tables of this batch (stack_builder.h) ----
+    p.stacks.AddTables(b);
     const absl::Status status = reader::DecodeBatch(b, &events_);
     if (!status.ok()) {
       ++p.m.undecodable_batches;
@@ -949,6 +956,14 @@ class ModelBuilder::Impl {
       const uint32_t driver = a.domain == proto::API_DRIVER ? ApiRing::kDriver : 0;
       bool async_copy = false;
       const int group = ImplicitGroupOf(p, a, &async_copy);
+      if (p.stacks.active()) {  // call stacks (issue 20): join the call to its stack
+        p.stacks.OnApiCall(a, cls == kApiSync                              ? StackBuilder::Call::kSync
+                              : group >= 0                                 ? StackBuilder::Call::kImplicit
+                              : cls == kApiLaunch || cls == kApiGraphLaunch ? StackBuilder::Call::kLaunch
+                                                                            : StackBuilder::Call::kOther,
+                           cls == kApiLaunch || cls == kApiGraphLaunch || cls == kApiMemcpy ||
+                               cls == kApiMemset);
+      }
       switch (cls) {
         case kApiLaunch:
         case kApiGraphLaunch:
@@ -1330,7 +1345,12 @@ class ModelBuilder::Impl {
       Busy(p, g, closed, /*kernels=*/false);
       ForTracedParts(p, closed.end_ns, op.start_ns, [&](uint64_t a, uint64_t b, bool traced) {
         if (traced) {
-          DeviceGap(p, g, a, b, Classify(p, a, b, api));
+          GapSplit split = Classify(p, a, b, api);
+          if (p.stacks.active() && api != nullptr) {  // call stacks (issue 20)
+            split.stacks = p.stacks.ResolveGap(a, b, split.sync_ns + split.implicit_ns,
+                                               split.after_sync, op.correlation_id);
+          }
+          DeviceGap(p, g, a, b, split);
         } else {
           g.m.timeline.AddSpan(kUntracedNs, a, b);
           g.m.windows.AddSpan(kWinUntracedNs, a, b);
@@ -1343,6 +1363,9 @@ class ModelBuilder::Impl {
     }
     KernelStats* kernel = nullptr;
     if (kind == kOpKernel) {
+      if (p.stacks.active()) {  // call stacks (issue 20): kernel time of sampled launches
+        p.stacks.OnKernelSwept(op.correlation_id, op.end_ns - op.start_ns, p.watermark_ns);
+      }
       kernel = &g.Kernel(op.name_id, p.strings.size());
       const bool novel = kernel->period.count == 0 || (op.kind & kOpNovel) != 0;
       Interval kernel_free;
@@ -1577,7 +1600,10 @@ class ModelBuilder::Impl {
 
   void ApplyGap(ProcessState& p, GpuState& g, const GapRecord& rec, const GapSplit& split,
                 bool large) {
-    (void)p;
+    if (p.stacks.active()) {  // call stacks (issue 20)
+      p.stacks.ApplyGap(split.stacks, split.sync_ns + split.implicit_ns, split.host_ns,
+                        split.after_sync);
+    }
     const uint64_t a = rec.start_ns, b = rec.end_ns, gap = b - a;
     Timeline& t = g.m.timeline;
     uint64_t at = a;

@@ -48,6 +48,7 @@
 #include "tools/model/host_calls.h"
 #include "tools/model/interval_union.h"
 #include "tools/model/log_histogram.h"
+#include "tools/model/stack_model.h"
 #include "tools/model/timeline.h"
 #include "tools/reader/trace_reader.h"
 
@@ -561,6 +562,7 @@ struct ProcessModel {
   Timeline timeline;  // ProcessField counters
   uint64_t steps_ignored = 0;  // step-like ranges overlapping a step or from other threads
   std::vector<size_t> gpus;    // indexes into TraceModel::gpus
+  StackModel stacks;           // call stacks (issue 20; stack_model.h)
 };
 
 struct ModelOptions {

@@ -236,6 +236,28 @@ absl::Status DecodeApiCalls(const proto::EventBatch& batch,
   return absl::OkStatus();
 }
 
+absl::Status DecodeStackSamples(const proto::EventBatch& batch,
+                                std::vector<StackSampleEvent>* out) {
+  const proto::StackSamples& c = batch.stack_samples();
+  const int n = c.timestamp_delta_ns_size();
+  GPSCOPE_RETURN_IF_ERROR(CheckColumns("stack_samples", "timestamp_delta_ns", n,
+                                       {{"thread_id", c.thread_id_size()},
+                                        {"correlation_delta", c.correlation_delta_size()},
+                                        {"stack_id", c.stack_id_size()},
+                                        {"trigger", c.trigger_size()}}));
+  StackSampleEvent* e = Extend(out, n);
+  DeltaCursor time(c.timestamp_delta_ns(), batch.base_ns());
+  DeltaCursor correlation(c.correlation_delta(), 0);
+  for (int i = 0; i < n; ++i, ++e) {
+    e->timestamp_ns = time.Next(i);
+    e->thread_id = c.thread_id(i);
+    e->correlation_id = static_cast<uint32_t>(correlation.Next(i));
+    e->stack_id = c.stack_id(i);
+    e->trigger = c.trigger(i);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status DecodeNvtxRanges(const proto::EventBatch& batch,
                               std::vector<format::NvtxRangeEvent>* out) {
   const proto::NvtxRanges& c = batch.nvtx_ranges();

@@ -57,6 +57,17 @@ absl::Status DecodeOverheads(const proto::EventBatch& batch,
                              std::vector<format::OverheadEvent>* out);
 absl::Status DecodeMetrics(const proto::EventBatch& batch, std::vector<format::MetricSample>* out);
 
+// Call-stack samples (issue 20, trace.proto StackSamples): not part of
+// DecodeBatch (a bad stack column must not cost the batch's events).
+struct StackSampleEvent {
+  uint64_t timestamp_ns = 0;
+  uint32_t thread_id = 0;
+  uint32_t correlation_id = 0;
+  uint32_t stack_id = 0;  // 0: no stack
+  int trigger = 0;        // proto::StackTrigger
+};
+absl::Status DecodeStackSamples(const proto::EventBatch& batch, std::vector<StackSampleEvent>* out);
+
 // Number of events in a batch (the length of each kind's first column),
 // without decoding anything.
 size_t CountEvents(const proto::EventBatch& batch);

@@ -94,6 +94,20 @@ void CheckBatch(proto::EventBatch* b, ChunkCheck* check) {
     Cut(d.mutable_unit(), check);
     Cut(d.mutable_label(), check);
   }
+  // ---- call stacks (issue 20): ids within the bounds, stacks cut ----
+  Filter(
+      b->mutable_stack_frames(),
+      [](const proto::StackFrame& f) { return f.id() != 0 && f.id() <= kMaxStackFrameId; }, check);
+  Filter(
+      b->mutable_stacks(), [](const proto::Stack& s) { return s.id() != 0 && s.id() <= kMaxStackId; },
+      check);
+  for (proto::Stack& s : *b->mutable_stacks()) {
+    if (s.frame_ids_size() > kMaxFramesPerStack) {
+      check->entries_dropped += static_cast<uint64_t>(s.frame_ids_size() - kMaxFramesPerStack);
+      s.mutable_frame_ids()->Truncate(kMaxFramesPerStack);  // innermost first: keep those
+      s.set_truncated(true);
+    }
+  }
   CapMessages(b->mutable_devices(), check);
   for (proto::DeviceInfo& d : *b->mutable_devices()) CheckDevice(&d, check);
   CapMessages(b->mutable_contexts(), check);

@@ -36,6 +36,14 @@ namespace gpscope::reader {
 inline constexpr uint32_t kMaxStringId = 1u << 22;
 inline constexpr uint32_t kMaxLaunchConfigId = 1u << 20;
 inline constexpr uint32_t kMaxMetricId = 1u << 20;
+// Call stacks (issue 20, trace.proto StackFrame / Stack): the collector
+// keeps at most 262144 frames and 65536 stacks per process by default and
+// 64 frames per stack; these bounds leave room for larger settings. A
+// stack longer than kMaxFramesPerStack keeps its innermost frames and is
+// marked truncated.
+inline constexpr uint32_t kMaxStackFrameId = 1u << 20;
+inline constexpr uint32_t kMaxStackId = 1u << 20;
+inline constexpr int kMaxFramesPerStack = 256;
 // Longest string kept from a trace (kernel names, host names, details); a
 // longer one is cut at a UTF-8 character boundary. Mangled C++ template
 // kernel names reach a few KiB.

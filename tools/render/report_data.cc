@@ -12,6 +12,7 @@
 #include "tools/analyses/names.h"
 #include "tools/render/json_writer.h"
 #include "tools/render/report_blob.h"
+#include "tools/render/report_stacks.h"
 
 namespace gpscope::render {
 namespace {
@@ -886,6 +887,7 @@ std::string BuildReportJson(const ReportInputs& in, const ReportDataOptions& opt
   j.Key("completeness").BeginObject().Key("events_kept").Uint(t.events_kept);
   j.Key("events_not_kept").Uint(t.events_not_kept);
   j.Key("undecodable_batches").Uint(t.undecodable_batches).EndObject();
+  WriteReportStacks(*in.model, summary, t, j);  // call stacks (issue 20): only with stacks
 
   // The timeline.
   BlobWriter blob;

@@ -289,6 +289,9 @@ class TimelineCollector::Impl {
   absl::flat_hash_map<std::string, uint32_t> name_ids_;
   std::vector<LaunchShape> configs_;
   reader::DecodedBatch events_;
+  std::shared_ptr<ChromeStacks> stacks_ = std::make_shared<ChromeStacks>();
+  size_t stack_calls_ = 0;
+  uint64_t stack_calls_not_kept_ = 0;
   uint64_t kept_ = 0;
   bool over_budget_ = false;
   uint64_t undecodable_ = 0;
@@ -327,6 +330,11 @@ void TimelineCollector::Impl::AddBatch(size_t process, const proto::EventBatch& 
       ++s.p.lost_not_kept;
     }
   }
+  // Call stacks (issue 20): this batch's tables, before its API calls.
+  stacks_->AddBatch(s.p.process_uid, s.p.pid, batch, [&s](uint32_t id) {
+    auto it = s.strings.find(id);
+    return it != s.strings.end() ? it->second : std::string();
+  });
   if (!reader::DecodeBatch(batch, &events_).ok()) {
     ++undecodable_;
     return;
@@ -408,6 +416,16 @@ void TimelineCollector::Impl::AddBatch(size_t process, const proto::EventBatch& 
     e.category = names_[e.name].find("Synchronize") != std::string::npos ? EventCategory::kApiSync
                                                                          : EventCategory::kApi;
     e.aux = a.return_value;
+    if (stacks_->any()) {
+      if (const uint32_t node = stacks_->TakeNode(s.p.process_uid, a.thread_id, a.correlation_id)) {
+        if (stack_calls_ < kMaxStackCalls) {
+          ++stack_calls_;
+          lanes_[lane].stack_calls.emplace_back(a.start_ns, node);
+        } else {
+          ++stack_calls_not_kept_;
+        }
+      }
+    }
     Keep(lane, e);
   }
   for (const format::NvtxRangeEvent& r : events_.nvtx_ranges) {
@@ -556,6 +574,8 @@ TimelineData TimelineCollector::Impl::Finish() {
     const reader::ClockMap& clocks = out.processes[lane.process].clocks;
     for (TimelineEvent& e : lane.events) e.start_ns = clocks.ToRealtimeNs(e.start_ns) - t0;
     for (CounterSample& c : lane.samples) c.t_ns = clocks.ToRealtimeNs(c.t_ns) - t0;
+    for (auto& c : lane.stack_calls) c.first = clocks.ToRealtimeNs(c.first) - t0;
+    std::sort(lane.stack_calls.begin(), lane.stack_calls.end());
     std::sort(lane.events.begin(), lane.events.end(),
               [](const TimelineEvent& a, const TimelineEvent& b) {
                 if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
@@ -586,6 +606,8 @@ TimelineData TimelineCollector::Impl::Finish() {
   out.undecodable_batches = undecodable_;
   out.events_not_kept += lanes_not_kept_;
   out.over_memory_budget = over_budget_;
+  if (stacks_->any()) out.stacks = std::move(stacks_);
+  out.stack_calls_not_kept = stack_calls_not_kept_;
   return out;
 }
 

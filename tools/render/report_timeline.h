@@ -39,6 +39,7 @@
 #include "gpscope/trace.pb.h"
 #include "tools/reader/batch_decode.h"
 #include "tools/reader/trace_reader.h"
+#include "tools/render/chrome_stacks.h"
 
 namespace gpscope::render {
 
@@ -99,6 +100,9 @@ struct TimelineLane {
   std::string unit;
   int scope = 0;  // proto::MetricScope
   std::vector<CounterSample> samples;
+  // API lanes: the calls with a call stack (issue 20), (start ns, node of
+  // TimelineData::stacks + 1), by start; at most kMaxStackCalls in all.
+  std::vector<std::pair<uint64_t, uint32_t>> stack_calls;
 };
 
 // A process as the timeline knows it.
@@ -120,6 +124,10 @@ struct LaunchShape {
   uint32_t shared_memory_bytes = 0;  // static + dynamic
 };
 
+// Calls with a stack kept for the report's timeline (sync calls first once
+// past it is not tried: the first ones are kept).
+inline constexpr size_t kMaxStackCalls = 1 << 18;
+
 struct TimelineOptions {
   uint64_t max_events = 8'000'000;  // ~256 MB of events; beyond, lanes only count
   uint32_t max_rows = 12;           // deeper nesting shares the last row
@@ -136,6 +144,10 @@ struct TimelineData {
   uint64_t events_not_kept = 0;
   uint64_t undecodable_batches = 0;
   bool over_memory_budget = false;  // events stopped being kept at half the budget
+  // Call stacks (issue 20): the trace's stacks as a prefix tree
+  // (chrome_stacks.h); null or empty when the trace has none.
+  std::shared_ptr<const ChromeStacks> stacks;
+  uint64_t stack_calls_not_kept = 0;  // past kMaxStackCalls
 
   // Report ns of a CUPTI timestamp of process `process` (clamped at 0).
   uint64_t ToReportNs(size_t process, uint64_t cupti_ns) const;

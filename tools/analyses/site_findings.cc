@@ -1,0 +1,169 @@
+#include "tools/analyses/site_findings.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace gpscope::analyses {
+namespace {
+
+// As rules.cc: "8.2 ms", "1.44 s", "94.2 us".
+std::string Time(double ns) {
+  if (ns < 1e3) return absl::StrFormat("%.0f ns", ns);
+  if (ns < 1e6) return absl::StrFormat("%.3g us", ns / 1e3);
+  if (ns < 1e9) return absl::StrFormat("%.3g ms", ns / 1e6);
+  return absl::StrFormat("%.3g s", ns / 1e9);
+}
+std::string Time(uint64_t ns) { return Time(static_cast<double>(ns)); }
+
+std::string Count(uint64_t n) {
+  std::string digits = absl::StrCat(n);
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(i, ",");
+  return digits;
+}
+
+SiteMeasure MeasureOf(SiteRole role) {
+  switch (role) {
+    case SiteRole::kSync:
+      return SiteMeasure::kSyncIdle;
+    case SiteRole::kImplicit:
+      return SiteMeasure::kImplicitIdle;
+    case SiteRole::kHostCode:
+      return SiteMeasure::kHostCode;
+    case SiteRole::kBeforeLaunch:
+      return SiteMeasure::kHostBefore;
+  }
+  return SiteMeasure::kGpuLost;
+}
+
+const char* RoleName(SiteRole role) {
+  switch (role) {
+    case SiteRole::kSync:
+      return "sync";
+    case SiteRole::kImplicit:
+      return "implicit-sync";
+    case SiteRole::kHostCode:
+      return "host-code";
+    case SiteRole::kBeforeLaunch:
+      return "launch-after-wait";
+  }
+  return "";
+}
+
+// "then the host ran 24 ms of its own code before train.py:37 (step)
+// launched the next work"
+std::string AfterText(const SiteRow& s) {
+  if (s.next_label.empty()) return "";
+  return absl::StrCat("; then the host ran ", Time(s.next_host_ns), " of its own code (mean) before ",
+                      s.next_label, " launched the next work");
+}
+
+std::string Sentence(const SiteRow& s, SiteRole role) {
+  const model::StackWeights& w = s.w;
+  switch (role) {
+    case SiteRole::kSync:
+      return absl::StrCat(s.label, " syncs: ", Count(w.sync_calls - w.implicit_calls), " calls, ",
+                          Time(w.sync_blocked_ns - w.implicit_blocked_ns),
+                          " blocked, the GPU idle ",
+                          Time(w.gpu_sync_idle_ns - w.gpu_implicit_idle_ns), " behind it",
+                          AfterText(s));
+    case SiteRole::kImplicit:
+      return absl::StrCat(s.label, " made ", Count(w.implicit_calls),
+                          " implicitly synchronizing calls, ", Time(w.implicit_blocked_ns),
+                          " blocked, the GPU idle ", Time(w.gpu_implicit_idle_ns), " behind them",
+                          AfterText(s));
+    case SiteRole::kHostCode:
+      if (w.gpu_host_after_ns >= w.gpu_host_before_ns) {
+        return absl::StrCat("after ", s.label, " returned, the GPU waited ",
+                            Time(w.gpu_host_after_ns), " for the host's code",
+                            s.next_label.empty()
+                                ? std::string()
+                                : absl::StrCat(" (", Time(s.next_host_ns), " per gap, mean) before ",
+                                               s.next_label, " launched"));
+      }
+      return absl::StrCat("the GPU waited ", Time(w.gpu_host_before_ns), " for the host code before ",
+                          s.label, " launched",
+                          s.prev_label.empty()
+                              ? std::string()
+                              : absl::StrCat(" (", Time(s.prev_host_ns), " of host time after ",
+                                             s.prev_label, ", mean)"));
+    case SiteRole::kBeforeLaunch:
+      return absl::StrCat("the GPU waited ", Time(w.gpu_host_before_ns), " before ", s.label,
+                          " launched the next work (", Count(w.gaps), " gaps",
+                          s.prev_label.empty() ? std::string()
+                                               : absl::StrCat("; the call before it: ", s.prev_label),
+                          ")");
+  }
+  return "";
+}
+
+std::string Fix(const SiteRow& s, SiteRole role) {
+  const std::string where = absl::StrCat(s.label, " (stack: ", StackLine(s, 4), ")");
+  switch (role) {
+    case SiteRole::kSync:
+      return absl::StrCat("Start at ", where,
+                          ": this line waits for the GPU; read its result a step later or every "
+                          "N steps, or keep the value on the GPU.");
+    case SiteRole::kImplicit:
+      return absl::StrCat("Start at ", where,
+                          ": this line allocates, frees or copies synchronously; hoist it out of "
+                          "the loop, reuse the buffer, or make the copy asynchronous from pinned "
+                          "memory.");
+    case SiteRole::kHostCode:
+      return absl::StrCat("The host code on the critical path is ",
+                          s.w.gpu_host_after_ns >= s.w.gpu_host_before_ns && !s.next_label.empty()
+                              ? absl::StrCat("between ", s.label, " and ", s.next_label)
+                              : absl::StrCat("before ", s.label),
+                          " (stack: ", StackLine(s, 4),
+                          "); move it off the path (every N steps, a background thread, "
+                          "vectorized) or queue the next step's GPU work before it runs.");
+    case SiteRole::kBeforeLaunch:
+      return absl::StrCat("The loop waits before ", where,
+                          ": what runs before that line (the next batch, its preprocessing) must "
+                          "be ready ahead of time: prefetch it (DataLoader workers, pinned "
+                          "memory, non_blocking copies).");
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string StackLine(const SiteRow& s, size_t n) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < s.stack.size() && i < n; ++i) parts.push_back(s.stack[i].text);
+  std::string line = absl::StrJoin(parts, " <- ");
+  if (s.stack.size() > n || s.truncated) absl::StrAppend(&line, " <- ...");
+  return line;
+}
+
+bool CiteSites(const SummaryReport& report, uint64_t process_uid, SiteRole role, Finding* f,
+               int replace_fix) {
+  if (!report.sites.present) return false;
+  const std::vector<const SiteRow*> top =
+      TopSites(report.sites, process_uid, MeasureOf(role), kMaxCitedSites);
+  if (top.empty()) return false;
+  std::vector<std::string> sentences;
+  for (const SiteRow* s : top) {
+    SiteCitation c;
+    c.site = static_cast<size_t>(s - report.sites.rows.data());
+    c.label = s->label;
+    c.role = RoleName(role);
+    c.value_ns = SiteValue(*s, MeasureOf(role));
+    f->sites.push_back(std::move(c));
+    sentences.push_back(Sentence(*s, role));
+  }
+  absl::StrAppend(&f->summary, " Call stacks (whole run): ", absl::StrJoin(sentences, "; "), ".");
+  std::string fix = Fix(*top.front(), role);
+  if (replace_fix >= 0 && static_cast<size_t>(replace_fix) < f->fixes.size()) {
+    f->fixes[static_cast<size_t>(replace_fix)] = std::move(fix);
+  } else {
+    f->fixes.insert(f->fixes.begin(), std::move(fix));
+  }
+  return true;
+}
+
+}  // namespace gpscope::analyses

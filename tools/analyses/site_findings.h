@@ -1,0 +1,42 @@
+// tools/analyses/site_findings.h: how a finding about host code names its
+// source sites (issue 20): the top sites of the finding's process for the
+// finding's kind of cost become citations (Finding::sites), one sentence
+// appended to its summary, and a first fix naming the line and its stack.
+// Without call stacks nothing changes: a trace without stacks renders
+// byte-for-byte as before.
+//
+//   CiteSites(c.report, g.gpu->process_uid, SiteRole::kSync, &f);
+//
+// Thread model: pure functions.
+#ifndef GPSCOPE_TOOLS_ANALYSES_SITE_FINDINGS_H_
+#define GPSCOPE_TOOLS_ANALYSES_SITE_FINDINGS_H_
+
+#include <cstdint>
+
+#include "tools/analyses/gpu_report.h"
+#include "tools/analyses/rules.h"
+
+namespace gpscope::analyses {
+
+enum class SiteRole {
+  kSync,          // host-sync: GPU idle behind explicit syncs
+  kImplicit,      // implicit-sync: behind implicitly synchronizing calls
+  kHostCode,      // host-bound, synchronous-launches: the host's code between calls
+  kBeforeLaunch,  // data-starvation: the wait before the launches that ended the gaps
+};
+
+// At most this many sites are cited per finding.
+inline constexpr size_t kMaxCitedSites = 3;
+
+// Returns whether any site was cited. `replace_fix`: index of a generic fix
+// ("find the code with py-spy") the site fix replaces; -1 puts it first.
+bool CiteSites(const SummaryReport& report, uint64_t process_uid, SiteRole role, Finding* f,
+               int replace_fix = -1);
+
+// "train.py:42 train_step <- train.py:60 <module>": the first `n` frames
+// of a site's stack, innermost first.
+std::string StackLine(const SiteRow& s, size_t n);
+
+}  // namespace gpscope::analyses
+
+#endif  // GPSCOPE_TOOLS_ANALYSES_SITE_FINDINGS_H_
