@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "gpscope/trace.pb.h"
-#include "tools/model/clock_align.h"
+#include "tools/reader/clock_align.h"
 #include "tools/model/collectives.h"
 #include "tools/model/interval_union.h"
 #include "tools/model/log_histogram.h"
@@ -398,7 +398,7 @@ struct ProcessModel {
   int32_t local_rank = -1;
   int32_t world_size = 0;
   std::string job_id;
-  ClockAlign clocks;        // CUPTI ns -> CLOCK_REALTIME (header, flushes, end)
+  reader::ClockAlign clocks;  // CUPTI ns -> CLOCK_REALTIME (header, flushes, end)
   Timeline windows;         // ProcessWindowField counters, like GpuModel::windows
   bool has_cpu_samples = false;
   uint64_t comm_ranges = 0;     // NVTX ranges in NCCL's domain

@@ -43,10 +43,12 @@ inline constexpr size_t kMaxStringBytes = 64u << 10;
 // Repeated header/notice entries kept per chunk (devices, clock snapshots,
 // argv, environment, configuration).
 inline constexpr int kMaxListEntries = 4096;
-// Distinct GPUs, streams and lanes a consumer keeps per process; past
-// them events are counted, not kept (a node has at most a few dozen GPUs,
-// MIG instances included).
+// Distinct GPUs, contexts and streams the reader's tables keep per process
+// (process_tables.h); past them a GPU op resolves to no stream and is
+// counted, not analysed (a node has at most a few dozen GPUs, MIG instances
+// included; a context per GPU and process is the rule).
 inline constexpr size_t kMaxDevicesPerProcess = 256;
+inline constexpr size_t kMaxContextsPerProcess = 4096;
 inline constexpr size_t kMaxStreamsPerProcess = 1u << 16;
 
 // Largest decompressed chunk the analyzer accepts. gpscope's writers make
