@@ -6,6 +6,12 @@ hits every configuration alike). Prints a table and writes JSON.
       --floor build/bench/libgpscope_cupti_floor.so --tiny build/bench/tiny_kernels \
       --rounds 5 --out $OUT/overhead.json
 
+Two collectors side by side in one run: --compare NAME=PATH adds PATH (another build of
+libgpscope_inject.so, e.g. the one of an older commit) as configuration NAME to every suite,
+interleaved with the others; the table then gives NAME's added time over the floor's next to
+gpscope's, and gpscope's added time over NAME's (`tests/e2e/gpu_session.sh OUT
+overhead_compare` runs the bundle's libgpscope_inject_base.so, built from 54d91a1).
+
 Which part of gpscope's per-launch cost is whose: --env-variant NAME:K=V adds gpscope with
 extra environment to the launch-bound suites, e.g. no-api:GPSCOPE_API=0,
 no-sync:GPSCOPE_DIAG_OFF=sync (GPSCOPE_DIAG_OFF takes memcpy, memset, sync, overhead);
@@ -55,6 +61,8 @@ def main():
                     help="gpscope with extra environment, in the launch-bound suites; e.g. "
                          "'no-api:GPSCOPE_API=0' or 'no-sync:GPSCOPE_DIAG_OFF=sync' (attribute "
                          "the per-launch cost part by part)")
+    ap.add_argument("--compare", action="append", default=[], metavar="NAME=PATH",
+                    help="another libgpscope_inject.so as configuration NAME in every suite")
     ap.add_argument("--suites", default="cuda,torch_tiny,torch_train")
     ap.add_argument("--no-profiler", action="store_true", help="leave torch.profiler out")
     ap.add_argument("--train-args", default="--batch 16384 --hidden 8192",
@@ -80,18 +88,25 @@ def main():
             ap.error(f"--env-variant {v!r}: want NAME:K=V[,K=V]")
         variants[name] = (dict(gp, **extra), [])
     cuda_configs.update(variants)
+    compares = {}
+    for c in a.compare:
+        name, _, path = c.partition("=")
+        if not name or not path or not os.path.exists(path):
+            ap.error(f"--compare {c!r}: want NAME=PATH to an existing library")
+        compares[name] = ({"CUDA_INJECTION64_PATH": os.path.abspath(path), "GPSCOPE_OUTPUT": outdir}, [])
+    cuda_configs.update(compares)
     suites = {
         "cuda_tiny_kernels (us/launch)": (
             [a.tiny, str(a.kernels)], "us_per_launch", cuda_configs),
         "torch_tiny_ops (us/op)": (
             [py, TRAIN, "--mode", "tiny", "--ops", str(a.ops)], "us_per_op",
             dict({"baseline": ({}, []), "floor": (fl, []), "gpscope": (gp, []), "standby": (sb, []),
-                  "torch.profiler": ({}, ["--profiler"])}, **variants)),
+                  "torch.profiler": ({}, ["--profiler"])}, **variants, **compares)),
         "torch_train (ms/step)": (
             [py, TRAIN, "--mode", "train", "--steps", str(a.steps)] + a.train_args.split(),
             "step_ms_median",
-            {"baseline": ({}, []), "floor": (fl, []), "gpscope": (gp, []),
-             "torch.profiler": ({}, ["--profiler"])}),
+            dict({"baseline": ({}, []), "floor": (fl, []), "gpscope": (gp, []),
+                  "torch.profiler": ({}, ["--profiler"])}, **compares)),
     }
     wanted = {"cuda": "cuda_tiny_kernels (us/launch)", "torch_tiny": "torch_tiny_ops (us/op)",
               "torch_train": "torch_train (ms/step)"}
@@ -125,6 +140,11 @@ def main():
              "paired_increase_pct": {c: 100.0 * (paired[c] - 1.0) for c in med}}
         if added["floor"] > 0:
             r["gpscope_over_floor_added"] = added["gpscope"] / added["floor"]
+            for c in compares:
+                r[f"{c}_over_floor_added"] = added[c] / added["floor"]
+        for c in compares:
+            if added[c] > 0:
+                r[f"gpscope_over_{c}_added"] = added["gpscope"] / added[c]
         results[name] = r
     print(f"{'workload':32} {'config':16} {'median':>10} {'added':>9} {'+%':>7} {'paired+%':>9}")
     for name, r in results.items():
@@ -133,6 +153,11 @@ def main():
                   f"{r['increase_pct'][c]:6.2f}% {r['paired_increase_pct'][c]:8.2f}%")
         if "gpscope_over_floor_added" in r:
             print(f"{name:32} gpscope added / floor added = {r['gpscope_over_floor_added']:.3f}")
+        for c in compares:
+            if f"{c}_over_floor_added" in r:
+                print(f"{name:32} {c} added / floor added = {r[f'{c}_over_floor_added']:.3f}")
+            if f"gpscope_over_{c}_added" in r:
+                print(f"{name:32} gpscope added / {c} added = {r[f'gpscope_over_{c}_added']:.3f}")
     if a.out:
         with open(a.out, "w") as f:
             json.dump(results, f, indent=1)

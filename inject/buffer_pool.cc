@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
@@ -99,69 +100,150 @@ bool IndexStack::TryPop(uint32_t* index) {
 
 BufferPool::~BufferPool() {
   if (region_ != nullptr) munmap(region_, region_bytes_);
+  delete[] first_granule_;
+  delete[] size_granules_;
+  delete[] buffer_of_granule_;
+}
+
+bool IndexStack::Empty() const {
+  return static_cast<uint32_t>(head_.load(std::memory_order_acquire)) == 0;
 }
 
 bool BufferPool::Init(size_t buffer_bytes, size_t count) {
-  if (count == 0 || count > (1u << 16) || buffer_bytes == 0) return false;
-  buffer_bytes_ = (buffer_bytes + 7) & ~size_t{7};
-  count_ = count;
-  region_bytes_ = buffer_bytes_ * count_;
+  const size_t bytes = (buffer_bytes + 7) & ~size_t{7};
+  if (count == 0 || count > (1u << 16) || bytes == 0) return false;
+  return Init(bytes, bytes, bytes * count);
+}
+
+bool BufferPool::Init(size_t large_bytes, size_t small_bytes, size_t cap_bytes,
+                      size_t large_slots) {
+  if (region_ != nullptr || large_bytes == 0 || small_bytes == 0 || cap_bytes == 0) return false;
+  small_bytes_ = (std::min(small_bytes, large_bytes) + 7) & ~size_t{7};
+  large_granules_ = static_cast<uint32_t>((large_bytes + small_bytes_ - 1) / small_bytes_);
+  large_bytes_ = small_bytes_ * large_granules_;
+  granules_ = cap_bytes / small_bytes_;
+  if (granules_ == 0 || granules_ > (1u << 20)) return false;
+  region_bytes_ = granules_ * small_bytes_;
+  max_buffers_ = granules_;
+  // Large buffers take at most half the region (all of it with one size).
+  max_large_ = large_granules_ == 1 ? granules_ : granules_ / 2 / large_granules_;
+  if (max_large_ == 0 && large_granules_ <= granules_) max_large_ = 1;
+  large_slots_ = large_slots != 0 ? large_slots : max_large_;
   void* p = mmap(nullptr, region_bytes_, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) {
-    region_ = nullptr;
+  if (p == MAP_FAILED) return false;
+  region_ = static_cast<uint8_t*>(p);
+  first_granule_ = new (std::nothrow) uint32_t[max_buffers_];
+  size_granules_ = new (std::nothrow) uint32_t[max_buffers_];
+  buffer_of_granule_ = new (std::nothrow) std::atomic<uint32_t>[granules_];
+  if (first_granule_ == nullptr || size_granules_ == nullptr || buffer_of_granule_ == nullptr) {
     return false;
   }
-  region_ = static_cast<uint8_t*>(p);
+  for (size_t g = 0; g < granules_; ++g) buffer_of_granule_[g].store(0, std::memory_order_relaxed);
   size_t cap = 2;
-  while (cap < count_) cap <<= 1;
-  if (!free_.Init(static_cast<uint32_t>(count_)) || !completed_.Init(cap)) return false;
-  // Pushed in reverse, so buffer 0 is handed out first.
-  for (size_t i = count_; i-- > 0;) free_.Push(static_cast<uint32_t>(i));
-  return true;
+  while (cap < max_buffers_) cap <<= 1;
+  const uint32_t n = static_cast<uint32_t>(max_buffers_);
+  return free_large_.Init(n) && free_small_.Init(n) && completed_.Init(cap);
+}
+
+size_t BufferPool::Make(uint32_t granules) {
+  uint64_t g = next_granule_.load(std::memory_order_relaxed);
+  do {
+    if (g + granules > granules_) return SIZE_MAX;
+  } while (!next_granule_.compare_exchange_weak(g, g + granules, std::memory_order_relaxed));
+  // Each buffer has at least one granule: the index stays below max_buffers_.
+  const uint32_t index = next_index_.fetch_add(1, std::memory_order_relaxed);
+  first_granule_[index] = static_cast<uint32_t>(g);
+  size_granules_[index] = granules;
+  buffer_of_granule_[g].store(index + 1, std::memory_order_release);
+  return index;
+}
+
+uint8_t* BufferPool::Hand(size_t index, size_t* bytes) {
+  if (bytes != nullptr) *bytes = size_t{size_granules_[index]} * small_bytes_;
+  return region_ + size_t{first_granule_[index]} * small_bytes_;
+}
+
+uint8_t* BufferPool::Acquire(size_t* bytes) {
+  const bool two_sizes = large_granules_ > 1;
+  const bool want_large = two_sizes && outstanding_.load(std::memory_order_relaxed) <
+                                           static_cast<int64_t>(large_slots_);
+  size_t index = SIZE_MAX;
+  auto take = [&](bool large) {
+    uint32_t i;
+    if ((large ? free_large_ : free_small_).TryPop(&i)) {
+      index = i;
+      return true;
+    }
+    if (large) {
+      // A slot for one more large buffer, then the memory for it.
+      if (large_made_.fetch_add(1, std::memory_order_relaxed) >= max_large_) {
+        large_made_.fetch_sub(1, std::memory_order_relaxed);
+        return false;
+      }
+      index = Make(large_granules_);
+      if (index == SIZE_MAX) large_made_.fetch_sub(1, std::memory_order_relaxed);
+    } else {
+      index = Make(1);
+      if (index != SIZE_MAX) small_made_.fetch_add(1, std::memory_order_relaxed);
+    }
+    return index != SIZE_MAX;
+  };
+  // One size: "small" is the only one. Two: the preferred, then the other.
+  const bool got = !two_sizes ? take(false) : (take(want_large) || take(!want_large));
+  if (!got) {
+    acquire_failures_.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  const int64_t held = outstanding_.fetch_add(1, std::memory_order_relaxed) + 1;
+  int64_t peak = peak_outstanding_.load(std::memory_order_relaxed);
+  while (held > peak &&
+         !peak_outstanding_.compare_exchange_weak(peak, held, std::memory_order_relaxed)) {
+  }
+  return Hand(index, bytes);
 }
 
 size_t BufferPool::IndexOf(const uint8_t* p) const {
   if (region_ == nullptr || p < region_ || p >= region_ + region_bytes_) return SIZE_MAX;
-  size_t off = static_cast<size_t>(p - region_);
-  if (off % buffer_bytes_ != 0) return SIZE_MAX;
-  return off / buffer_bytes_;
+  const size_t off = static_cast<size_t>(p - region_);
+  if (off % small_bytes_ != 0) return SIZE_MAX;
+  const uint32_t v = buffer_of_granule_[off / small_bytes_].load(std::memory_order_acquire);
+  return v == 0 ? SIZE_MAX : v - 1;
 }
 
 bool BufferPool::Owns(const uint8_t* p) const { return IndexOf(p) != SIZE_MAX; }
 
-uint8_t* BufferPool::Acquire() {
-  uint32_t index;
-  if (!free_.TryPop(&index)) {
-    acquire_failures_.fetch_add(1, std::memory_order_relaxed);
-    return nullptr;
-  }
-  outstanding_.fetch_add(1, std::memory_order_relaxed);
-  return region_ + static_cast<size_t>(index) * buffer_bytes_;
+bool BufferPool::Exhausted() const {
+  return free_small_.Empty() && free_large_.Empty() &&
+         next_granule_.load(std::memory_order_relaxed) >= granules_;
 }
 
 bool BufferPool::Complete(uint8_t* buffer, size_t valid_bytes) {
-  size_t index = IndexOf(buffer);
-  if (index == SIZE_MAX || valid_bytes > buffer_bytes_) {
+  const size_t index = IndexOf(buffer);
+  if (index == SIZE_MAX || valid_bytes > size_t{size_granules_[index]} * small_bytes_) {
     foreign_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
   outstanding_.fetch_sub(1, std::memory_order_relaxed);
+  completions_.fetch_add(1, std::memory_order_release);
   // Cannot fail: the queue holds every buffer at once.
-  return completed_.TryPush((static_cast<uint64_t>(index) << 48) | valid_bytes);
+  return completed_.TryPush((static_cast<uint64_t>(index) << 32) | valid_bytes);
 }
 
 bool BufferPool::PopCompleted(uint8_t** buffer, size_t* valid_bytes) {
   uint64_t v;
   if (!completed_.TryPop(&v)) return false;
-  *buffer = region_ + (v >> 48) * buffer_bytes_;
-  *valid_bytes = static_cast<size_t>(v & ((uint64_t{1} << 48) - 1));
+  pops_.fetch_add(1, std::memory_order_release);
+  *buffer = region_ + size_t{first_granule_[v >> 32]} * small_bytes_;
+  *valid_bytes = static_cast<size_t>(v & 0xffffffffull);
   return true;
 }
 
 void BufferPool::Release(uint8_t* buffer) {
-  size_t index = IndexOf(buffer);
-  if (index != SIZE_MAX) free_.Push(static_cast<uint32_t>(index));
+  const size_t index = IndexOf(buffer);
+  if (index == SIZE_MAX) return;
+  const bool large = large_granules_ > 1 && size_granules_[index] == large_granules_;
+  (large ? free_large_ : free_small_).Push(static_cast<uint32_t>(index));
 }
 
 }  // namespace gpscope::inject

@@ -183,6 +183,9 @@ void ChunkWriter::AddClock(const format::ClockRecord& r) {
 void ChunkWriter::AddCapability(const format::CapabilityRecord& r) {
   AddWith(0, [&](BatchBuilder& b) { return b.AddCapability(r); });
 }
+void ChunkWriter::AddCuptiRefusal(const format::CuptiRefusalRecord& r) {
+  AddWith(0, [&](BatchBuilder& b) { return b.AddCuptiRefusal(r); });
+}
 
 bool ChunkWriter::Ship(const uint8_t* raw, size_t raw_bytes, size_t events) {
   const uint8_t* frame = nullptr;

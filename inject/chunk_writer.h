@@ -87,6 +87,7 @@ class ChunkWriter {
   void AddLostInterval(const format::LostIntervalRecord& r);
   void AddClock(const format::ClockRecord& r);
   void AddCapability(const format::CapabilityRecord& r);
+  void AddCuptiRefusal(const format::CuptiRefusalRecord& r);
 
   // Ships the open batch if it holds anything. False if the write failed.
   bool Flush();

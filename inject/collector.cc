@@ -12,10 +12,10 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -29,12 +29,16 @@
 #include "inject/config.h"
 #include "inject/control/capture_window.h"
 #include "inject/control/control_channel.h"
+#include "inject/cupti_hooks.h"
 #include "inject/cupti_loader.h"
+#include "inject/exit_finisher.h"
 #include "inject/identity.h"
 #include "inject/metrics/nvml_backend.h"
 #include "inject/metrics/sample_ring.h"
 #include "inject/metrics/sampler_thread.h"
 #include "inject/raw_log.h"
+#include "inject/safe_path.h"
+#include "inject/wake_word.h"
 #include "proto/framing.h"
 
 #include "gpscope_version.h"  // GPSCOPE_VERSION, from git describe (cmake/Version.cmake)
@@ -50,6 +54,7 @@ constexpr uint32_t kDropCuptiReported = 2, kDropIncomplete = 3, kDropPoolEmpty =
                    kDropBufferStolen = 6, kDropRingFull = 4;
 constexpr uint32_t kLostYielded = 1, kLostTracingDisabled = 3;
 constexpr uint32_t kEndExit = 1, kEndSignal = 2;
+constexpr uint32_t kDropExitFlushTimeout = 8;  // DROP_EXIT_FLUSH_TIMEOUT
 
 uint64_t ClockNs(clockid_t id) {
   timespec ts;
@@ -114,7 +119,7 @@ void CUPTIAPI SubscriberCallback(void*, CUpti_CallbackDomain domain, CUpti_Callb
                     get != nullptr && get(rd->context, &device_id) == CUPTI_SUCCESS);
 }
 
-class Collector : public control::ControlHandler {
+class Collector : public control::ControlHandler, public ExitFinisher::Hooks {
  public:
   Config config;
   ProcessIdentity identity;
@@ -127,7 +132,12 @@ class Collector : public control::ControlHandler {
   bool set_nvtx_env = false;                    // we set NVTX_INJECTION64_PATH
   int fd = -1;
   std::unique_ptr<ChunkWriter> writer;
+  OutputDir output_dir;    // GPSCOPE_OUTPUT, opened and checked (safe_path.h)
+  std::string trace_name;  // in output_dir
+  // Absolute; changes once if the name is taken (OpenOutput), so the
+  // control thread reads it under path_mu.
   std::string trace_path;
+  std::mutex path_mu;
   // The trace file opens when the process creates its first CUDA context
   // (the writer holds the frames until then), so a process that only
   // initializes CUDA leaves no file: torchrun's agent calls cuInit and would
@@ -166,6 +176,7 @@ class Collector : public control::ControlHandler {
   // orders it for that thread). SetApiRecords picks its way by it.
   bool cuda_started_ = false;
   bool context_callback_ = false;  // CUPTI calls us when a context is created
+  std::string subscribe_error_;    // cuptiSubscribe failed, not for another client
   std::unique_ptr<control::ControlChannel> channel;
   std::atomic<uint64_t> events_written{0};  // for `status`, updated by the writer
   std::atomic<uint64_t> windows_written{0};  // windows ended and written to the file
@@ -178,21 +189,33 @@ class Collector : public control::ControlHandler {
   // Written by CUPTI callbacks, read by the writer.
   std::atomic<uint64_t> cupti_dropped{0};
 
-  // Exit handshake between the exiting thread and the writer thread.
-  std::atomic<bool> stopping{false};
+  // Exit handshake between the exiting thread (or the finisher, after a
+  // signal) and the writer thread (inject/exit_finisher.h).
+  ExitFinisher finisher;
+  std::atomic<bool> stopping{false};  // only without a finisher thread
   std::atomic<bool> final_requested{false};
   std::atomic<bool> final_done{false};
   std::atomic<uint32_t> end_reason{kEndExit};
   std::atomic<int32_t> end_signal{0};
-  std::mutex wake_mu;
-  std::condition_variable wake_cv;
+  WakeWord wake;  // the writer's 20 ms sleep, cut short (any thread, signal-safe)
   std::thread writer_thread;
 
   struct sigaction old_term {};
   struct sigaction old_int {};
 
   bool Start();
-  void Stop(uint32_t reason, int sig, bool from_signal);
+  // The exit path (atexit): the final flush and end record, bounded.
+  void StopAtExit();
+  // A fatal signal's handler (async-signal-safe). True when the trace is
+  // finished for it and the signal delivered later (the handler returns).
+  bool OnSignal(int sig);
+  // Without the finisher thread: the old bounded wait (exit or handler).
+  void StopWithoutFinisher(uint32_t reason, int sig, bool from_signal);
+
+  // ExitFinisher::Hooks.
+  void RequestFinal(int sig) override;
+  bool WriterFinished() override { return final_done.load(std::memory_order_acquire); }
+  void WriteEndInstead() override;
 
  private:
   void WriterLoop();
@@ -202,6 +225,12 @@ class Collector : public control::ControlHandler {
   void ConvertBuffer(uint8_t* buffer, size_t valid_bytes);
   void ConvertRecord(const CUpti_Activity* record);
   void ReportLosses(bool final);
+  // Writer thread: objects loaded since (rescan), and the refused calls of
+  // another CUPTI client into the trace (cumulative per api and caller).
+  void NoteCuptiRefusals(bool rescan);
+  // The end record with its counts (writer, or the finisher after a takeover).
+  format::ProcessEndRecord EndRecord(const format::ClockRecord& clock);
+  void WriteEndRecord(format::ProcessEndRecord end);
   void AddClockSnapshot();
   format::ClockRecord Snapshot() const;
   bool PrepareOutput(std::string* error);
@@ -210,6 +239,7 @@ class Collector : public control::ControlHandler {
   bool WriteHeader();
   bool EnableCupti(std::string* error);
   bool SetTracing(bool on, std::string* error = nullptr);
+  bool SetTracingCalls(bool on, std::string* error);
   void SetApiRecords(bool on);
   void ReleaseCupti();
   void ReadGlobalDrops();
@@ -232,6 +262,19 @@ class Collector : public control::ControlHandler {
   uint64_t reported_metric_drops_ = 0;
   uint64_t last_event_ns_ = 0;
   bool flush_timed_out_ = false;
+  uint64_t cut_at_deadline_ = 0;  // completed buffers not converted: the exit deadline came
+  // CUPTI ns minus CLOCK_REALTIME at the last snapshot: the end record's
+  // clock when CUPTI cannot be asked (the finisher, after a takeover).
+  std::atomic<int64_t> cupti_minus_realtime_ns_{0};
+  struct RefusalTotal {
+    std::map<uintptr_t, uint64_t> by_call_site;  // cumulative counts
+    uint64_t first_ns = 0, last_ns = 0;          // CLOCK_REALTIME
+    uint32_t result = 0;
+    bool logged = false;
+  };
+  std::map<std::pair<std::string, std::string>, RefusalTotal> refusals_;  // (api, caller)
+  std::string api_refusal_;      // SetApiRecords: the API kinds refused (written once)
+  bool api_refusal_written_ = false;
   std::unordered_map<uint64_t, uint32_t> api_names_;  // (domain << 32 | cbid) -> string id
   // Window bookkeeping (writer thread): records are kept when they start in
   // [gate_start_ns_, gate_end_ns_) (gate_end_ns_ 0: open), so a window cut
@@ -263,6 +306,9 @@ class Collector : public control::ControlHandler {
   uint64_t buffers_drained_ = 0;   // activity buffers converted
   uint64_t drained_at_flush_ = 0;  // buffers_drained_ at the last periodic flush
   int flushes_without_buffer_ = 0;
+  uint64_t failures_at_pressure_ = 0;    // pool.acquire_failures() at the last pressure flush
+  uint64_t next_pressure_flush_ns_ = 0;  // CLOCK_MONOTONIC
+  uint64_t pressure_flushes_ = 0;
   struct OpenRange {
     uint64_t start_ns;
     uint32_t name_id;
@@ -276,55 +322,73 @@ class Collector : public control::ControlHandler {
 format::ClockRecord Collector::Snapshot() const {
   format::ClockRecord c{};
   uint64_t cupti_ns = 0;
-  if (api.cuptiGetTimestamp != nullptr) api.cuptiGetTimestamp(&cupti_ns);
+  if (api.cuptiGetTimestamp != nullptr) {
+    BlockingSection section(const_cast<ExitFinisher*>(&finisher));
+    api.cuptiGetTimestamp(&cupti_ns);
+  }
   c.realtime_ns = ClockNs(CLOCK_REALTIME);
   c.monotonic_ns = ClockNs(CLOCK_MONOTONIC);
   c.cupti_ns = cupti_ns;
   return c;
 }
 
-void Collector::AddClockSnapshot() { writer->AddClock(Snapshot()); }
-
-bool MakeDirs(const std::string& path) {
-  std::string partial;
-  for (size_t i = 0; i <= path.size(); ++i) {
-    if (i == path.size() || path[i] == '/') {
-      if (!partial.empty() && mkdir(partial.c_str(), 0775) != 0 && errno != EEXIST) return false;
-    }
-    if (i < path.size()) partial += path[i];
+void Collector::AddClockSnapshot() {
+  const format::ClockRecord c = Snapshot();
+  if (c.cupti_ns != 0) {
+    cupti_minus_realtime_ns_.store(static_cast<int64_t>(c.cupti_ns - c.realtime_ns),
+                                   std::memory_order_relaxed);
   }
-  return true;
+  writer->AddClock(c);
 }
 
-// Application thread, at start: the folder exists and is writable, and the
-// file's name. The file itself opens in OpenOutput.
+// Application thread, at start: the folder, opened and checked against
+// other users (inject/safe_path.h), and the file's name. The file itself
+// opens in OpenOutput (then or at the first context), inside that folder.
 bool Collector::PrepareOutput(std::string* error) {
   const std::string& dir = config.output_dir;
-  if (!MakeDirs(dir)) {
-    *error = "cannot create output directory GPSCOPE_OUTPUT=" + dir + ": " + strerror(errno);
+  std::string why;
+  if (!OpenOutputDir(dir, DirModeFor(config.file_permissions), geteuid(), &output_dir, &why)) {
+    *error = "GPSCOPE_OUTPUT=" + dir + ": " + why;
     return false;
   }
-  if (access(dir.c_str(), W_OK | X_OK) != 0) {
+  if (faccessat(output_dir.fd(), ".", W_OK | X_OK, AT_EACCESS) != 0) {
     *error = "cannot write to output directory GPSCOPE_OUTPUT=" + dir + ": " + strerror(errno);
     return false;
   }
   FileMode mode = config.file_mode;
-  if (mode == FileMode::kNode && format::IsNetworkFilesystem(dir.c_str())) {
+  if (mode == FileMode::kNode && format::IsNetworkFilesystemFd(output_dir.fd())) {
     GPSCOPE_LOG_WARNING("%s is on a network filesystem where appends from several processes are "
                         "not atomic; writing one file per process",
-                        dir.c_str());
+                        output_dir.path().c_str());
     mode = FileMode::kProcess;
   }
-  trace_path = dir + "/" + TraceFileName(identity.job_id, identity.hostname, identity.pid, mode);
+  trace_name = TraceFileName(identity.job_id, identity.hostname, identity.pid, mode);
+  // Absolute: `gpscope attach` reads it from another working directory.
+  trace_path = output_dir.path() + "/" + trace_name;
   return true;
 }
 
-// Application thread at start, or the writer at the first context.
+// Application thread at start, or the writer at the first context. A name
+// taken by something gpscope must not append to (another user's file, a
+// link, a FIFO) gets one line and a private name beside it.
 bool Collector::OpenOutput(std::string* error) {
-  char err[256] = {};
-  fd = format::OpenForAppend(trace_path.c_str(), err, sizeof(err));
+  bool foreign = false;
+  std::string why;
+  fd = OpenTraceFileIn(output_dir, trace_name, config.file_permissions, geteuid(), &foreign, &why);
+  if (fd < 0 && foreign) {
+    const std::string private_name = PrivateTraceName(trace_name, geteuid(), identity.pid);
+    GPSCOPE_LOG_WARNING("%s; tracing to %s/%s instead", why.c_str(), output_dir.path().c_str(),
+                        private_name.c_str());
+    fd = OpenTraceFileIn(output_dir, private_name, config.file_permissions, geteuid(), &foreign,
+                         &why);
+    if (fd >= 0) {
+      trace_name = private_name;
+      std::lock_guard<std::mutex> lock(path_mu);
+      trace_path = output_dir.path() + "/" + trace_name;
+    }
+  }
   if (fd < 0) {
-    *error = std::string("cannot open trace file: ") + err;
+    *error = "cannot open trace file: " + why;
     return false;
   }
   return writer == nullptr || writer->Open(fd);
@@ -358,6 +422,10 @@ bool Collector::WriteHeader() {
   for (auto& kv : capture.AsKeyValues()) cfg_kv.push_back(std::move(kv));
   for (const auto& [k, v] : cfg_kv) cfg.push_back({{k.data(), k.size()}, {v.data(), v.size()}});
   format::ClockRecord clock = Snapshot();
+  if (clock.cupti_ns != 0) {
+    cupti_minus_realtime_ns_.store(static_cast<int64_t>(clock.cupti_ns - clock.realtime_ns),
+                                   std::memory_order_relaxed);
+  }
 
   format::ProcessHeaderRecord h{};
   h.format_version = format::kFormatVersion;
@@ -404,8 +472,9 @@ bool Collector::EnableCupti(std::string* error) {
     return false;
   };
   // Hold the (single) subscriber so another client cannot take the activity
-  // callbacks from us (see collector.h). Failure means someone else holds
-  // it: we still trace, and say so.
+  // callbacks from us (see collector.h). MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+  // means someone else holds it: we still trace, and say so; any other
+  // error is CUPTI failing, and said as such.
   char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
   CUptiResult sub = CUPTI_ERROR_UNKNOWN;
   if (api.cuptiSubscribe_v2 != nullptr) {
@@ -420,7 +489,17 @@ bool Collector::EnableCupti(std::string* error) {
   if (sub != CUPTI_SUCCESS && sub != CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     sub = api.cuptiSubscribe(&subscriber, SubscriberCallback, nullptr);
   }
-  if (sub != CUPTI_SUCCESS) {
+  if (sub != CUPTI_SUCCESS && sub != CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    // Not another client: CUPTI's callback API failed (measured without a
+    // driver: CUPTI_ERROR_UNKNOWN; CUPTI newer than the driver:
+    // CUPTI_ERROR_NOT_INITIALIZED). Activity tracing may still work; Start()
+    // says which in one line (subscribe_error_).
+    subscribe_error_ = std::string("cuptiSubscribe failed: ") + api.ErrorString(sub) +
+                       " (CUptiResult " + std::to_string(static_cast<int>(sub)) + ")";
+    writer->AddCapability({format::MakeStringRef("cupti_subscriber"), false,
+                           {subscribe_error_.data(), subscribe_error_.size()}});
+    subscriber = nullptr;
+  } else if (sub != CUPTI_SUCCESS) {
     std::string why = std::string("CUPTI subscriber held by ") +
                       (holder[0] != '\0' ? holder : "another client") + " (" +
                       api.ErrorString(sub) + "); tracing anyway, that tool may take our buffers";
@@ -564,9 +643,10 @@ bool Collector::Start() {
     GPSCOPE_LOG_ERROR("%s; the application runs untraced", error.c_str());
     return false;
   }
-  size_t buffer_bytes = static_cast<size_t>(config.buffer_kb) * 1024;
-  size_t count = static_cast<size_t>(config.max_buffer_mb) * 1024 / config.buffer_kb;
-  if (!pool.Init(buffer_bytes, count)) {
+  // Large buffers for the first threads, small ones for many (buffer_pool.h).
+  const size_t buffer_bytes = static_cast<size_t>(config.buffer_kb) * 1024;
+  const size_t cap_bytes = static_cast<size_t>(config.max_buffer_mb) << 20;
+  if (!pool.Init(buffer_bytes, std::min(buffer_bytes, BufferPool::kSmallBufferBytes), cap_bytes)) {
     GPSCOPE_LOG_ERROR("cannot reserve %u MiB for activity buffers; the application runs untraced",
                       config.max_buffer_mb);
     return false;
@@ -590,6 +670,8 @@ bool Collector::Start() {
     format::CapabilityRecord cap{format::MakeStringRef("cupti"), false, lost.detail};
     writer->AddCapability(cap);
   } else if (!EnableCupti(&error)) {
+    // One line: what failed first (a subscribe that failed on its own), then this.
+    if (!subscribe_error_.empty()) error = subscribe_error_ + ", then " + error;
     GPSCOPE_LOG_ERROR("%s; the application runs untraced", error.c_str());
     format::CapabilityRecord cap{format::MakeStringRef("cupti"), false,
                                  {error.data(), error.size()}};
@@ -605,6 +687,23 @@ bool Collector::Start() {
     return false;
   } else {
     cupti_active = true;
+    if (subscriber != nullptr) {
+      // We hold CUPTI: see (and refuse) another client's calls, which CUPTI
+      // does not tell us about (inject/cupti_hooks.h).
+      CuptiHookTargets targets;
+      targets.subscribe = api.cuptiSubscribe;
+      targets.subscribe_v2 = api.cuptiSubscribe_v2;
+      targets.register_callbacks = api.cuptiActivityRegisterCallbacks;
+      targets.cupti_path = api.path;
+      InstallCuptiHooks(targets);
+      SetHoldingCupti(true);
+      GPSCOPE_LOG_DEBUG("CUPTI entry points hooked in %zu GOT slots", PatchedCuptiSlots());
+    }
+    if (!subscribe_error_.empty()) {
+      GPSCOPE_LOG_WARNING("%s; tracing without CUPTI's callbacks (the trace file opens now, every "
+                          "GPU is sampled)",
+                          subscribe_error_.c_str());
+    }
   }
   // Without CUPTI's word on contexts (yield mode, someone else's
   // subscriber) the file opens now.
@@ -618,6 +717,10 @@ bool Collector::Start() {
 
   cuda_started_ = true;
   writer_thread = std::thread([this] { WriterLoop(); });
+  // Before the handlers: a signal from here on is finished by this thread.
+  if (!finisher.Start(this, config.exit_timeout_ms)) {
+    GPSCOPE_LOG_INFO("no finisher thread: a fatal signal waits for the final flush in its handler");
+  }
   StartSampler();
   if (cupti_active) StartControl();
   atexit(AtExit);
@@ -638,6 +741,7 @@ bool Collector::Start() {
 // Start-up thread, when gpscope gives up on CUPTI after subscribing: leave
 // it as we found it, so the application (or its profiler) can use it.
 void Collector::ReleaseCupti() {
+  SetHoldingCupti(false);
   SetTracing(false);
   for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT,
                                CUPTI_ACTIVITY_KIND_MARKER}) {
@@ -667,6 +771,22 @@ void Collector::ReadGlobalDrops() {
 // the latter serializes all kernels.
 bool Collector::SetTracing(bool on, std::string* error) {
   if (tracing.load(std::memory_order_relaxed) == on) return true;
+  bool ok;
+  {
+    // Hundreds of CUPTI calls: one blocking section (no ChunkWriter use
+    // inside: SetApiRecords leaves its notice in api_refusal_).
+    BlockingSection section(&finisher);
+    ok = SetTracingCalls(on, error);
+  }
+  if (!api_refusal_.empty() && !api_refusal_written_ && writer != nullptr) {
+    api_refusal_written_ = true;
+    writer->AddCapability({format::MakeStringRef("cupti.api_records"), false,
+                           {api_refusal_.data(), api_refusal_.size()}});
+  }
+  return ok;
+}
+
+bool Collector::SetTracingCalls(bool on, std::string* error) {
   static bool warned[sizeof(kOptional) / sizeof(kOptional[0])] = {};
   if (on) {
     CUptiResult r = kernels_always_on_
@@ -738,11 +858,9 @@ void Collector::SetApiRecords(bool on) {
     const char* why = api.ErrorString(rr != CUPTI_SUCCESS ? rr : rd);
     GPSCOPE_LOG_WARNING("CUDA API records unavailable in this window (%s); kernels, copies and "
                         "syncs are still traced", why);
-    // In the trace too, so the analysis says why launch calls are missing.
-    const std::string detail =
-        std::string("CUPTI refused the API kinds for a window opened mid-run: ") + why;
-    writer->AddCapability({format::MakeStringRef("cupti.api_records"), false,
-                           {detail.data(), detail.size()}});
+    // In the trace too, so the analysis says why launch calls are missing
+    // (SetTracing writes it, outside its blocking section).
+    api_refusal_ = std::string("CUPTI refused the API kinds for a window opened mid-run: ") + why;
   }
   for (CUpti_CallbackId id = 1; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++id) {
     if (!kListedApiIds.runtime[id]) api.cuptiActivityEnableRuntimeApi(id, 0);
@@ -754,8 +872,9 @@ void Collector::SetApiRecords(bool on) {
 
 uint64_t Collector::NowNs() const {
   uint64_t ns = 0;
-  if (api.cuptiGetTimestamp != nullptr && api.cuptiGetTimestamp(&ns) == CUPTI_SUCCESS && ns != 0) {
-    return ns;
+  if (api.cuptiGetTimestamp != nullptr) {
+    BlockingSection section(const_cast<ExitFinisher*>(&finisher));  // writer thread only
+    if (api.cuptiGetTimestamp(&ns) == CUPTI_SUCCESS && ns != 0) return ns;
   }
   return ClockNs(CLOCK_REALTIME);
 }
@@ -862,6 +981,7 @@ void Collector::GetStatus(control::ControlStatus* status) {
   // Records (refused buffer requests show up as CUPTI-reported drops).
   status->drops = cupti_dropped.load(std::memory_order_relaxed);
   status->pid = static_cast<uint64_t>(identity.pid);
+  std::lock_guard<std::mutex> lock(path_mu);
   status->trace_path = trace_path;
 }
 
@@ -882,7 +1002,7 @@ control::ControlReply Collector::Start(const control::StartRequest& request) {
     r = window->OnAttachRequest(request.duration_ms, NowNs());
     QueueLocked(r.transitions);
   }
-  wake_cv.notify_all();
+  wake.Wake();
   return Reply(r, request.metrics_interval_ms != 0
                       ? "tracing (the metrics interval is fixed at start; ignored)"
                       : "tracing");
@@ -895,7 +1015,7 @@ control::ControlReply Collector::Stop() {
     r = window->OnStopRequest(NowNs());
     QueueLocked(r.transitions);
   }
-  wake_cv.notify_all();
+  wake.Wake();
   return Reply(r, "stopped");
 }
 
@@ -923,19 +1043,26 @@ void Collector::StartControl() {
                 geteuid())
           : std::vector<std::string>{ctl.dir};
   std::string error;
-  for (const std::string& dir : dirs) {
-    control::ControlChannel::Options o;
-    o.dir = dir;
-    auto ch = std::make_unique<control::ControlChannel>(this, o);
-    if (ch->Start(&error)) {
-      channel = std::move(ch);
-      pthread_atfork(nullptr, nullptr, ForgetControlAfterFork);
-      GPSCOPE_LOG_INFO("control socket %s", channel->socket_path().c_str());
-      return;
+  std::vector<std::string> refused;
+  channel = control::StartControlChannel(this, dirs, &refused, &error);
+  if (channel == nullptr) {
+    GPSCOPE_LOG_WARNING("no control socket (gpscope attach will not reach this process): %s",
+                        error.c_str());
+    return;
+  }
+  // Every candidate refused: another user may be squatting the default
+  // directory. Say so (attach still finds the fallback through /proc).
+  // One refused while the next served is routine ($XDG_RUNTIME_DIR unset up).
+  for (const std::string& r : refused) {
+    if (refused.size() == dirs.size()) {
+      GPSCOPE_LOG_WARNING("%s; serving it from %s instead", r.c_str(),
+                          channel->socket_path().c_str());
+    } else {
+      GPSCOPE_LOG_INFO("%s", r.c_str());
     }
   }
-  GPSCOPE_LOG_WARNING("no control socket (gpscope attach will not reach this process): %s",
-                      error.c_str());
+  pthread_atfork(nullptr, nullptr, ForgetControlAfterFork);
+  GPSCOPE_LOG_INFO("control socket %s", channel->socket_path().c_str());
 }
 
 // Application thread, once, after the writer runs. The sampler loads NVML on
@@ -1031,7 +1158,12 @@ uint32_t Collector::ApiNameId(uint32_t domain, uint32_t cbid) {
   const char* name = nullptr;
   CUpti_CallbackDomain d =
       domain == kApiRuntime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
-  if (api.cuptiGetCallbackName(d, cbid, &name) != CUPTI_SUCCESS || name == nullptr) name = "";
+  CUptiResult r;
+  {
+    BlockingSection section(&finisher);
+    r = api.cuptiGetCallbackName(d, cbid, &name);
+  }
+  if (r != CUPTI_SUCCESS || name == nullptr) name = "";
   uint32_t id = writer->InternString(name);
   api_names_.emplace(key, id);
   return id;
@@ -1313,6 +1445,9 @@ void Collector::ConvertBuffer(uint8_t* buffer, size_t valid_bytes) {
 void Collector::FlushCupti(uint32_t flag) {
   defer_untimed_ = (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0 && !InWindow(NowNs());
   if (cupti_active) {
+    // May wait for the application's CUDA calls (and never return if one
+    // never does): the finisher can take over meanwhile.
+    BlockingSection section(&finisher);
     api.cuptiActivityFlushAll(flag);
     ReadGlobalDrops();
   }
@@ -1330,7 +1465,17 @@ void Collector::Drain() {
   DrainMetrics();
   uint8_t* buffer;
   size_t valid;
+  // In the final flush the end record must make the exit deadline: past it,
+  // what is left is counted (cut_at_deadline_), not converted.
+  const uint64_t deadline = finisher.writer_deadline_ns();
   while (pool.PopCompleted(&buffer, &valid)) {
+    if (deadline != 0 && final_requested.load(std::memory_order_relaxed) &&
+        ClockNs(CLOCK_MONOTONIC) >= deadline) {
+      ++cut_at_deadline_;
+      memset(buffer, 0, valid);
+      pool.Release(buffer);
+      continue;
+    }
 #ifdef GPSCOPE_DIAG_DISCARD
     (void)&Collector::ConvertBuffer;
 #else
@@ -1375,6 +1520,54 @@ void Collector::ReportLosses(bool final) {
   }
 }
 
+void Collector::NoteCuptiRefusals(bool rescan) {
+  if (subscriber == nullptr) return;  // hooks only while we hold CUPTI
+  if (rescan) {
+    BlockingSection section(&finisher);  // the loader lock
+    RescanCuptiHooks();
+  }
+  CuptiRefusal seen[32];
+  const size_t n = CollectCuptiRefusals(seen, sizeof(seen) / sizeof(seen[0]));
+  for (size_t i = 0; i < n; ++i) {
+    const CuptiRefusal& r = seen[i];
+    std::string caller;
+    if (r.caller_pc != 0) {
+      BlockingSection section(&finisher);  // dladdr takes the loader lock
+      Dl_info info;
+      if (dladdr(reinterpret_cast<void*>(r.caller_pc), &info) != 0 && info.dli_fname != nullptr) {
+        caller = info.dli_fname;
+      }
+    }
+    RefusalTotal& t = refusals_[{r.api, caller}];
+    t.by_call_site[r.caller_pc] = r.count;
+    if (t.first_ns == 0 || r.first_realtime_ns < t.first_ns) t.first_ns = r.first_realtime_ns;
+    if (r.last_realtime_ns > t.last_ns) t.last_ns = r.last_realtime_ns;
+    t.result = r.result;
+    uint64_t total = 0;
+    for (const auto& [pc, count] : t.by_call_site) total += count;
+    const int64_t offset = cupti_minus_realtime_ns_.load(std::memory_order_relaxed);
+    format::CuptiRefusalRecord rec{};
+    rec.first_ns = static_cast<uint64_t>(static_cast<int64_t>(t.first_ns) + offset);
+    rec.last_ns = static_cast<uint64_t>(static_cast<int64_t>(t.last_ns) + offset);
+    rec.count = total;
+    rec.api = format::MakeStringRef(r.api);
+    rec.caller = {caller.data(), caller.size()};
+    rec.result = r.result;
+    writer->AddCuptiRefusal(rec);
+    if (!t.logged) {
+      t.logged = true;
+      const size_t slash = caller.rfind('/');
+      const std::string who = caller.empty()                 ? std::string("unknown library")
+                              : slash == std::string::npos ? caller
+                                                           : caller.substr(slash + 1);
+      GPSCOPE_LOG_WARNING("another CUPTI client (%s) called %s while gpscope holds CUPTI: refused "
+                          "(%s), so its profiler gets no GPU activity; GPSCOPE_CUPTI_MODE=yield "
+                          "leaves CUPTI to it (recorded in the trace)",
+                          who.c_str(), r.api, api.ErrorString(static_cast<CUptiResult>(r.result)));
+    }
+  }
+}
+
 void Collector::WriterLoop() {
   // Fatal-signal handlers wait for this thread; it must never run them.
   sigset_t block;
@@ -1383,6 +1576,7 @@ void Collector::WriterLoop() {
   sigaddset(&block, SIGINT);
   pthread_sigmask(SIG_BLOCK, &block, nullptr);
   pthread_setname_np(pthread_self(), "gpscope-writer");
+  finisher.SetWriterThread(pthread_self());  // its blocking calls may be taken over
 
   const uint64_t interval_ns = static_cast<uint64_t>(config.flush_interval_ms) * 1000000ull;
   uint64_t next_flush_ns = ClockNs(CLOCK_MONOTONIC) + interval_ns;
@@ -1391,6 +1585,18 @@ void Collector::WriterLoop() {
     TickWindow();
     Drain();
     if (final_requested.load(std::memory_order_acquire)) break;
+    // Out of buffers (each of many threads holds a partly filled one, which
+    // CUPTI hands back only when forced): force them back, at most every
+    // 200 ms. Records still in flight then come back incomplete (counted);
+    // refused requests would lose far more.
+    if (cupti_active && tracing.load(std::memory_order_relaxed) &&
+        (pool.acquire_failures() != failures_at_pressure_ || pool.Exhausted()) &&
+        ClockNs(CLOCK_MONOTONIC) >= next_pressure_flush_ns_) {
+      FlushCupti(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+      failures_at_pressure_ = pool.acquire_failures();
+      next_pressure_flush_ns_ = ClockNs(CLOCK_MONOTONIC) + 200000000ull;
+      ++pressure_flushes_;
+    }
     if (ClockNs(CLOCK_MONOTONIC) >= next_flush_ns) {
       FlushCupti(0);  // completed buffers only; no device sync
       // Flag 0 hands back no partly filled buffer on the H200 (CUDA 13): a
@@ -1409,6 +1615,7 @@ void Collector::WriterLoop() {
       drained_at_flush_ = buffers_drained_;
       ReportLosses(false);
       AddClockSnapshot();
+      NoteCuptiRefusals(/*rescan=*/true);
       // Before the file exists the open batch just grows (a full one is
       // held as one frame): zstd packs a 1 MiB batch of host metrics far
       // better than 2 s worth, so the 4 MiB hold lasts hours, not ~1 h.
@@ -1416,30 +1623,21 @@ void Collector::WriterLoop() {
       events_written.store(writer->events_written(), std::memory_order_relaxed);
       next_flush_ns = ClockNs(CLOCK_MONOTONIC) + interval_ns;
     }
-    std::unique_lock<std::mutex> lock(wake_mu);
-    wake_cv.wait_for(lock, std::chrono::milliseconds(20));
+    wake.Wait(20);
   }
 
-  // Final: a window's close without its grace, partially filled buffers
-  // forced out, then the end chunk.
-  FinishWindowClose();
+  // Final: a window still closing ends now (its records come with the
+  // forced flush; no kinds are switched off at exit), partially filled
+  // buffers are forced out, then the end chunk.
+  if (close_due_mono_ns_ != 0) {
+    close_due_mono_ns_ = 0;
+    lost_start_ns_ = gate_end_ns_;
+    windows_written.fetch_add(1, std::memory_order_release);
+  }
   FlushCupti(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   ReportLosses(true);
-  format::ProcessEndRecord end{};
-  end.clock = Snapshot();
-  CloseOutsideWindow(end.clock.cupti_ns);  // the trace may end outside a window
-  end.end_ns = end.clock.cupti_ns;
-  end.reason = end_reason.load();
-  end.signal = end_signal.load();
-  end.events_dropped = cupti_dropped.load() + incomplete_records_;
-  end.flush_timed_out = flush_timed_out_;
-  if (writer->is_open() || MaybeOpenOutput()) {
-    writer->WriteEnd(end);
-  } else if (open_at_context) {
-    // No CUDA context in the process's whole life: nothing to trace.
-    writer->DiscardHeld();
-    GPSCOPE_LOG_INFO("no CUDA context was created: no trace written to %s", trace_path.c_str());
-  }
+  NoteCuptiRefusals(/*rescan=*/false);
+  WriteEndRecord(EndRecord(Snapshot()));
   GPSCOPE_LOG_INFO("%llu activity buffers, %llu kernel records from CUPTI (starts %llu..%llu), "
                    "%llu records outside capture windows (not written)",
                    static_cast<unsigned long long>(buffers_drained_),
@@ -1447,20 +1645,116 @@ void Collector::WriterLoop() {
                    static_cast<unsigned long long>(first_kernel_ns_),
                    static_cast<unsigned long long>(last_kernel_ns_),
                    static_cast<unsigned long long>(outside_window_));
+  GPSCOPE_LOG_INFO("buffer pool: %llu x %zu KiB and %llu x %zu KiB cut of %zu MiB, at most %lld "
+                   "held by CUPTI at once, %llu requests refused, %llu flushes forced by pressure",
+                   static_cast<unsigned long long>(pool.large_buffers()),
+                   pool.buffer_bytes() >> 10, static_cast<unsigned long long>(pool.small_buffers()),
+                   pool.small_bytes() >> 10, pool.cap_bytes() >> 20,
+                   static_cast<long long>(pool.peak_outstanding()),
+                   static_cast<unsigned long long>(pool.acquire_failures()),
+                   static_cast<unsigned long long>(pressure_flushes_));
   final_done.store(true, std::memory_order_release);
 }
 
-void Collector::Stop(uint32_t reason, int sig, bool from_signal) {
+format::ProcessEndRecord Collector::EndRecord(const format::ClockRecord& clock) {
+  format::ProcessEndRecord end{};
+  end.clock = clock;
+  CloseOutsideWindow(end.clock.cupti_ns);  // the trace may end outside a window
+  end.end_ns = end.clock.cupti_ns;
+  end.reason = end_reason.load();
+  end.signal = end_signal.load();
+  end.events_dropped = cupti_dropped.load() + incomplete_records_;
+  end.flush_timed_out = flush_timed_out_;
+  if (cut_at_deadline_ > 0) {
+    end.flush_timed_out = true;
+    format::DropRecord d{};
+    d.reason = kDropExitFlushTimeout;
+    d.count = cut_at_deadline_;
+    d.last_ns = last_event_ns_;
+    d.detail = format::MakeStringRef(
+        "activity buffers not converted before the exit deadline (count = buffers, not "
+        "records): GPSCOPE_EXIT_TIMEOUT_MS");
+    writer->AddDrop(d);
+  }
+  return end;
+}
+
+void Collector::WriteEndRecord(format::ProcessEndRecord end) {
+  if (writer->is_open() || MaybeOpenOutput()) {
+    writer->WriteEnd(end);
+  } else if (open_at_context) {
+    // No CUDA context in the process's whole life: nothing to trace.
+    writer->DiscardHeld();
+    GPSCOPE_LOG_INFO("no CUDA context was created: no trace written to %s", trace_path.c_str());
+  }
+}
+
+// Any thread, async-signal-safe (atomics only): the writer polls for it.
+void Collector::RequestFinal(int sig) {
+  end_reason.store(sig != 0 ? kEndSignal : kEndExit);
+  end_signal.store(sig);
+  final_requested.store(true, std::memory_order_release);
+  wake.Wake();
+}
+
+// The finisher thread, the writer's state taken over while the writer sits
+// in a call that did not return (a CUPTI flush waiting on a lock, the
+// loader lock): no CUPTI call here. What CUPTI still holds, and what was
+// handed back but not converted, is counted as lost in the end record.
+void Collector::WriteEndInstead() {
+  const int64_t held = pool.outstanding();
+  const uint64_t unflushed = static_cast<uint64_t>(held > 0 ? held : 0) + pool.completed_pending();
+  ReportLosses(false);
+  format::DropRecord d{};
+  d.reason = kDropExitFlushTimeout;
+  d.count = unflushed + cut_at_deadline_;
+  d.last_ns = last_event_ns_;
+  d.detail = format::MakeStringRef(
+      "activity buffers not flushed before the exit deadline (count = buffers, not records): "
+      "the final CUPTI flush did not return within GPSCOPE_EXIT_TIMEOUT_MS");
+  writer->AddDrop(d);
+  cut_at_deadline_ = 0;  // counted just above
+  flush_timed_out_ = true;
+  format::ClockRecord clock{};
+  clock.realtime_ns = ClockNs(CLOCK_REALTIME);
+  clock.monotonic_ns = ClockNs(CLOCK_MONOTONIC);
+  clock.cupti_ns = static_cast<uint64_t>(static_cast<int64_t>(clock.realtime_ns) +
+                                         cupti_minus_realtime_ns_.load(std::memory_order_relaxed));
+  WriteEndRecord(EndRecord(clock));
+  GPSCOPE_LOG_WARNING("the final CUPTI flush did not return within GPSCOPE_EXIT_TIMEOUT_MS=%u "
+                      "(a CUDA call held it up); the trace ends here, %llu activity buffers not "
+                      "flushed (counted in it)",
+                      config.exit_timeout_ms, static_cast<unsigned long long>(unflushed));
+}
+
+// The exiting thread (atexit). Not from a signal handler.
+void Collector::StopAtExit() {
+  if (!finisher.started()) {
+    StopWithoutFinisher(kEndExit, 0, /*from_signal=*/false);
+    return;
+  }
+  if (!finisher.stopping()) {
+    // Stop the sampler first so its last samples make the final drain (it
+    // locks and joins, so not after a signal; there its thread simply dies
+    // with the process, and the writer never frees what it reads).
+    if (channel != nullptr) channel->Stop();
+    if (sampler != nullptr) sampler->Stop(kSamplerStopTimeoutMs);
+  }
+  if (finisher.OnExit()) {
+    if (writer_thread.joinable()) writer_thread.join();
+  }
+}
+
+bool Collector::OnSignal(int sig) { return finisher.OnSignal(sig); }
+
+void Collector::StopWithoutFinisher(uint32_t reason, int sig, bool from_signal) {
   if (stopping.exchange(true)) return;
   end_reason.store(reason);
   end_signal.store(sig);
-  // Stop the sampler first so its last samples make the final drain (it
-  // locks and joins, so not from a signal handler; there its thread simply
-  // dies with the process, and the writer never frees what it reads).
   if (!from_signal && channel != nullptr) channel->Stop();
   if (!from_signal && sampler != nullptr) sampler->Stop(kSamplerStopTimeoutMs);
   final_requested.store(true, std::memory_order_release);
-  if (!from_signal) wake_cv.notify_all();  // not async-signal-safe; the writer polls anyway
+  wake.Wake();
   // Wait for the writer, never longer than the exit timeout.
   const uint64_t deadline = ClockNs(CLOCK_MONOTONIC) + config.exit_timeout_ms * 1000000ull;
   while (!final_done.load(std::memory_order_acquire)) {
@@ -1492,9 +1786,10 @@ uint64_t MetricClockNs() {
 
 void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_num_records) {
   Collector* c = g_collector.load(std::memory_order_acquire);
-  uint8_t* b = c != nullptr ? c->pool.Acquire() : nullptr;
+  size_t bytes = 0;
+  uint8_t* b = c != nullptr ? c->pool.Acquire(&bytes) : nullptr;
   *buffer = b;
-  *size = b != nullptr ? c->pool.buffer_bytes() : 0;
+  *size = b != nullptr ? bytes : 0;
   *max_num_records = 0;
 }
 
@@ -1509,18 +1804,24 @@ void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer
     c->cupti_dropped.fetch_add(dropped, std::memory_order_relaxed);
   }
   if (buffer != nullptr) c->pool.Complete(buffer, valid_size);
+  // The writer converts and recycles it now rather than at its next tick:
+  // with many threads each holding a buffer, the pool's slack is small.
+  c->wake.Wake();
 }
 
 void AtExit() {
   Collector* c = g_collector.load(std::memory_order_acquire);
   if (c == nullptr || getpid() != c->owner_pid) return;  // fork children stay silent
-  c->Stop(kEndExit, 0, /*from_signal=*/false);
+  c->StopAtExit();
 }
 
 // SIGTERM/SIGINT. When the signal would end the process (default action),
-// finish the trace first, then die of the same signal so the exit status is
-// unchanged. When the application handles the signal itself it may well go
-// on, so we only chain to its handler; its exit reaches AtExit.
+// the trace is finished first and the process then dies of the same signal,
+// so the exit status is unchanged. The handler itself only records the
+// signal (inject/exit_finisher.h) and returns: whatever CUDA call it
+// interrupted completes and releases its locks, which the final flush may
+// need. When the application handles the signal itself it may well go on,
+// so we only chain to its handler; its exit reaches AtExit.
 void OnFatalSignal(int sig, siginfo_t* info, void* uctx) {
   const int saved_errno = errno;
   Collector* c = g_collector.load(std::memory_order_acquire);
@@ -1528,7 +1829,12 @@ void OnFatalSignal(int sig, siginfo_t* info, void* uctx) {
   if (c != nullptr) old = sig == SIGTERM ? &c->old_term : &c->old_int;
   bool owner = c != nullptr && getpid() == c->owner_pid;
   if (old == nullptr || ((old->sa_flags & SA_SIGINFO) == 0 && old->sa_handler == SIG_DFL)) {
-    if (owner) c->Stop(kEndSignal, sig, /*from_signal=*/true);
+    if (owner && c->OnSignal(sig)) {
+      errno = saved_errno;
+      return;  // the finisher delivers it once the trace is finished
+    }
+    // No finisher thread: the old bounded wait, here.
+    if (owner && !c->finisher.started()) c->StopWithoutFinisher(kEndSignal, sig, true);
     signal(sig, SIG_DFL);
     errno = saved_errno;
     raise(sig);  // delivered when this handler returns

@@ -22,16 +22,19 @@
 //     it reads only the GPUs this process has a context on;
 //   * the thread creating a CUDA context: CUPTI's resource callback sets the
 //     device's bit in one atomic word (no lock, allocation or syscall);
-//   * the exiting thread (atexit, or a fatal SIGTERM/SIGINT): asks the writer
-//     for a forced flush and the end chunk and waits at most
-//     GPSCOPE_EXIT_TIMEOUT_MS, so exit never hangs.
+//   * the exiting thread (atexit): asks the writer for a forced flush and
+//     the end chunk and waits at most GPSCOPE_EXIT_TIMEOUT_MS, so exit never
+//     hangs; a fatal SIGTERM/SIGINT only wakes the finisher thread, which
+//     sees the end written (by the writer, or itself if the writer is stuck
+//     in CUPTI) and re-delivers the signal (inject/exit_finisher.h).
 //
 // Coexistence with another CUPTI client (torch.profiler, Nsight) on a
 // single-subscriber driver, GPSCOPE_CUPTI_MODE:
 //   hold  (default) we hold the CUPTI subscriber. The other tool's
 //         cuptiSubscribe fails (it reports CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_
 //         NOT_SUPPORTED and gets no GPU activity); the application runs on and
-//         our trace stays complete.
+//         our trace stays complete, and records the refusal (when, who:
+//         inject/cupti_hooks.h, which also refuses its activity callbacks).
 //   yield gpscope leaves CUPTI to the application entirely: no GPU events are
 //         collected, the trace says so (a LostInterval over the whole run).
 //         Metrics sampling is off too unless GPSCOPE_METRICS is set: on the

@@ -1,6 +1,7 @@
 #include "inject/config.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -142,6 +143,38 @@ void ParseDiagOff(const char* v, Config* c, Parser* p) {
   }
 }
 
+// GPSCOPE_FILE_PERMISSIONS: octal permission bits for the files gpscope
+// creates. The owner must keep read and write (the header is read back);
+// execute bits and write for others are refused (docs/security.md).
+void ParseFilePermissions(const char* v, Config* c, Parser* p) {
+  if (v == nullptr || *v == '\0') return;
+  uint32_t bits = 0;
+  size_t digits = 0;
+  bool ok = true;
+  for (const char* q = v; *q != '\0'; ++q, ++digits) {
+    if (*q < '0' || *q > '7' || digits >= 4) {
+      ok = false;
+      break;
+    }
+    bits = bits * 8 + static_cast<uint32_t>(*q - '0');
+  }
+  ok = ok && digits >= 3 && (bits & ~0664u) == 0 && (bits & 0600u) == 0600u;
+  if (!ok) {
+    p->Problem("GPSCOPE_FILE_PERMISSIONS", v,
+               "octal permission bits with owner read+write, no execute bits and no write for "
+               "others (e.g. 0600, 0640, 0660)",
+               "0640");
+    return;
+  }
+  c->file_permissions = bits;
+}
+
+std::string OctalText(uint32_t bits) {
+  char buf[8];
+  snprintf(buf, sizeof(buf), "%04o", bits);
+  return buf;
+}
+
 constexpr const char* kFileModes[] = {"node", "process"};
 constexpr const char* kCuptiModes[] = {"hold", "yield"};
 constexpr const char* kOpenAt[] = {"context", "start"};
@@ -173,6 +206,7 @@ Config ParseConfig(GetEnvFn get_env, std::vector<std::string>* problems) {
   p.Range("GPSCOPE_METRICS_INTERVAL_MS", 10, 1000, &c.metrics_interval_ms);
   p.String("GPSCOPE_NVML_PATH", &c.nvml_path);
   ParseDiagOff(get_env("GPSCOPE_DIAG_OFF"), &c, &p);
+  ParseFilePermissions(get_env("GPSCOPE_FILE_PERMISSIONS"), &c, &p);
   // A pool must hold at least two buffers: one filling, one being written.
   if (static_cast<uint64_t>(c.max_buffer_mb) * 1024 < 2ull * c.buffer_kb) {
     if (problems) {
@@ -204,6 +238,7 @@ std::vector<std::pair<std::string, std::string>> Config::AsKeyValues() const {
       {"GPSCOPE_ENABLE", enabled ? "1" : "0"},
       {"GPSCOPE_OUTPUT", output_dir},
       {"GPSCOPE_FILE_MODE", kFileModes[static_cast<int>(file_mode)]},
+      {"GPSCOPE_FILE_PERMISSIONS", OctalText(file_permissions)},
       {"GPSCOPE_OPEN_AT", kOpenAt[open_at_context ? 0 : 1]},
       {"GPSCOPE_JOB", job},
       {"GPSCOPE_FLUSH_INTERVAL_MS", std::to_string(flush_interval_ms)},

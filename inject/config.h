@@ -7,13 +7,17 @@
 //   GPSCOPE_ENABLE            1|0                  default 1
 //   GPSCOPE_OUTPUT            directory            default ./gpscope-out
 //   GPSCOPE_FILE_MODE         node|process         default node (one file per node)
+//   GPSCOPE_FILE_PERMISSIONS  octal, e.g. 0600     default 0640: the trace files' permission
+//                             bits (before the umask); owner rw required, no execute bits,
+//                             never writable by others (docs/security.md)
 //   GPSCOPE_JOB               job id for file names and the trace identity
 //   GPSCOPE_OPEN_AT           context|start        default context: the trace file is
 //                             created at the process's first CUDA context, so a
 //                             process that only initializes CUDA (torchrun's agent)
 //                             leaves none; start: at CUDA initialization
 //   GPSCOPE_FLUSH_INTERVAL_MS 100..60000           default 2000
-//   GPSCOPE_BUFFER_KB         64..65536            default 4096 (one CUPTI buffer)
+//   GPSCOPE_BUFFER_KB         64..65536            default 4096 (a CUPTI buffer while few are
+//                             held; 256 KiB ones for more threads: inject/buffer_pool.h)
 //   GPSCOPE_MAX_BUFFER_MB     4..4096              default 64 (all CUPTI buffers)
 //   GPSCOPE_API               1|0                  default 1 (runtime/driver call records)
 //   GPSCOPE_NVTX              1|0                  default 1
@@ -56,6 +60,7 @@ struct Config {
   bool enabled = true;
   std::string output_dir = "./gpscope-out";
   FileMode file_mode = FileMode::kNode;
+  uint32_t file_permissions = 0640;  // GPSCOPE_FILE_PERMISSIONS
   bool open_at_context = true;  // GPSCOPE_OPEN_AT=context
   std::string job;
   uint32_t flush_interval_ms = 2000;

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <vector>
 
+#include "inject/safe_path.h"
+
 namespace gpscope::inject {
 namespace {
 
@@ -71,6 +73,15 @@ const char* CuptiApi::ErrorString(CUptiResult r) const {
 bool LoadCupti(const std::string& explicit_path, CuptiApi* api, std::string* error) {
   std::vector<std::string> tried;
   auto try_open = [&](const std::string& path, int flags) -> bool {
+    // A FIFO (or device) at the name would block dlopen's open() forever,
+    // inside cuInit: only regular files are handed to the loader.
+    if (!(flags & RTLD_NOLOAD)) {
+      std::string why;
+      if (!SearchPathIsSafe(path, &why)) {  // a path: stat; a name: LD_LIBRARY_PATH
+        tried.push_back(why);
+        return false;
+      }
+    }
     void* h = dlopen(path.c_str(), flags);
     if (h == nullptr) {
       const char* why = dlerror();  // read once: dlerror() clears itself

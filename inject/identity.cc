@@ -12,6 +12,8 @@ namespace {
 
 // Exact names, then prefixes. Launcher topology, CUDA/NCCL knobs that change
 // behaviour, and framework switches — never credentials or paths with tokens.
+// The analyzer cites them as causes (CUDA_LAUNCH_BLOCKING behind synchronous
+// launches, PYTORCH_NO_CUDA_MEMORY_CACHING behind per-step cudaMalloc, ...).
 constexpr const char* kAllowExact[] = {
     "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
     "MASTER_PORT", "TORCHELASTIC_RUN_ID", "CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING",
@@ -22,10 +24,25 @@ constexpr const char* kAllowExact[] = {
     "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE",
     "PMIX_RANK", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "XLA_FLAGS", "JAX_PLATFORMS",
     "CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH", "LD_PRELOAD",
+    // CUDA driver and library behaviour.
+    "CUDA_DEVICE_ORDER", "CUDA_CACHE_DISABLE", "CUDA_FORCE_PTX_JIT", "CUDA_DISABLE_PTX_JIT",
+    "CUDA_AUTO_BOOST", "CUDA_SCALE_LAUNCH_QUEUES", "CUDA_MANAGED_FORCE_DEVICE_ALLOC",
+    "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "CUBLAS_WORKSPACE_CONFIG", "CUBLASLT_WORKSPACE_SIZE",
+    "NVIDIA_TF32_OVERRIDE", "MKL_NUM_THREADS",
+    // PyTorch.
+    "PYTORCH_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMORY_CACHING", "PYTORCH_NVML_BASED_CUDA_CHECK",
+    "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "TORCH_CUDNN_V8_API_DISABLED", "TORCH_USE_CUDA_DSA",
+    "TORCH_DISTRIBUTED_DEBUG", "TORCHDYNAMO_DISABLE", "TORCH_COMPILE_DISABLE",
+    // JAX / XLA / TensorFlow allocators.
+    "JAX_ENABLE_X64", "JAX_DISABLE_JIT", "TF_GPU_ALLOCATOR", "TF_FORCE_GPU_ALLOW_GROWTH",
+    // CuPy.
+    "CUPY_ACCELERATORS", "CUPY_GPU_MEMORY_LIMIT", "CUPY_TF32",
 };
-constexpr const char* kAllowPrefix[] = {"GPSCOPE_", "NCCL_"};
+constexpr const char* kAllowPrefix[] = {"GPSCOPE_", "NCCL_", "TORCH_NCCL_", "TORCHINDUCTOR_",
+                                        "XLA_PYTHON_CLIENT_"};
 // Even under an allowed prefix, names containing these are dropped.
-constexpr const char* kDenySubstring[] = {"KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"};
+constexpr const char* kDenySubstring[] = {"KEY",        "TOKEN",  "SECRET", "PASSWORD",
+                                           "CREDENTIAL", "PASSWD", "AUTH"};
 
 bool ParseInt(const char* s, int32_t* out) {
   if (s == nullptr || *s == '\0') return false;

@@ -1,5 +1,7 @@
 #include "inject/raw_log.h"
 
+#include "inject/safe_text.h"
+
 #include <unistd.h>
 
 #include <atomic>
@@ -18,15 +20,20 @@ LogLevel GetLogLevel() { return static_cast<LogLevel>(g_level.load(std::memory_o
 void RawLog(LogLevel level, const char* fmt, ...) {
   if (static_cast<int>(level) > g_level.load(std::memory_order_relaxed)) return;
   const int saved_errno = errno;  // logging must not disturb the caller's errno
-  char line[1024];
-  int n = snprintf(line, sizeof(line), "gpscope[%d]: ", static_cast<int>(getpid()));
+  char text[1024];
   va_list ap;
   va_start(ap, fmt);
-  int m = vsnprintf(line + n, sizeof(line) - n - 1, fmt, ap);
+  int m = vsnprintf(text, sizeof(text), fmt, ap);
   va_end(ap);
   if (m < 0) m = 0;
-  size_t len = static_cast<size_t>(n) + static_cast<size_t>(m);
-  if (len > sizeof(line) - 2) len = sizeof(line) - 2;
+  const size_t text_len = static_cast<size_t>(m) < sizeof(text) ? static_cast<size_t>(m)
+                                                                 : sizeof(text) - 1;
+  // One line whatever the message holds: values from the environment,
+  // paths and library names are echoed in it (safe_text.h).
+  char line[1280];
+  int n = snprintf(line, sizeof(line), "gpscope[%d]: ", static_cast<int>(getpid()));
+  size_t len = static_cast<size_t>(n);
+  len += SanitizeInto(text, text_len, line + len, sizeof(line) - len - 1);
   line[len++] = '\n';
   ssize_t ignored = write(STDERR_FILENO, line, len);
   (void)ignored;

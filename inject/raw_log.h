@@ -1,5 +1,8 @@
 // inject/raw_log.h: the collector's only logger. Formats into a stack buffer
-// and emits one write(2) to stderr, prefixed "gpscope: ". Never allocates.
+// and emits one write(2) to stderr, prefixed "gpscope[PID]: ". Never
+// allocates. The message is sanitized (inject/safe_text.h) before it is
+// written: whatever a value echoed in it holds, it stays one line and no
+// control character reaches the terminal.
 // Cold paths only (start-up, errors, exit): the hot path never logs.
 #ifndef GPSCOPE_INJECT_RAW_LOG_H_
 #define GPSCOPE_INJECT_RAW_LOG_H_

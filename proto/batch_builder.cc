@@ -25,6 +25,7 @@ enum BatchField : uint32_t {
   kBatchBaseNs = 1, kBatchStrings = 2, kBatchLaunchConfigs = 3, kBatchDevices = 4,
   kBatchContexts = 5, kBatchMetricDescriptors = 15, kBatchDrops = 16,
   kBatchLostIntervals = 17, kBatchClocks = 18, kBatchCapabilities = 19,
+  kBatchCuptiRefusals = 20,
 };
 enum ChunkField : uint32_t {
   kChunkProcessUid = 1, kChunkPid = 2, kChunkSequence = 3,
@@ -383,6 +384,19 @@ bool BatchBuilder::AddCapability(const CapabilityRecord& r) {
     PutStr(w, 1, r.component);
     PutBool(w, 2, r.available);
     PutStr(w, 3, r.reason);
+    w.EndNested(n);
+  });
+}
+
+bool BatchBuilder::AddCuptiRefusal(const CuptiRefusalRecord& r) {
+  return AddSide([&](WireWriter& w) {
+    auto n = w.BeginNested(kBatchCuptiRefusals);
+    PutU(w, 1, r.first_ns);
+    PutU(w, 2, r.last_ns);
+    PutU(w, 3, r.count);
+    PutStr(w, 4, r.api);
+    PutStr(w, 5, r.caller);
+    PutU(w, 6, r.result);
     w.EndNested(n);
   });
 }

@@ -71,6 +71,7 @@ class BatchBuilder {
   bool AddLostInterval(const LostIntervalRecord& r);
   bool AddClock(const ClockRecord& r);
   bool AddCapability(const CapabilityRecord& r);
+  bool AddCuptiRefusal(const CuptiRefusalRecord& r);
 
   // Columnar events.
   bool AddKernel(const KernelEvent& e);

@@ -4,6 +4,7 @@
 
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_initStaticCCtx: a context that never allocates
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -117,21 +118,32 @@ size_t FrameEncoder::Encode(const uint8_t* raw, size_t raw_bytes, const uint8_t*
 
 // ---------------------------------------------------------------- writing --
 
-int OpenForAppend(const char* path, char* err, size_t err_bytes) {
-  int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+int OpenForAppendAt(int dir_fd, const char* name, mode_t mode, char* err, size_t err_bytes) {
+  // O_NOFOLLOW: a symbolic link planted at the name is never followed (it
+  // could point at another trace or any file the caller may write);
+  // O_NONBLOCK: a FIFO planted there cannot block the open. Anything but a
+  // regular file is refused below.
+  constexpr int kOpenFlags = O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+  int fd = openat(dir_fd, name, kOpenFlags);
   if (fd < 0 && errno == ENOENT) {
     // Publish a complete header atomically: write it to a private temp file
     // and link() that to the final name. Exactly one creator wins; everyone
-    // else gets EEXIST and appends to the winner's file.
+    // else gets EEXIST and appends to the winner's file. The temp name has
+    // random bits, and O_EXCL never follows a link planted there.
     static std::atomic<unsigned> counter{0};
     uint8_t header[kFileHeaderBytes];
     WriteFileHeader(header);
     std::string tmp;
     int tmp_fd = -1;
     for (int attempt = 0; attempt < 100 && tmp_fd < 0; ++attempt) {
-      tmp = std::string(path) + ".tmp." + std::to_string(getpid()) + "." +
-            std::to_string(counter.fetch_add(1, std::memory_order_relaxed));
-      tmp_fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      uint32_t salt = 0;
+      if (getrandom(&salt, sizeof(salt), GRND_NONBLOCK) != sizeof(salt)) salt = 0;
+      char suffix[48];
+      snprintf(suffix, sizeof(suffix), ".tmp.%d.%u.%08x", static_cast<int>(getpid()),
+               counter.fetch_add(1, std::memory_order_relaxed), salt);
+      tmp = std::string(name) + suffix;
+      tmp_fd = openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                      mode);
       if (tmp_fd < 0 && errno != EEXIST) break;
     }
     if (tmp_fd < 0) {
@@ -144,33 +156,47 @@ int OpenForAppend(const char* path, char* err, size_t err_bytes) {
     close(tmp_fd);
     if (n != static_cast<ssize_t>(sizeof(header))) {
       const int e = n < 0 ? write_errno : ENOSPC;
-      unlink(tmp.c_str());
+      unlinkat(dir_fd, tmp.c_str(), 0);
       SetError(err, err_bytes, "%s: cannot write file header: %s", tmp.c_str(), strerror(e));
       return FailWith(e, -1);
     }
-    const int link_rc = link(tmp.c_str(), path);
+    const int link_rc = linkat(dir_fd, tmp.c_str(), dir_fd, name, 0);
     const int link_errno = errno;
-    unlink(tmp.c_str());
+    unlinkat(dir_fd, tmp.c_str(), 0);
     if (link_rc != 0 && link_errno != EEXIST) {
-      SetError(err, err_bytes, "%s: cannot create trace file: %s", path, strerror(link_errno));
+      SetError(err, err_bytes, "%s: cannot create trace file: %s", name, strerror(link_errno));
       return FailWith(link_errno, -1);
     }
-    fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    fd = openat(dir_fd, name, kOpenFlags);
   }
   if (fd < 0) {
     const int e = errno;
-    SetError(err, err_bytes, "%s: cannot open for appending: %s", path, strerror(e));
+    if (e == ELOOP) {
+      SetError(err, err_bytes, "%s: is a symbolic link; refusing to follow it", name);
+    } else if (e == ENXIO || e == ENODEV || e == EWOULDBLOCK) {
+      // A FIFO nobody reads (O_NONBLOCK), a device: never a trace.
+      SetError(err, err_bytes, "%s: not a regular file; refusing to append to it", name);
+      return FailWith(EINVAL, -1);
+    } else {
+      SetError(err, err_bytes, "%s: cannot open for appending: %s", name, strerror(e));
+    }
     return FailWith(e, -1);
   }
+  struct stat wst;
+  if (fstat(fd, &wst) != 0 || !S_ISREG(wst.st_mode)) {
+    SetError(err, err_bytes, "%s: not a regular file; refusing to append to it", name);
+    return FailWith(EINVAL, fd);
+  }
+  fcntl(fd, F_SETFL, O_WRONLY | O_APPEND);  // drop O_NONBLOCK (no effect on a regular file)
 
   // Verify the header of the file we actually hold: read it through a second
   // descriptor and compare inodes, in case the name was replaced meanwhile.
   uint8_t header[kFileHeaderBytes];
   ssize_t got = -1;
   int read_errno = 0;
-  const int rd = open(path, O_RDONLY | O_CLOEXEC);
-  struct stat wst, rst;
-  if (rd < 0 || fstat(fd, &wst) != 0 || fstat(rd, &rst) != 0) {
+  const int rd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  struct stat rst;
+  if (rd < 0 || fstat(rd, &rst) != 0) {
     read_errno = errno;
   } else if (wst.st_ino != rst.st_ino || wst.st_dev != rst.st_dev) {
     read_errno = ESTALE;
@@ -180,7 +206,7 @@ int OpenForAppend(const char* path, char* err, size_t err_bytes) {
   }
   if (rd >= 0) close(rd);
   if (got < 0) {
-    SetError(err, err_bytes, "%s: cannot read back the file header: %s", path,
+    SetError(err, err_bytes, "%s: cannot read back the file header: %s", name,
              strerror(read_errno));
     return FailWith(read_errno, fd);
   }
@@ -189,13 +215,36 @@ int OpenForAppend(const char* path, char* err, size_t err_bytes) {
     if (static_cast<size_t>(got) < kFileHeaderBytes ||
         std::memcmp(header, kFileMagic, sizeof(kFileMagic)) != 0) {
       SetError(err, err_bytes, "%s: not a gpscope trace (bad file magic); refusing to append",
-               path);
+               name);
     } else {
-      SetError(err, err_bytes, "%s: trace format version %u, this gpscope writes %u", path, version,
+      SetError(err, err_bytes, "%s: trace format version %u, this gpscope writes %u", name, version,
                kFormatVersion);
     }
     return FailWith(EINVAL, fd);
   }
+  return fd;
+}
+
+int OpenForAppend(const char* path, char* err, size_t err_bytes) {
+  const char* slash = strrchr(path, '/');
+  const std::string dir = slash == nullptr ? "." : slash == path ? "/" : std::string(path, slash);
+  const int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) {
+    const int e = errno;
+    SetError(err, err_bytes, "%s: cannot open its directory: %s", path, strerror(e));
+    return FailWith(e, -1);
+  }
+  char inner[224] = "";
+  const int fd = OpenForAppendAt(dir_fd, slash == nullptr ? path : slash + 1, kDefaultFileMode,
+                                 inner, sizeof(inner));
+  const int e = errno;
+  close(dir_fd);
+  if (fd < 0) {
+    // The messages name the file; callers of this form gave a path.
+    SetError(err, err_bytes, "%s%s", slash == nullptr ? "" : dir.c_str(),
+             slash == nullptr ? inner : (std::string("/") + inner).c_str());
+  }
+  errno = e;
   return fd;
 }
 
@@ -212,8 +261,18 @@ bool AppendFrame(int fd, const uint8_t* frame, size_t frame_bytes, int* err_no) 
 bool IsNetworkFilesystem(const char* dir) {
   struct statfs st;
   if (statfs(dir, &st) != 0) return false;
+  return IsNetworkFilesystemType(static_cast<uint32_t>(st.f_type));
+}
+
+bool IsNetworkFilesystemFd(int fd) {
+  struct statfs st;
+  if (fstatfs(fd, &st) != 0) return false;
+  return IsNetworkFilesystemType(static_cast<uint32_t>(st.f_type));
+}
+
+bool IsNetworkFilesystemType(uint32_t f_type) {
   // Magic numbers from linux/magic.h and the filesystems' sources.
-  switch (static_cast<uint32_t>(st.f_type)) {
+  switch (f_type) {
     case 0x6969:      // NFS
     case 0x517B:      // SMB
     case 0xFF534D42:  // CIFS

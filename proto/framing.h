@@ -26,6 +26,8 @@
 #ifndef GPSCOPE_PROTO_FRAMING_H_
 #define GPSCOPE_PROTO_FRAMING_H_
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -66,10 +68,21 @@ class FrameEncoder {
   Impl* impl_;
 };
 
-// Opens `path` for appending frames, creating it with a complete file header
-// when it does not exist (atomically, see above). Returns an fd opened with
-// O_WRONLY|O_APPEND|O_CLOEXEC, or -1 with errno set and a one-line reason
-// in err (NUL-terminated, truncated to err_bytes). Cold path: may allocate.
+// The permission bits of a trace file gpscope creates (before the umask):
+// the file holds the command line and environment, so others may not read
+// it (docs/security.md).
+inline constexpr mode_t kDefaultFileMode = 0640;
+
+// Opens `name` in the directory `dir_fd` for appending frames, creating it
+// with a complete file header and permission bits `mode` when it does not
+// exist (atomically, see above). Never follows a symbolic link at `name`
+// (ELOOP) and refuses anything but a regular file (EINVAL) without blocking
+// on it (a FIFO). Returns an fd opened with O_WRONLY|O_APPEND|O_CLOEXEC, or
+// -1 with errno set and a one-line reason in err (NUL-terminated, truncated
+// to err_bytes). Who owns the file is the caller's to check (fstat on the
+// fd: inject/safe_path.h). Cold path: may allocate.
+int OpenForAppendAt(int dir_fd, const char* name, mode_t mode, char* err, size_t err_bytes);
+// The same for a path (its directory opened as given), mode kDefaultFileMode.
 int OpenForAppend(const char* path, char* err, size_t err_bytes);
 
 // Writes one frame with a single write() call. A short write (disk full)
@@ -82,6 +95,8 @@ bool AppendFrame(int fd, const uint8_t* frame, size_t frame_bytes, int* err_no);
 // True when `dir` is on a filesystem where O_APPEND writes are not atomic
 // across hosts/processes (NFS, CIFS/SMB, FUSE-based network filesystems).
 bool IsNetworkFilesystem(const char* dir);
+bool IsNetworkFilesystemFd(int dir_fd);
+bool IsNetworkFilesystemType(uint32_t statfs_f_type);
 
 // --- reading (used by tools/, the fuzzer and tests) ---
 

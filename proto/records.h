@@ -104,6 +104,15 @@ struct CapabilityRecord {
   StringRef reason;
 };
 
+struct CuptiRefusalRecord {
+  uint64_t first_ns;
+  uint64_t last_ns;
+  uint64_t count;
+  StringRef api;
+  StringRef caller;
+  uint32_t result;  // CUptiResult
+};
+
 struct IdentityRecord {
   StringRef job_id;
   int32_t rank;        // -1 when unknown

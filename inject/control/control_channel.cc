@@ -163,6 +163,34 @@ bool CheckPrivateDir(const std::string& dir, uid_t uid, std::string* error) {
   return true;
 }
 
+bool CheckControlSocketPath(const std::string& socket_path, uid_t target_uid, std::string* error) {
+  const size_t slash = socket_path.rfind('/');
+  if (socket_path.empty() || socket_path[0] != '/' || slash == std::string::npos || slash == 0) {
+    *error = "control socket path " + socket_path + " is not absolute";
+    return false;
+  }
+  if (!CheckPrivateDir(socket_path.substr(0, slash), target_uid, error)) return false;
+  struct stat st{};
+  if (lstat(socket_path.c_str(), &st) != 0) {
+    *error = Errno("cannot stat control socket", socket_path);
+    return false;
+  }
+  if (!S_ISSOCK(st.st_mode) || st.st_uid != target_uid) {
+    *error = "control socket " + socket_path + " is not a socket owned by uid " +
+             std::to_string(target_uid) + "; refusing it";
+    return false;
+  }
+  return true;
+}
+
+bool ServerIsTarget(pid_t peer_pid, uid_t peer_uid, pid_t target_pid, uid_t target_uid) {
+  return peer_pid == target_pid && (peer_uid == target_uid || peer_uid == 0);
+}
+
+std::string FallbackDirTemplate(uid_t uid) {
+  return "/tmp/gpscope-" + std::to_string(uid) + "-XXXXXX";
+}
+
 bool EnsurePrivateDir(const std::string& dir, uid_t uid, std::string* error) {
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     *error = Errno("cannot create control directory", dir);
@@ -369,7 +397,39 @@ void ControlChannel::Stop() {
   pthread_join(thread_, nullptr);
   running_ = false;
   if (unlink_at_stop_) unlink(socket_path_.c_str());
+  if (unlink_at_stop_ && options_.remove_dir_at_stop) rmdir(options_.dir.c_str());
   CloseFds();
+}
+
+std::unique_ptr<ControlChannel> StartControlChannel(ControlHandler* handler,
+                                                    const std::vector<std::string>& dirs,
+                                                    std::vector<std::string>* refusals,
+                                                    std::string* error) {
+  for (const std::string& dir : dirs) {
+    ControlChannel::Options o;
+    o.dir = dir;
+    auto channel = std::make_unique<ControlChannel>(handler, o);
+    std::string why;
+    if (channel->Start(&why)) return channel;
+    refusals->push_back(why);
+    *error = why;
+  }
+  // Every candidate refused (another user may have made /tmp/gpscope-<uid>
+  // before us): a directory nobody can have prepared.
+  std::string tmpl = FallbackDirTemplate(geteuid());
+  if (mkdtemp(tmpl.data()) == nullptr) {
+    *error = Errno("cannot create a private control directory", tmpl);
+    return nullptr;
+  }
+  ControlChannel::Options o;
+  o.dir = tmpl;
+  o.remove_dir_at_stop = true;
+  auto channel = std::make_unique<ControlChannel>(handler, o);
+  std::string why;
+  if (channel->Start(&why)) return channel;
+  rmdir(tmpl.c_str());
+  *error = why;
+  return nullptr;
 }
 
 void ControlChannel::ForgetAfterFork() {
@@ -569,11 +629,34 @@ ClientError ControlClient::ReadLine(uint32_t timeout_ms, std::string* reply, std
   }
 }
 
+bool ControlClient::PeerCredentials(pid_t* pid, uid_t* uid) const {
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  if (fd_ < 0 || getsockopt(fd_, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
+      len != sizeof(cred)) {
+    return false;
+  }
+  *pid = cred.pid;
+  *uid = cred.uid;
+  return true;
+}
+
 ClientError ControlClient::Request(std::string_view line, uint32_t timeout_ms, std::string* reply,
                                    std::string* error) {
   std::string framed(line);
   framed.push_back('\n');
   const ClientError e = SendRaw(framed, timeout_ms, error);
+  if (e == ClientError::kClosed) {
+    // A process that refuses this peer (another uid) answers on accept and
+    // closes before reading: its reason is already buffered here, and it is
+    // the message worth showing, not "closed the connection".
+    std::string refused;
+    std::string read_error;
+    if (ReadLine(timeout_ms, &refused, &read_error) == ClientError::kOk) {
+      *reply = std::move(refused);
+      return ClientError::kOk;
+    }
+  }
   if (e != ClientError::kOk) return e;
   return ReadLine(timeout_ms, reply, error);
 }

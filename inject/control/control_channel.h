@@ -45,6 +45,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <memory>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -82,6 +83,20 @@ bool CheckPrivateDir(const std::string& dir, uid_t uid, std::string* error);
 
 // The peer-credential rule: only the owner's own uid.
 inline bool PeerAllowed(uid_t peer_uid, uid_t owner_uid) { return peer_uid == owner_uid; }
+
+// The server-side rule `gpscope attach` applies before it trusts a reply:
+// the socket's directory is private to the target's euid (CheckPrivateDir),
+// the socket file is a socket owned by it, and the peer that accepted the
+// connection (SO_PEERCRED) is the target process itself, running as that
+// uid or as root. False with a one-line reason.
+bool CheckControlSocketPath(const std::string& socket_path, uid_t target_uid, std::string* error);
+bool ServerIsTarget(pid_t peer_pid, uid_t peer_uid, pid_t target_pid, uid_t target_uid);
+
+// The fallback directory prefix: /tmp/gpscope-<uid>-XXXXXX, made by mkdtemp
+// (private and unguessable) when every candidate directory was refused
+// (another user squatting /tmp/gpscope-<uid>). `gpscope attach` finds a
+// socket there through the target's /proc/<pid>/net/unix.
+std::string FallbackDirTemplate(uid_t uid);
 
 // --------------------------------------------------------- the handler side --
 
@@ -140,6 +155,7 @@ class ControlChannel {
     uid_t allowed_uid;     // peers must have this uid; default geteuid()
     uint32_t client_timeout_ms = 2000;  // idle connections are closed after this
     size_t max_line_bytes = 256;        // longer request lines are refused
+    bool remove_dir_at_stop = false;    // the directory is ours alone (a fallback)
     Options();
   };
 
@@ -190,6 +206,16 @@ class ControlChannel {
   std::atomic<uint64_t> requests_{0};
 };
 
+// Starts a channel for `handler` in the first of `dirs` that can be made
+// private (Start()); when every one is refused, in a fresh fallback
+// directory (FallbackDirTemplate), removed again at Stop(). *refusals gets
+// one line per refused directory (the caller logs them; a squatted default
+// directory is worth a warning). Null with *error when nothing worked.
+std::unique_ptr<ControlChannel> StartControlChannel(ControlHandler* handler,
+                                                    const std::vector<std::string>& dirs,
+                                                    std::vector<std::string>* refusals,
+                                                    std::string* error);
+
 // ------------------------------------------------------------ the client --
 
 enum class ClientError {
@@ -218,6 +244,8 @@ class ControlClient {
                       std::string* error);
   ClientError SendRaw(std::string_view bytes, uint32_t timeout_ms, std::string* error);
   ClientError ReadLine(uint32_t timeout_ms, std::string* reply, std::string* error);
+  // The server's credentials (SO_PEERCRED) of the connected socket.
+  bool PeerCredentials(pid_t* pid, uid_t* uid) const;
   void Close();
   int fd() const { return fd_; }
 

@@ -3,6 +3,10 @@
 #include <dlfcn.h>
 
 #include <cstddef>
+#include <cstdio>
+#include <string>
+
+#include "inject/safe_path.h"
 
 namespace gpscope::metrics::nvml {
 
@@ -104,6 +108,17 @@ void Resolve(void* handle, const char* name, Fn* fn) {
 bool LoadApi(Api* api, const char** error, const char* library) {
   *api = Api{};
   const char* lib = library != nullptr ? library : "libnvidia-ml.so.1";
+  // Only a regular file reaches dlopen: a FIFO there would block its open()
+  // forever with the loader lock held, and the application's exit() waits
+  // for that lock (GPSCOPE_NVML_PATH=<fifo> hung it). Cold path, the
+  // sampler thread only: one static buffer for the reason.
+  static char why_buf[512];
+  std::string why;
+  if (!inject::SearchPathIsSafe(lib, &why)) {
+    snprintf(why_buf, sizeof(why_buf), "%s", why.c_str());
+    *error = why_buf;
+    return false;
+  }
   // RTLD_LOCAL: NVML's symbols must not satisfy lookups of the application.
   void* h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) {

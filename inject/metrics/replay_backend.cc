@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "inject/safe_path.h"
+
 namespace gpscope::metrics {
 namespace {
 
@@ -62,6 +64,13 @@ ReplayBackend::ReplayBackend(std::string_view text, bool loop) : loop_(loop) {
 }
 
 std::unique_ptr<ReplayBackend> ReplayBackend::FromFile(const char* path, bool loop) {
+  // A FIFO or device would block the read (or never end): regular files only.
+  std::string why;
+  if (!inject::IsRegularFile(path, &why)) {
+    auto b = std::make_unique<ReplayBackend>("", loop);
+    b->error_ = why;
+    return b;
+  }
   std::ifstream in(path);
   if (!in) {
     auto b = std::make_unique<ReplayBackend>("", loop);

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -201,6 +202,15 @@ TEST_F(ControlChannelTest, PeerWithAnotherUidIsRefusedWithoutReachingTheCollecto
                        " may control this process");
   EXPECT_EQ(client.ReadLine(5000, &reply, &error), ClientError::kClosed);
   EXPECT_EQ(channel.refused_peers(), 1u);
+  // A request sent after the refusal closed the socket (EPIPE on send) still
+  // shows the process's reason, not a bare "closed the connection".
+  ControlClient late;
+  ASSERT_EQ(late.Connect(channel.socket_path(), &error), ClientError::kOk);
+  for (int i = 0; i < 500 && channel.refused_peers() < 2; ++i) usleep(1000);
+  usleep(50 * 1000);  // the channel closes right after it counts the refusal
+  ASSERT_EQ(late.Request("status", 5000, &reply, &error), ClientError::kOk) << error;
+  EXPECT_EQ(reply, "error permission denied: only uid " + std::to_string(geteuid() + 1) +
+                       " may control this process");
   std::lock_guard<std::mutex> lock(collector.mu);
   EXPECT_EQ(collector.status_calls, 0);
   EXPECT_TRUE(PeerAllowed(1000, 1000));
@@ -235,7 +245,11 @@ TEST_F(ControlChannelTest, SetuidChildIsRefusedByPeerCredentials) {
     if (setgid(nobody) != 0 || setuid(nobody) != 0 || getuid() != nobody) _exit(10);
     const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
     if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) _exit(11);
-    if (write(fd, "status\n", 7) != 7) _exit(12);
+    // The server answers a refused peer on accept and closes without
+    // reading, so this send may meet a closed socket: MSG_NOSIGNAL (no
+    // SIGPIPE) and the refusal is read all the same.
+    const ssize_t sent = send(fd, "status\n", 7, MSG_NOSIGNAL);
+    if (sent != 7 && !(sent < 0 && (errno == EPIPE || errno == ECONNRESET))) _exit(12);
     char buf[256] = {};
     size_t got = 0;
     for (ssize_t n; got < sizeof(buf) - 1 && (n = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0;)
@@ -248,7 +262,7 @@ TEST_F(ControlChannelTest, SetuidChildIsRefusedByPeerCredentials) {
   ASSERT_TRUE(channel.StartWithListeningSocket(listen_fd, &error)) << error;
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_TRUE(WIFEXITED(status)) << "child killed by signal " << WTERMSIG(status);
   EXPECT_EQ(WEXITSTATUS(status), 0) << "child step failed: " << WEXITSTATUS(status);
   EXPECT_EQ(channel.refused_peers(), 1u);
   // The same uid is still served on that socket.
@@ -472,6 +486,73 @@ TEST(ControlProtocolTest, StatusReplyRoundTripsAndToleratesUnknownKeys) {
   EXPECT_TRUE(back.tracing);
   EXPECT_FALSE(ParseStatusReply("error permission denied", &back, &state));
   EXPECT_FALSE(ParseStatusReply("ok stopped", &back, &state));
+}
+
+// A squatted candidate directory (another user made it before us, here: a
+// mode that is not private) does not leave the process without a socket:
+// it serves from a fresh private directory, removed again at Stop().
+TEST_F(ControlChannelTest, EveryCandidateRefusedFallsBackToAPrivateDirectory) {
+  ASSERT_EQ(mkdir(dir_.c_str(), 0777), 0);
+  ASSERT_EQ(chmod(dir_.c_str(), 0777), 0);
+  FakeCollector collector;
+  std::vector<std::string> refused;
+  std::string error;
+  std::unique_ptr<ControlChannel> channel =
+      StartControlChannel(&collector, {dir_}, &refused, &error);
+  ASSERT_NE(channel, nullptr) << error;
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_NE(refused[0].find("has mode 0777"), std::string::npos) << refused[0];
+  const std::string path = channel->socket_path();
+  const std::string prefix = "/tmp/gpscope-" + std::to_string(geteuid()) + "-";
+  ASSERT_EQ(path.rfind(prefix, 0), 0u) << path;
+  const std::string fallback = path.substr(0, path.rfind('/'));
+  EXPECT_TRUE(CheckPrivateDir(fallback, geteuid(), &error)) << error;
+  EXPECT_TRUE(CheckControlSocketPath(path, geteuid(), &error)) << error;
+  ControlClient client;
+  ASSERT_EQ(client.Connect(path, &error), ClientError::kOk) << error;
+  pid_t pid = 0;
+  uid_t uid = 0;
+  ASSERT_TRUE(client.PeerCredentials(&pid, &uid));
+  EXPECT_TRUE(ServerIsTarget(pid, uid, getpid(), geteuid()));
+  EXPECT_EQ(Ask(client, "stop"), "error not tracing");
+  client.Close();
+  channel->Stop();
+  struct stat st{};
+  EXPECT_NE(lstat(fallback.c_str(), &st), 0) << "the fallback directory is removed";
+  // A usable candidate is used as before, no fallback.
+  ASSERT_EQ(chmod(dir_.c_str(), 0700), 0);
+  refused.clear();
+  channel = StartControlChannel(&collector, {dir_}, &refused, &error);
+  ASSERT_NE(channel, nullptr) << error;
+  EXPECT_TRUE(refused.empty());
+  EXPECT_EQ(channel->socket_path().rfind(dir_ + "/", 0), 0u);
+}
+
+TEST_F(ControlChannelTest, ServerChecksAttachAppliesBeforeTrustingAReply) {
+  // The server must be the target process, as its own uid or root.
+  EXPECT_TRUE(ServerIsTarget(42, 1000, 42, 1000));
+  EXPECT_TRUE(ServerIsTarget(42, 0, 42, 1000));
+  EXPECT_FALSE(ServerIsTarget(43, 1000, 42, 1000)) << "another process of the same user";
+  EXPECT_FALSE(ServerIsTarget(42, 1001, 42, 1000));
+  // The socket path: absolute, in a private directory of the target's uid,
+  // a socket owned by it.
+  std::string error;
+  EXPECT_FALSE(CheckControlSocketPath("relative/42.sock", geteuid(), &error));
+  ASSERT_EQ(mkdir(dir_.c_str(), 0700), 0);
+  FakeCollector collector;
+  ControlChannel channel(&collector, Options());
+  ASSERT_TRUE(channel.Start(&error)) << error;
+  EXPECT_TRUE(CheckControlSocketPath(channel.socket_path(), geteuid(), &error)) << error;
+  EXPECT_FALSE(CheckControlSocketPath(channel.socket_path(), geteuid() + 1, &error));
+  EXPECT_NE(error.find("belongs to uid"), std::string::npos) << error;
+  ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);
+  EXPECT_FALSE(CheckControlSocketPath(channel.socket_path(), geteuid(), &error));
+  ASSERT_EQ(chmod(dir_.c_str(), 0700), 0);
+  const std::string file = dir_ + "/99.sock";
+  std::fclose(std::fopen(file.c_str(), "w"));
+  EXPECT_FALSE(CheckControlSocketPath(file, geteuid(), &error));
+  EXPECT_NE(error.find("is not a socket"), std::string::npos) << error;
+  channel.Stop();
 }
 
 }  // namespace

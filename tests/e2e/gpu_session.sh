@@ -31,6 +31,14 @@
 #   overhead_ab  bench/overhead_ab.py: tracing vs standby in one training process
 #   overhead_ab_fast  the same, windows through the control socket, 100 pairs of 1 s
 #   overhead_parts  the launch-bound loop with gpscope minus one part at a time
+#   sigterm_loop / threads64 / jax_drops / profiler_refusal
+#                tests/e2e/hardening_gpu.sh (issue 17): SIGTERM to loops that never
+#                sleep (PyTorch and CUDA C++, 5 runs each), 64 threads on their own
+#                streams and a JAX training loop without drops, torch.profiler's refused
+#                cuptiSubscribe in the trace (HARDENING_RUNS overrides the runs)
+#   overhead_compare  bench/overhead.py, launch-bound CUDA loop and PyTorch tiny ops, with
+#                the collector of 54d91a1 (.carry/bin/libgpscope_inject_base.so) as
+#                configuration "base" beside this one, interleaved
 # Writes OUT_DIR/session.log (one line per suite: rc and seconds) and
 # OUT_DIR/session.tar.gz (all logs and small traces), plus the corpus
 # suite's own archives.
@@ -133,6 +141,14 @@ for spec in "$@"; do
         --env-variant no-copies:GPSCOPE_DIAG_OFF=memcpy,memset --env-variant no-metrics:GPSCOPE_METRICS=0 \
         --env-variant standby-no-metrics:GPSCOPE_STANDBY=1,GPSCOPE_METRICS=0 \
         ${OVERHEAD_ARGS:-} --out "$d/overhead.json" >"$d/stdout.txt" 2>&1 ;;
+    sigterm_loop|threads64|jax_drops|profiler_refusal)
+      timeout -k 10 "$limit" bash "$repo/tests/e2e/hardening_gpu.sh" "$carry/bin" "$d" "$name" \
+        ${HARDENING_RUNS:-} >"$d/stdout.txt" 2>&1 ;;
+    overhead_compare)  # this collector vs the one of 54d91a1, side by side (issue 17)
+      timeout -k 10 "$limit" python3 "$repo/bench/overhead.py" --inject "$carry/bin/libgpscope_inject.so" \
+        --floor "$carry/bin/libgpscope_cupti_floor.so" --tiny "$carry/bin/tiny_kernels" \
+        --compare "base=$carry/bin/libgpscope_inject_base.so" --suites "${COMPARE_SUITES:-cuda,torch_tiny}" \
+        --no-profiler ${OVERHEAD_ARGS:---rounds 7} --out "$d/overhead.json" >"$d/stdout.txt" 2>&1 ;;
     *) echo "unknown suite $name" >"$d/stdout.txt"; false ;;
   esac
   rc=$?

@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <set>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace gpscope::inject {
@@ -127,6 +129,134 @@ TEST(BufferPoolTest, ConcurrentProducersAndWriterLoseNothing) {
   for (size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i], 1) << "tag " << i;
   EXPECT_EQ(pool.outstanding(), 0);
   EXPECT_EQ(pool.acquire_failures(), failed_acquires.load());
+}
+
+// Two sizes (the collector's defaults: 4 MiB large, 256 KiB small, 64 MiB
+// cap): large ones while few are held, small ones once many threads hold
+// one each; large ones never take more than half the cap.
+TEST(BufferPoolTest, LargeBuffersForTheFirstHoldersSmallOnesForMany) {
+  BufferPool pool;
+  ASSERT_TRUE(pool.Init(4 << 20, 256 << 10, 64 << 20));
+  EXPECT_EQ(pool.count(), 256u);  // the most buffers: all small
+  std::vector<std::pair<uint8_t*, size_t>> held;
+  for (int i = 0; i < 136; ++i) {
+    size_t bytes = 0;
+    uint8_t* b = pool.Acquire(&bytes);
+    ASSERT_NE(b, nullptr) << "buffer " << i;
+    EXPECT_EQ(bytes, i < 8 ? (4u << 20) : (256u << 10)) << "buffer " << i;
+    held.emplace_back(b, bytes);
+  }
+  EXPECT_EQ(pool.large_buffers(), 8u);
+  EXPECT_EQ(pool.small_buffers(), 128u);
+  EXPECT_EQ(pool.Acquire(), nullptr) << "the cap is reached";
+  EXPECT_TRUE(pool.Exhausted());
+  // Every buffer inside the one region, none overlapping.
+  std::vector<std::pair<uint8_t*, size_t>> sorted = held;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 1; i < sorted.size(); ++i) {
+    ASSERT_LE(sorted[i - 1].first + sorted[i - 1].second, sorted[i].first);
+  }
+  EXPECT_LE(static_cast<size_t>(sorted.back().first + sorted.back().second - sorted.front().first),
+            64u << 20);
+  // A returned buffer keeps its size; few held again: large first.
+  for (auto& [b, bytes] : held) {
+    ASSERT_TRUE(pool.Complete(b, 8));
+    uint8_t* p;
+    size_t n;
+    ASSERT_TRUE(pool.PopCompleted(&p, &n));
+    pool.Release(p);
+  }
+  EXPECT_EQ(pool.outstanding(), 0);
+  EXPECT_FALSE(pool.Exhausted());
+  size_t bytes = 0;
+  ASSERT_NE(pool.Acquire(&bytes), nullptr);
+  EXPECT_EQ(bytes, 4u << 20);
+  EXPECT_EQ(pool.peak_outstanding(), 136);
+}
+
+TEST(BufferPoolTest, WhenOneSizeIsGoneTheOtherIsHandedOut) {
+  BufferPool pool;
+  // 8 MiB cap: one 4 MiB large buffer (half the cap), 16 small ones.
+  ASSERT_TRUE(pool.Init(4 << 20, 256 << 10, 8 << 20, /*large_slots=*/100));
+  size_t bytes = 0;
+  ASSERT_NE(pool.Acquire(&bytes), nullptr);
+  EXPECT_EQ(bytes, 4u << 20);
+  ASSERT_NE(pool.Acquire(&bytes), nullptr);
+  EXPECT_EQ(bytes, 256u << 10) << "no second large one: small instead";
+  EXPECT_EQ(pool.large_buffers(), 1u);
+}
+
+// 64 threads (CUPTI requesting a buffer for each) at once, each keeping the
+// buffer it got, as with the defaults: all get one, no two the same, within
+// the cap; then they complete and the writer recycles them while they go on.
+TEST(BufferPoolTest, SixtyFourConcurrentRequestersAllGetABufferWithinTheCap) {
+  BufferPool pool;
+  ASSERT_TRUE(pool.Init(4 << 20, 256 << 10, 64 << 20));
+  constexpr int kThreads = 64;
+  std::vector<std::pair<uint8_t*, size_t>> got(kThreads);
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::atomic<int> done{0};
+  std::atomic<int> holding{0};
+  std::atomic<bool> rounds{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      ready.fetch_add(1);
+      while (!go.load()) std::this_thread::yield();
+      size_t bytes = 0;
+      uint8_t* b = pool.Acquire(&bytes);
+      got[t] = {b, bytes};
+      if (b != nullptr) memset(b, t, 64);
+      // All 64 hold one at the same time before any is completed.
+      holding.fetch_add(1);
+      while (!rounds.load()) std::this_thread::yield();
+      // Then 200 more fill-and-complete rounds while the writer recycles.
+      for (int i = 0; i < 200 && b != nullptr; ++i) {
+        ASSERT_TRUE(pool.Complete(b, 64));
+        b = nullptr;
+        while (b == nullptr) {
+          b = pool.Acquire(&bytes);
+          if (b == nullptr) std::this_thread::yield();
+        }
+      }
+      if (b != nullptr) {
+        ASSERT_TRUE(pool.Complete(b, 64));
+      }
+      done.fetch_add(1);
+    });
+  }
+  while (ready.load() < kThreads) std::this_thread::yield();
+  go.store(true);
+  while (holding.load() < kThreads) std::this_thread::yield();
+  // The first round, all at once: none refused, each its own buffer.
+  EXPECT_EQ(pool.acquire_failures(), 0u);
+  EXPECT_EQ(pool.outstanding(), kThreads);
+  rounds.store(true);
+  std::thread writer([&] {
+    uint8_t* b;
+    size_t n;
+    for (;;) {
+      if (pool.PopCompleted(&b, &n)) {
+        pool.Release(b);
+      } else if (done.load() == kThreads) {
+        if (!pool.PopCompleted(&b, &n)) return;
+        pool.Release(b);
+      } else {
+        std::this_thread::yield();
+      }
+    }
+  });
+  for (auto& t : threads) t.join();
+  writer.join();
+  std::set<uint8_t*> distinct;
+  for (const auto& [b, bytes] : got) {
+    ASSERT_NE(b, nullptr);
+    distinct.insert(b);
+  }
+  EXPECT_EQ(distinct.size(), static_cast<size_t>(kThreads));
+  EXPECT_LE(pool.large_buffers() * (4u << 20) + pool.small_buffers() * (256u << 10), 64u << 20);
+  EXPECT_EQ(pool.outstanding(), 0);
 }
 
 }  // namespace

@@ -37,6 +37,8 @@
 //   FAKE_CUPTI_SUBSCRIBE=busy cuptiSubscribe(_v2) fail with MULTIPLE_SUBSCRIBERS_
 //                             NOT_SUPPORTED; _v2 names FAKE_CUPTI_HOLDER as holder
 //                             (default "CUPTI for torch.profiler")
+//   FAKE_CUPTI_SUBSCRIBE=error  ... fail with CUPTI_ERROR_NOT_INITIALIZED (CUPTI's
+//                             callback API failing on its own; activity still works)
 //   FAKE_CUPTI_UNSUPPORTED=K,K activity kinds (numbers) cuptiActivityEnable refuses
 //   FAKE_CUPTI_KERNELS=N|forever  kernels in the workload (default 0)
 //   FAKE_CUPTI_RATE=R         kernels per second (default 0: as fast as possible);
@@ -72,6 +74,13 @@
 //                             CUPTI_CBID_RESOURCE_CONTEXT_CREATED for each (when
 //                             enabled), context handle 0x1000 + D; cuptiGetDeviceId
 //                             maps it back to D
+//   FAKE_CUPTI_THREADS=N      N more application threads (at most 256), started with
+//                             the workload, each with its own buffer (CUPTI's per-thread
+//                             buffers): thread t writes FAKE_CUPTI_THREAD_KERNELS=K kernels
+//                             i = FAKE_CUPTI_KERNELS + t * K .. + K - 1 (each with its launch
+//                             record, spread over the threads' time) and then holds its
+//                             partly filled buffer, as an idle thread of a pool does, until
+//                             a forced flush; "done" waits for them too
 //   FAKE_CUPTI_STATS=PATH     at unload, write the counters and the call log there
 //
 // Kernel i of the workload (the test states the same independently):
@@ -84,6 +93,13 @@
 //   cudaGetLastError_v3020 record (not in gpscope's list) with id 0.
 //   t0 is cuptiGetTimestamp() when the workload starts.
 //
+// The "driver lock": cuptiActivityFlushAll takes a lock that the
+// application holds while it is inside a CUDA call (as CUPTI's flush waits
+// on libcuda's locks). It is a ticket lock, fair: a waiting flush gets it
+// after the current holder.
+//   void fake_cupti_app_call(uint32_t busy_us)  one "CUDA call": holds the lock busy_us
+//   void fake_cupti_app_call_forever(void)      a call that never returns
+//
 // Control functions (dlsym them from the test's child):
 //   int fake_cupti_start(void)           start the device thread (0, or 1 if running)
 //   int fake_cupti_wait_done(int ms)     1 when the workload is written
@@ -93,6 +109,7 @@
 // A test double: no real CUPTI semantics beyond the above.
 #include <cupti.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -115,6 +132,7 @@ constexpr const char* kKernelNames[3] = {
 struct FakeConfig {
   uint32_t version;
   bool subscribe_busy;
+  bool subscribe_error;
   char holder[96];
   uint64_t unsupported_kinds;  // bit per kind < 64
   int64_t kernels;             // -1: forever
@@ -130,6 +148,8 @@ struct FakeConfig {
   bool late_kernels_dead;
   bool flush_full_only;
   uint64_t context_devices;  // bit per device, FAKE_CUPTI_CONTEXTS
+  uint32_t threads;          // FAKE_CUPTI_THREADS
+  uint64_t thread_kernels;   // FAKE_CUPTI_THREAD_KERNELS
   char stats_path[512];
 };
 FakeConfig g_cfg;
@@ -173,8 +193,18 @@ bool g_context_callback_on = false;
 char g_subscriber_name[96];
 uint32_t g_thread_id_type = 0;
 uint32_t g_zeroed_attr = 0;
-Buffer g_cur;
-bool g_have_cur = false;
+// The buffer CUPTI fills, per thread (CUPTI_ACTIVITY_ATTR_PER_THREAD_
+// ACTIVITY_BUFFER is 1 by default in CUDA 13): slot 0 is the device thread's,
+// slots 1..N those of FAKE_CUPTI_THREADS application threads.
+constexpr int kMaxSlots = 1 + 256;
+struct Slot {
+  Buffer cur;
+  bool have;
+};
+Slot g_slots[kMaxSlots];
+__thread int t_slot = 0;
+bool g_device_done = false;
+int g_threads_left = 0;
 uint64_t g_pending_dropped = 0;
 bool g_started = false;
 bool g_done = false;
@@ -198,6 +228,21 @@ uint64_t ClockNs(clockid_t id) {
   clock_gettime(id, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
+
+// The driver lock (see the header): tickets taken, ticket served.
+uint64_t g_driver_next = 0;
+uint64_t g_driver_serving = 0;
+uint64_t g_app_calls = 0;
+
+void DriverLock() {
+  const uint64_t ticket = __atomic_fetch_add(&g_driver_next, 1, __ATOMIC_ACQ_REL);
+  while (__atomic_load_n(&g_driver_serving, __ATOMIC_ACQUIRE) != ticket) {
+    const timespec pause{0, 20000};
+    nanosleep(&pause, nullptr);
+  }
+}
+
+void DriverUnlock() { __atomic_fetch_add(&g_driver_serving, 1, __ATOMIC_RELEASE); }
 
 uint32_t Tid() { return static_cast<uint32_t>(syscall(SYS_gettid)); }
 
@@ -242,6 +287,7 @@ __attribute__((constructor)) void ReadConfig() {
   g_cfg.version = static_cast<uint32_t>(EnvU64("FAKE_CUPTI_VERSION", CUPTI_API_VERSION));
   const char* sub = getenv("FAKE_CUPTI_SUBSCRIBE");
   g_cfg.subscribe_busy = sub != nullptr && strcmp(sub, "busy") == 0;
+  g_cfg.subscribe_error = sub != nullptr && strcmp(sub, "error") == 0;
   const char* holder = getenv("FAKE_CUPTI_HOLDER");
   snprintf(g_cfg.holder, sizeof(g_cfg.holder), "%s",
            holder != nullptr ? holder : "CUPTI for torch.profiler");
@@ -266,6 +312,9 @@ __attribute__((constructor)) void ReadConfig() {
   const char* flush = getenv("FAKE_CUPTI_FLUSH");
   g_cfg.flush_full_only = flush != nullptr && strcmp(flush, "full-only") == 0;
   g_cfg.context_devices = EnvBits("FAKE_CUPTI_CONTEXTS", 1);  // "none": no number, no bit
+  g_cfg.threads = static_cast<uint32_t>(EnvU64("FAKE_CUPTI_THREADS", 0));
+  if (g_cfg.threads > kMaxSlots - 1) g_cfg.threads = kMaxSlots - 1;
+  g_cfg.thread_kernels = EnvU64("FAKE_CUPTI_THREAD_KERNELS", 100);
   snprintf(g_cfg.stats_path, sizeof(g_cfg.stats_path), "%s",
            getenv("FAKE_CUPTI_STATS") != nullptr ? getenv("FAKE_CUPTI_STATS") : "");
 }
@@ -312,6 +361,13 @@ bool KindOn(CUpti_ActivityKind k) {
   return static_cast<uint32_t>(k) < CUPTI_ACTIVITY_KIND_COUNT && g_kind[k];
 }
 
+// Caller holds g_mu: buffers the fake holds (one per thread at most).
+uint64_t HeldBuffersLocked() {
+  uint64_t n = 0;
+  for (const Slot& slot : g_slots) n += slot.have ? 1 : 0;
+  return n;
+}
+
 // Hands a detached buffer to whoever holds the completion callback now.
 // Called without g_mu: the collector's callbacks must not run under our lock.
 void Deliver(const Buffer& b) {
@@ -326,7 +382,7 @@ void Deliver(const Buffer& b) {
     ++g_n.other_delivered;
     if (b.from_first_client) ++g_n.stolen;
   }
-  g_n.held_buffers = 0;
+  g_n.held_buffers = HeldBuffersLocked();
   pthread_mutex_unlock(&g_mu);
   if (complete != nullptr) complete(nullptr, 0, b.data, b.size, b.used);
 }
@@ -362,18 +418,19 @@ void CheckNewBufferLocked(const uint8_t* data, size_t size) {
 template <typename AfterWrite>
 bool EmitThen(const void* record, size_t size, bool kernel, bool in_flight,
               AfterWrite after_write) {
+  Slot& slot = g_slots[t_slot];
   pthread_mutex_lock(&g_mu);
   for (;;) {
-    if (g_have_cur && (g_cur.used + size > g_cur.size ||
-                       (g_cur.max_records != 0 && g_cur.records >= g_cur.max_records))) {
-      Buffer full = g_cur;
-      g_have_cur = false;
+    if (slot.have && (slot.cur.used + size > slot.cur.size ||
+                       (slot.cur.max_records != 0 && slot.cur.records >= slot.cur.max_records))) {
+      Buffer full = slot.cur;
+      slot.have = false;
       pthread_mutex_unlock(&g_mu);
       Deliver(full);
       pthread_mutex_lock(&g_mu);
       continue;
     }
-    if (!g_have_cur) {
+    if (!slot.have) {
       CUpti_BuffersCallbackRequestFunc request = g_request;
       const bool first = request == g_first_request;
       pthread_mutex_unlock(&g_mu);
@@ -391,20 +448,20 @@ bool EmitThen(const void* record, size_t size, bool kernel, bool in_flight,
         return false;
       }
       CheckNewBufferLocked(data, bytes);
-      g_cur = {data, bytes, 0, max_records, 0, 0, first, false};
-      g_have_cur = true;
-      g_n.held_buffers = 1;
+      slot.cur = {data, bytes, 0, max_records, 0, 0, first, false};
+      slot.have = true;
+      g_n.held_buffers = HeldBuffersLocked();
       continue;
     }
-    memcpy(g_cur.data + g_cur.used, record, size);
-    g_cur.used += size;
-    ++g_cur.records;
+    memcpy(slot.cur.data + slot.cur.used, record, size);
+    slot.cur.used += size;
+    ++slot.cur.records;
     ++g_n.records_written;
     if (kernel) {
-      ++g_cur.kernels;
+      ++slot.cur.kernels;
       ++g_n.kernels_written;
     }
-    if (in_flight) g_cur.holds_in_flight = true;
+    if (in_flight) slot.cur.holds_in_flight = true;
     after_write();
     pthread_mutex_unlock(&g_mu);
     return true;
@@ -770,7 +827,7 @@ void* DeviceMain(void*) {
   if (g_cfg.dropped_at_end > 0) {
     // Wait (at most 5 s) for a flush to take the last buffer.
     const uint64_t deadline = ClockNs(CLOCK_MONOTONIC) + 5000000000ull;
-    while (g_have_cur && ClockNs(CLOCK_MONOTONIC) < deadline) {
+    while (g_slots[0].have && ClockNs(CLOCK_MONOTONIC) < deadline) {
       pthread_mutex_unlock(&g_mu);
       const timespec pause{0, 2000000};
       nanosleep(&pause, nullptr);
@@ -779,7 +836,45 @@ void* DeviceMain(void*) {
   }
   g_pending_dropped += g_cfg.dropped_at_end;
   g_n.records_dropped += g_cfg.dropped_at_end;
-  g_done = true;
+  g_device_done = true;
+  g_done = g_threads_left == 0;
+  pthread_cond_broadcast(&g_cv);
+  pthread_mutex_unlock(&g_mu);
+  return nullptr;
+}
+
+// Application thread t (FAKE_CUPTI_THREADS): its kernels into its own buffer.
+void* AppThreadMain(void* arg) {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);  // the main thread gets the signals
+  const uint32_t t = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(arg));
+  t_slot = 1 + static_cast<int>(t);
+  pthread_mutex_lock(&g_mu);
+  while (g_n.t0 == 0) {  // the device thread sets the workload's t0
+    pthread_mutex_unlock(&g_mu);
+    const timespec pause{0, 100000};
+    nanosleep(&pause, nullptr);
+    pthread_mutex_lock(&g_mu);
+  }
+  const uint64_t t0 = g_n.t0;
+  const uint64_t first = (g_cfg.kernels > 0 ? static_cast<uint64_t>(g_cfg.kernels) : 0) +
+                         uint64_t{t} * g_cfg.thread_kernels;
+  pthread_mutex_unlock(&g_mu);
+  for (uint64_t j = 0; j < g_cfg.thread_kernels; ++j) {
+    if (!KernelsOn()) continue;
+    CUpti_ActivityKernel10 k;
+    pthread_mutex_lock(&g_mu);
+    FillKernel(first + j, t0, &k);
+    pthread_mutex_unlock(&g_mu);
+    ApiRecord(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+              k.start - 5000, k.start - 2000, k.correlationId);
+    Emit(&k, sizeof(k), true);
+    if (j % 16 == 15) sched_yield();  // the threads' requests interleave
+  }
+  pthread_mutex_lock(&g_mu);
+  --g_threads_left;
+  g_done = g_device_done && g_threads_left == 0;
   pthread_cond_broadcast(&g_cv);
   pthread_mutex_unlock(&g_mu);
   return nullptr;
@@ -795,6 +890,7 @@ const char* ResultName(CUptiResult r) {
     case CUPTI_ERROR_NOT_COMPATIBLE: return "CUPTI_ERROR_NOT_COMPATIBLE";
     case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
       return "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
+    case CUPTI_ERROR_NOT_INITIALIZED: return "CUPTI_ERROR_NOT_INITIALIZED";
     default: return nullptr;
   }
 }
@@ -967,9 +1063,7 @@ void EmitQueued() {
   }
 }
 
-}  // namespace
-
-CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
+CUptiResult FlushAllLocked(uint32_t flag) {
   const bool forced = (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0;
   if (forced && g_cfg.queued > 0) EmitQueued();
   pthread_mutex_lock(&g_mu);
@@ -979,21 +1073,34 @@ CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
   }
   ++(forced ? g_n.forced_flushes : g_n.flushes);
   LogLocked(forced ? "flush_forced" : "flush", flag, 0);
-  if (g_have_cur &&
-      (forced || (g_cur.used > 0 && !g_cur.holds_in_flight && !g_cfg.flush_full_only))) {
-    Buffer b = g_cur;
-    g_have_cur = false;
-    pthread_mutex_unlock(&g_mu);
-    Deliver(b);
-    return CUPTI_SUCCESS;
+  // Every thread's buffer that qualifies, delivered outside g_mu.
+  Buffer out[kMaxSlots];
+  int n = 0;
+  for (Slot& slot : g_slots) {
+    if (slot.have && (forced || (slot.cur.used > 0 && !slot.cur.holds_in_flight &&
+                                 !g_cfg.flush_full_only))) {
+      out[n++] = slot.cur;
+      slot.have = false;
+    }
   }
   pthread_mutex_unlock(&g_mu);
+  for (int i = 0; i < n; ++i) Deliver(out[i]);
   return CUPTI_SUCCESS;
+}
+
+}  // namespace
+
+CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
+  DriverLock();  // waits while the application is inside a call
+  const CUptiResult r = FlushAllLocked(flag);
+  DriverUnlock();
+  return r;
 }
 
 CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc cb,
                                     void* userdata) {
   if (subscriber == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (g_cfg.subscribe_error) return CUPTI_ERROR_NOT_INITIALIZED;
   pthread_mutex_lock(&g_mu);
   const bool busy = g_cfg.subscribe_busy || g_subscribers > 0;
   LogLocked("subscribe", 0, busy ? 0 : 1);
@@ -1013,6 +1120,7 @@ CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber,
                                        CUpti_SubscriberParams* params) {
   if (subscriber == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   if (params != nullptr && params->structSize == 0) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (g_cfg.subscribe_error) return CUPTI_ERROR_NOT_INITIALIZED;
   pthread_mutex_lock(&g_mu);
   const bool busy = g_cfg.subscribe_busy || g_subscribers > 0;
   LogLocked("subscribe_v2", 0, busy ? 0 : 1);
@@ -1117,10 +1225,35 @@ FAKE_EXPORT int fake_cupti_start(void) {
     rd.context = reinterpret_cast<CUcontext>(static_cast<uintptr_t>(0x1000 + d));
     cb(userdata, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &rd);
   }
+  pthread_mutex_lock(&g_mu);
+  g_threads_left = static_cast<int>(g_cfg.threads);
+  pthread_mutex_unlock(&g_mu);
   pthread_t t;
   if (pthread_create(&t, nullptr, DeviceMain, nullptr) != 0) return 2;
   pthread_detach(t);
+  for (uint32_t i = 0; i < g_cfg.threads; ++i) {
+    pthread_t a;
+    if (pthread_create(&a, nullptr, AppThreadMain, reinterpret_cast<void*>(uintptr_t{i})) != 0) {
+      return 3;
+    }
+    pthread_detach(a);
+  }
   return 0;
+}
+
+FAKE_EXPORT void fake_cupti_app_call(uint32_t busy_us) {
+  DriverLock();
+  __atomic_add_fetch(&g_app_calls, 1, __ATOMIC_RELAXED);
+  const uint64_t until = ClockNs(CLOCK_MONOTONIC) + uint64_t{busy_us} * 1000;
+  while (ClockNs(CLOCK_MONOTONIC) < until) {
+  }
+  DriverUnlock();
+}
+
+FAKE_EXPORT void fake_cupti_app_call_forever(void) {
+  DriverLock();
+  __atomic_add_fetch(&g_app_calls, 1, __ATOMIC_RELAXED);
+  for (;;) pause();  // a signal handler may run; the call never returns
 }
 
 FAKE_EXPORT int fake_cupti_wait_done(int timeout_ms) {
@@ -1173,6 +1306,7 @@ FAKE_EXPORT uint64_t fake_cupti_stat(const char* name) {
     if (strcmp(n.name, name) == 0) v = *n.value;
   }
   if (strcmp(name, "subscribers") == 0) v = static_cast<uint64_t>(g_subscribers);
+  if (strcmp(name, "app_calls") == 0) v = __atomic_load_n(&g_app_calls, __ATOMIC_RELAXED);
   if (strcmp(name, "done") == 0) v = g_done ? 1 : 0;
   if (strcmp(name, "pending_dropped") == 0) v = g_pending_dropped;
   pthread_mutex_unlock(&g_mu);

@@ -90,6 +90,24 @@ TEST(IdentityTest, AllowListKeepsTopologyDropsSecrets) {
   EXPECT_FALSE(IsAllowListedEnv("PATH"));
 }
 
+TEST(IdentityTest, AllowListKeepsBehaviourChangingSettings) {
+  // The settings the analyzer cites as causes (issue 21).
+  for (const char* name :
+       {"CUDA_LAUNCH_BLOCKING", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF",
+        "PYTORCH_NO_CUDA_MEMORY_CACHING", "CUDA_DEVICE_MAX_CONNECTIONS", "CUBLAS_WORKSPACE_CONFIG",
+        "NCCL_P2P_DISABLE", "TORCH_NCCL_BLOCKING_WAIT", "TORCHINDUCTOR_MAX_AUTOTUNE",
+        "XLA_PYTHON_CLIENT_PREALLOCATE", "TF_GPU_ALLOCATOR", "CUPY_GPU_MEMORY_LIMIT"}) {
+    EXPECT_TRUE(IsAllowListedEnv(name)) << name;
+  }
+  // Prefixes do not open the door to secrets or look-alike names.
+  EXPECT_FALSE(IsAllowListedEnv("TORCH_NCCL_AUTH_TOKEN"));
+  EXPECT_FALSE(IsAllowListedEnv("TORCHINDUCTOR_REMOTE_CACHE_PASSWORD"));
+  EXPECT_FALSE(IsAllowListedEnv("XLA_PYTHON_CLIENT_API_KEY"));
+  EXPECT_FALSE(IsAllowListedEnv("NCCL_IB_AUTH_PASSWD"));
+  EXPECT_FALSE(IsAllowListedEnv("TORCH_HOME"));
+  EXPECT_FALSE(IsAllowListedEnv("CUDA_LAUNCH_BLOCKING_X"));
+}
+
 TEST(IdentityTest, ReadsThisProcess) {
   setenv("GPSCOPE_TEST_VISIBLE", "1", 1);
   setenv("MY_API_TOKEN", "secret", 1);

@@ -14,6 +14,15 @@
 // With FAKE_APP_REPORTS_WINDOWS=1 its status tells windows_written (the
 // windows closed so far: their frames are already in the file), as the
 // collector does; without, it answers like an older collector.
+// Like the collector it opens GPSCOPE_OUTPUT with inject/safe_path.h's
+// checks and reports the trace's absolute path, and serves its socket from
+// the first control directory it can make private, else from a private
+// fallback (inject/control: StartControlChannel).
+// To play a hostile server (tests of attach's checks):
+//   FAKE_APP_SOCKET_PID=P   serve <GPSCOPE_CONTROL_DIR>/P.sock (another
+//                           process's name) from the first candidate directory
+//   FAKE_APP_STATUS_PID=P   the status claims pid P
+//   FAKE_APP_TRACE_PATH=F   the status names trace F
 // Exits 90 when CUDA_INJECTION64_PATH is not set (the launcher must set it).
 // Threads: main (ticks the window, writes frames) and the control thread;
 // the window is shared under one mutex, as the collector would do.
@@ -31,6 +40,7 @@
 
 #include "inject/control/capture_window.h"
 #include "inject/control/control_channel.h"
+#include "inject/safe_path.h"
 #include "proto/framing.h"
 #include "tests/testing/trace_builder.h"
 
@@ -54,6 +64,8 @@ struct App : public ic::ControlHandler {
   std::vector<uint64_t> closed_windows;
   std::string trace_path;
   bool reports_windows = false;  // FAKE_APP_REPORTS_WINDOWS=1
+  uint64_t status_pid = 0;        // FAKE_APP_STATUS_PID
+  std::string status_trace_path;  // FAKE_APP_TRACE_PATH
 
   void Apply(const ic::Transitions& transitions) {  // under mu
     for (const ic::Transition& t : transitions) {
@@ -71,8 +83,8 @@ struct App : public ic::ControlHandler {
     s->remaining_ms = window.remaining_ms(NowNs());
     s->events = events;
     if (reports_windows) s->windows_written = static_cast<int64_t>(closed_windows.size());
-    s->pid = static_cast<uint64_t>(getpid());
-    s->trace_path = trace_path;
+    s->pid = status_pid != 0 ? status_pid : static_cast<uint64_t>(getpid());
+    s->trace_path = status_trace_path.empty() ? trace_path : status_trace_path;
   }
   ic::ControlReply Start(const ic::StartRequest& r) override {
     std::lock_guard<std::mutex> lock(mu);
@@ -102,7 +114,14 @@ int main(int argc, char** argv) {
   const int per_batch = atoi(argv[3]);
   const int exit_code = atoi(argv[4]);
   if (Env("CUDA_INJECTION64_PATH") == nullptr) return 90;
-  const std::string dir = Env("GPSCOPE_OUTPUT") ? Env("GPSCOPE_OUTPUT") : "./gpscope-out";
+  gpscope::inject::OutputDir out;
+  std::string why;
+  const char* output = Env("GPSCOPE_OUTPUT") ? Env("GPSCOPE_OUTPUT") : "./gpscope-out";
+  if (!gpscope::inject::OpenOutputDir(output, 0750, geteuid(), &out, &why)) {
+    fprintf(stderr, "fake_traced_app: %s\n", why.c_str());
+    return 91;
+  }
+  const std::string dir = out.path();
 
   std::vector<std::string> problems;
   App app;
@@ -110,12 +129,17 @@ int main(int argc, char** argv) {
   app.trace_path = dir + "/fakejob_testhost.gpscope";
   app.reports_windows = Env("FAKE_APP_REPORTS_WINDOWS") != nullptr &&
                         std::string(Env("FAKE_APP_REPORTS_WINDOWS")) == "1";
-  char err[256];
-  const int fd = gpscope::format::OpenForAppend(app.trace_path.c_str(), err, sizeof(err));
+  bool foreign = false;
+  const int fd = gpscope::inject::OpenTraceFileIn(out, "fakejob_testhost.gpscope", 0640, geteuid(),
+                                                  &foreign, &why);
   if (fd < 0) {
-    fprintf(stderr, "fake_traced_app: %s\n", err);
+    fprintf(stderr, "fake_traced_app: %s\n", why.c_str());
     return 91;
   }
+  if (Env("FAKE_APP_STATUS_PID")) {
+    app.status_pid = strtoull(Env("FAKE_APP_STATUS_PID"), nullptr, 10);
+  }
+  if (Env("FAKE_APP_TRACE_PATH")) app.status_trace_path = Env("FAKE_APP_TRACE_PATH");
   gpscope::testing::TraceBuilder trace;
   auto& process = trace.AddProcess(0x1000u + static_cast<uint64_t>(getpid()),
                                    static_cast<uint32_t>(getpid()));
@@ -138,12 +162,20 @@ int main(int argc, char** argv) {
   // in the collector.
   std::unique_ptr<ic::ControlChannel> channel;
   const ic::ControlConfig control = ic::ParseControlConfig(&Env, &problems);
-  if (control.enabled) {
+  if (control.enabled && Env("FAKE_APP_SOCKET_PID") != nullptr) {
     ic::ControlChannel::Options options;
     options.dir = ic::ControlDirCandidates(&Env, geteuid())[0];
+    options.pid = static_cast<pid_t>(atoi(Env("FAKE_APP_SOCKET_PID")));
     channel = std::make_unique<ic::ControlChannel>(&app, options);
     std::string error;
     if (!channel->Start(&error)) fprintf(stderr, "gpscope: %s\n", error.c_str());
+  } else if (control.enabled) {
+    std::vector<std::string> refused;
+    std::string error;
+    channel = ic::StartControlChannel(&app, ic::ControlDirCandidates(&Env, geteuid()), &refused,
+                                      &error);
+    for (const std::string& r : refused) fprintf(stderr, "gpscope: %s\n", r.c_str());
+    if (channel == nullptr) fprintf(stderr, "gpscope: %s\n", error.c_str());
   }
   for (const std::string& p : problems) fprintf(stderr, "gpscope: %s\n", p.c_str());
   {

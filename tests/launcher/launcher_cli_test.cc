@@ -201,6 +201,44 @@ TEST(GpscopeRunTest, WritesTheReportAndPrintsFindingsAfterTheRun) {
   const std::string html = ReadFile(out + "/report.html");
   EXPECT_GT(html.size(), 10'000u);
   EXPECT_NE(html.find("<html"), std::string::npos);
+  // The report and the output directory are not for other users (the
+  // report shows the command line and environment, like the trace).
+  struct stat st{};
+  ASSERT_EQ(stat((out + "/report.html").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0007, 0u) << std::oct << st.st_mode;
+  ASSERT_EQ(stat(out.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0750u) << std::oct << st.st_mode;
+}
+
+// An output directory another user could have planted (here: a link in a
+// directory everyone may write to) stops the launcher before the command
+// runs: one line, exit 125. A link at the report's name is not written
+// through.
+TEST(GpscopeRunTest, AnUntrustedOutputDirectoryOrReportPathIsOneLineNotAWrite) {
+  TempDir dir;
+  const std::string shared = dir.path() + "/shared";
+  ASSERT_EQ(mkdir(shared.c_str(), 0777), 0);
+  ASSERT_EQ(mkdir((dir.path() + "/target").c_str(), 0700), 0);
+  ASSERT_EQ(symlink((dir.path() + "/target").c_str(), (shared + "/o").c_str()), 0);
+  ASSERT_EQ(chmod(shared.c_str(), 0777), 0);
+  Result r = RunGpscope(dir, {"run", "--lib", dir.lib(), "--output", shared + "/o", "--",
+                              "/bin/sh", "-c", "touch " + dir.path() + "/ran"});
+  EXPECT_EQ(r.code, 125) << r.err;
+  EXPECT_NE(r.err.find("in a directory other users may write to"), std::string::npos) << r.err;
+  EXPECT_FALSE(Exists(dir.path() + "/ran")) << "the command ran anyway";
+
+  const std::string out = dir.path() + "/o2";
+  ASSERT_EQ(mkdir(out.c_str(), 0700), 0);
+  const std::string elsewhere = dir.path() + "/elsewhere.html";
+  std::ofstream(elsewhere) << "keep";
+  ASSERT_EQ(symlink(elsewhere.c_str(), (out + "/report.html").c_str()), 0);
+  r = RunGpscope(dir, {"run", "--lib", dir.lib(), "--output", out, "--", GPSCOPE_FAKE_APP, "200",
+                       "20", "5", "0"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("report.html is a symbolic link; refusing to write through it"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(ReadFile(elsewhere), "keep");
 }
 
 TEST(GpscopeRunTest, ProgressLineOnlyOnATerminal) {
@@ -418,6 +456,136 @@ TEST(GpscopeAttachTest, AnotherUsersProcessIsRefused) {
   EXPECT_NE(r.err.find("belongs to "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("uid 65534"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("controls only your own processes"), std::string::npos) << r.err;
+}
+
+// ---- attach believes nothing a socket says before checking who serves it ----
+
+// Another process (same user here) serves a socket under the target's name
+// in a directory attach would look in: attach refuses it (SO_PEERCRED pid)
+// and sends it nothing.
+TEST(GpscopeAttachTest, ASocketServedByAnotherProcessUnderTheTargetsNameIsRefused) {
+  TempDir dir;
+  const std::string ctl = dir.path() + "/ctl";
+  // The target: standby, no control socket of its own.
+  const pid_t app = Start({GPSCOPE_FAKE_APP, "30000", "20", "10", "0"},
+                          {{"CUDA_INJECTION64_PATH", dir.lib()}, {"GPSCOPE_OUTPUT", dir.path()},
+                           {"GPSCOPE_STANDBY", "1"}, {"GPSCOPE_CONTROL", "0"}},
+                          dir.path() + "/app.out", dir.path() + "/app.err");
+  const std::string impostor_out = dir.path() + "/imp";
+  const pid_t impostor =
+      Start({GPSCOPE_FAKE_APP, "30000", "20", "10", "0"},
+            {{"CUDA_INJECTION64_PATH", dir.lib()}, {"GPSCOPE_OUTPUT", impostor_out},
+             {"GPSCOPE_STANDBY", "1"}, {"GPSCOPE_CONTROL_DIR", ctl},
+             {"FAKE_APP_SOCKET_PID", std::to_string(app)},
+             {"FAKE_APP_STATUS_PID", std::to_string(app)}},
+            dir.path() + "/imp.out", dir.path() + "/imp.err");
+  ASSERT_TRUE(WaitForFile(ctl + "/" + std::to_string(app) + ".sock", 10'000))
+      << ReadFile(dir.path() + "/imp.err");
+  const Result r = RunGpscope(dir, {"attach", "--pid", std::to_string(app), "--duration", "1",
+                                    "--output", dir.path() + "/att"},
+                              {{"GPSCOPE_CONTROL_DIR", ctl}});
+  kill(impostor, SIGTERM);
+  kill(app, SIGTERM);
+  WaitFor(impostor);
+  WaitFor(app);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("is served by process " + std::to_string(impostor)), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("not by process " + std::to_string(app) + "; refusing to talk to it"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("gpscope: tracing process"), std::string::npos) << r.err;
+  EXPECT_EQ(ReadFile(impostor_out + "/windows.txt"), "") << "the impostor was asked to trace";
+}
+
+// Another user made the target's control directory first (as for
+// /tmp/gpscope-0) and serves a fake collector there under the target's pid.
+// The target serves from a private fallback; attach finds that one through
+// /proc, refuses the squatter's, and captures the real window.
+TEST(GpscopeAttachTest, ASquattedControlDirectoryIsRefusedAndTheFallbackIsFound) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to play another user";
+  TempDir dir;
+  const uid_t kNobody = 65534;
+  const std::string ctl = dir.path() + "/ctl";
+  ASSERT_EQ(mkdir(ctl.c_str(), 0700), 0);
+  ASSERT_EQ(chown(ctl.c_str(), kNobody, kNobody), 0);
+  const pid_t app = StartStandbyApp(dir, ctl);
+  // The fallback is announced on the target's stderr (refusal, then where).
+  ASSERT_TRUE(WaitForFile(dir.path() + "/fakejob_testhost.gpscope", 10'000));
+  const std::string squat_out = dir.path() + "/squat";
+  ASSERT_EQ(mkdir(squat_out.c_str(), 0700), 0);
+  ASSERT_EQ(chown(squat_out.c_str(), kNobody, kNobody), 0);
+  // A copy of the stand-in the other user can run.
+  const std::string fake_app = dir.path() + "/fake_traced_app";
+  ASSERT_EQ(std::system(("cp '" + std::string(GPSCOPE_FAKE_APP) + "' '" + fake_app + "'").c_str()),
+            0);
+  const pid_t squatter =
+      Start({fake_app, "30000", "20", "10", "0"},
+            {{"CUDA_INJECTION64_PATH", dir.lib()}, {"GPSCOPE_OUTPUT", squat_out},
+             {"GPSCOPE_STANDBY", "1"}, {"GPSCOPE_CONTROL_DIR", ctl},
+             {"FAKE_APP_SOCKET_PID", std::to_string(app)},
+             {"FAKE_APP_STATUS_PID", std::to_string(app)},
+             {"FAKE_APP_TRACE_PATH", squat_out + "/fakejob_testhost.gpscope"}},
+            dir.path() + "/squat.out", dir.path() + "/squat.err", kNobody);
+  ASSERT_TRUE(WaitForFile(ctl + "/" + std::to_string(app) + ".sock", 10'000))
+      << ReadFile(dir.path() + "/squat.err");
+  const Result r = RunGpscope(dir, {"attach", "--pid", std::to_string(app), "--duration", "1",
+                                    "--no-report", "--output", dir.path() + "/att"},
+                              {{"GPSCOPE_CONTROL_DIR", ctl}});
+  kill(squatter, SIGTERM);
+  WaitFor(squatter);
+  kill(app, SIGTERM);
+  EXPECT_EQ(WaitFor(app, 10'000), 0);
+  EXPECT_EQ(r.code, 0) << r.err;
+  const std::string app_err = ReadFile(dir.path() + "/app.err");
+  EXPECT_NE(app_err.find("control directory " + ctl + " belongs to uid 65534"), std::string::npos)
+      << app_err;
+  const std::string windows = ReadFile(dir.path() + "/windows.txt");
+  ASSERT_EQ(windows.rfind("kernels ", 0), 0u) << windows << r.err;
+  EXPECT_EQ(CountKernels(dir.path() + "/att/fakejob_testhost_pid" + std::to_string(app) +
+                         ".gpscope"),
+            std::stoull(windows.substr(8)));
+  EXPECT_EQ(ReadFile(squat_out + "/windows.txt"), "") << "the squatter was asked to trace";
+}
+
+// A status that names a trace holding nothing of the target (another
+// process's file, or a relative path from an older collector) fails with a
+// clear line instead of an empty report and exit 0.
+TEST(GpscopeAttachTest, ATraceWithoutTheTargetsFramesFailsInsteadOfAnEmptyReport) {
+  TempDir dir;
+  // Another process's trace: a short, fully traced run.
+  const std::string other = dir.path() + "/other";
+  const pid_t first = Start({GPSCOPE_FAKE_APP, "200", "20", "1", "0"},
+                            {{"CUDA_INJECTION64_PATH", dir.lib()}, {"GPSCOPE_OUTPUT", other},
+                             {"GPSCOPE_CONTROL", "0"}},
+                            dir.path() + "/o.out", dir.path() + "/o.err");
+  ASSERT_EQ(WaitFor(first, 10'000), 0) << ReadFile(dir.path() + "/o.err");
+  for (const std::string& path :
+       {other + "/fakejob_testhost.gpscope", std::string("rel.gpscope")}) {
+    SCOPED_TRACE(path);
+    const std::string ctl = dir.path() + "/ctl";
+    const pid_t app = Start({GPSCOPE_FAKE_APP, "30000", "20", "10", "0"},
+                            {{"CUDA_INJECTION64_PATH", dir.lib()}, {"GPSCOPE_OUTPUT", dir.path()},
+                             {"GPSCOPE_STANDBY", "1"}, {"GPSCOPE_CONTROL_DIR", ctl},
+                             {"FAKE_APP_TRACE_PATH", path}},
+                            dir.path() + "/app.out", dir.path() + "/app.err");
+    ASSERT_TRUE(WaitForFile(ctl + "/" + std::to_string(app) + ".sock", 10'000));
+    if (path[0] != '/') std::ofstream(dir.path() + "/" + path) << "x";  // exists from here
+    const Result r = RunGpscope(dir, {"attach", "--pid", std::to_string(app), "--duration", "0.3",
+                                      "--output", dir.path() + "/att"},
+                                {{"GPSCOPE_CONTROL_DIR", ctl}});
+    kill(app, SIGTERM);
+    WaitFor(app);
+    EXPECT_EQ(r.code, 1) << r.err;
+    if (path[0] == '/') {
+      EXPECT_NE(r.err.find(path + " holds no trace header of process " + std::to_string(app)),
+                std::string::npos)
+          << r.err;
+      EXPECT_FALSE(Exists(dir.path() + "/att/report.html"));
+    } else {
+      EXPECT_NE(r.err.find("relative to its own working directory"), std::string::npos) << r.err;
+    }
+  }
 }
 
 }  // namespace

@@ -2,11 +2,14 @@
 // lookup, environment, progress rendering over synthetic growing traces,
 // window extraction, /proc inspection.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -469,6 +472,32 @@ TEST(InspectProcessTest, ReadsOwnerEnvironmentAndLoadedCollector) {
   EXPECT_TRUE(self.exists);
   EXPECT_EQ(self.euid, geteuid());
   EXPECT_FALSE(self.collector_loaded);
+}
+
+// The socket a process listens on is found through the kernel, wherever it
+// is: the fallback directory of a collector whose default was squatted has
+// a random name no guess would find.
+TEST(FindControlSocketsTest, FindsTheListeningSocketsOfAProcessByItsPid) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/gpscope-1000-Ab3xYz";
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  const std::string path = dir + "/" + std::to_string(getpid()) + ".sock";
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(path.size(), sizeof(addr.sun_path));
+  memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  // Bound, not listening: not a server.
+  EXPECT_TRUE(FindControlSockets(getpid()).empty());
+  ASSERT_EQ(listen(fd, 1), 0);
+  EXPECT_EQ(FindControlSockets(getpid()), std::vector<std::string>{path});
+  // Another pid's name is not ours to serve.
+  EXPECT_TRUE(FindControlSockets(1).empty() ||
+              FindControlSockets(1) != std::vector<std::string>{path});
+  close(fd);
+  EXPECT_TRUE(FindControlSockets(getpid()).empty());
 }
 
 TEST(NotAttachableMessageTest, ExplainsStandbyWithTheExactVariables) {

@@ -109,6 +109,35 @@ class Synth {
     return returns;
   }
 
+  // A launch that returns only after its kernel ended (CUDA_LAUNCH_BLOCKING=1):
+  // returns when the call returns.
+  uint64_t BlockingKernel(uint64_t host_ns, uint64_t duration_ns, std::string_view name,
+                          uint32_t config = 1, uint32_t stream = 7) {
+    const uint32_t corr = next_correlation_++;
+    format::KernelEvent k{};
+    k.start_ns = GpuStart(stream, host_ns + 4 * kSynthUs);
+    k.end_ns = k.start_ns + duration_ns;
+    k.name_id = p_.Intern(name);
+    k.launch_config_id = config;
+    k.context_id = 1;
+    k.stream_id = stream;
+    k.correlation_id = corr;
+    p_.Add(k);
+    free_ns_[stream] = k.end_ns;
+    const uint64_t returns = k.end_ns + 3 * kSynthUs;
+    Api(host_ns, returns - host_ns, "cudaLaunchKernel_v7000", 211, corr);
+    MaybeFlush();
+    return returns;
+  }
+
+  // Any other API call (cudaMalloc_v3020, cudaFree_v3020...) from host_ns
+  // for duration_ns; returns when it returns.
+  uint64_t Call(uint64_t host_ns, uint64_t duration_ns, std::string_view name, uint32_t cbid = 0) {
+    Api(host_ns, duration_ns, name, cbid, next_correlation_++);
+    MaybeFlush();
+    return host_ns + duration_ns;
+  }
+
   // cudaStreamSynchronize from host_ns until the stream is idle.
   uint64_t Sync(uint64_t host_ns, uint32_t stream = 7) {
     const uint64_t end = std::max(host_ns, free_ns_[stream]) + 4 * kSynthUs;

@@ -54,7 +54,8 @@ std::string WriteRun(const std::string& name, double slow, const char* extra, ui
     uint64_t h = 2'000'000'000;
     for (int step = 0; step < 40; ++step) {
       const uint64_t start = h;
-      uint64_t t = h;
+      // The batch the slow loader delivered: its copy is the input evidence.
+      uint64_t t = s.Copy(h, 20 * kUs, 1 << 20, proto::MEMCPY_HTOD, proto::MEMORY_PINNED);
       for (int k = 0; k < 4; ++k) t = s.Kernel(t + 2 * kUs, o.kernel_ns, "gemm_bf16_tn");
       s.Step(start, t + 50 * kUs, static_cast<uint64_t>(step));
       h = std::max(t, s.gpu_free_ns()) + starve_ns;
@@ -170,6 +171,60 @@ TEST(DiffTest, BadUsageExitsTwoWithOneLine) {
   EXPECT_EQ(RunCli({"diff", "/nonexistent/a.gpscope", "/nonexistent/b.gpscope"}).code, kExitFailed);
   EXPECT_NE(RunCli({"diff", "--help"}).out.find("--fail-on-regression"), std::string::npos);
   EXPECT_NE(RunCli({"--help"}).out.find("diff"), std::string::npos);
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"diff", "--rank", "0", "a"},                           // one rank
+           {"diff", "--rank", "0", "--rank", "1", "a", "b"},       // two files
+           {"diff", "--rank", "x", "--rank", "1", "a"},            // not a number
+           {"diff", "--rank", "0", "--rank", "1", "--rank", "2", "a"},
+           {"diff", "a", "--rank"}}) {
+    const Output o = RunCli(args);
+    EXPECT_EQ(o.code, kExitUsage) << o.err;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+  }
+}
+
+// A node file holds every rank of the node: `diff --rank A --rank B FILE`
+// compares two of them (the straggler's fix names it).
+TEST(DiffTest, TwoRanksOfOneNodeFile) {
+  TraceBuilder trace;
+  auto rank = [](int r) {
+    return [r](proto::ProcessHeader& h) {
+      h.mutable_identity()->set_rank(r);
+      h.mutable_identity()->set_world_size(2);
+    };
+  };
+  Synth fast(trace, 0xA0, 100, {}, rank(0));
+  Synth slow(trace, 0xA1, 101, {}, rank(1));
+  testing::LoopOptions o;
+  testing::HealthyLoop(fast, o);
+  o.kernel_ns = 1'900 * kUs * 3 / 2;  // rank 1's kernels take 50% longer
+  o.step_ns = 19 * kMs * 3 / 2;
+  testing::HealthyLoop(slow, o);
+  fast.p().WriteEnd();
+  slow.p().WriteEnd();
+  const std::string node = TempPath("node");
+  ASSERT_TRUE(trace.WriteFile(node));
+  const Output d = RunCli({"diff", "--format", "json", "--rank", "0", "--rank=1", node});
+  ASSERT_EQ(d.code, kExitOk) << d.err;
+  EXPECT_NE(d.out.find("\"key\": \"step_p50_ns\""), std::string::npos);
+  // Each side holds one process: its own GPU, and the slow one's steps.
+  const std::unique_ptr<SummaryResult> base = ComputeSummaryResult(
+      {node}, [] { model::ModelOptions m; m.only_rank = 0; return m; }(), analyses::ReportOptions{});
+  const std::unique_ptr<SummaryResult> now = ComputeSummaryResult(
+      {node}, [] { model::ModelOptions m; m.only_rank = 1; return m; }(), analyses::ReportOptions{});
+  ASSERT_EQ(base->model.processes.size(), 1u);
+  ASSERT_EQ(now->model.processes.size(), 1u);
+  EXPECT_EQ(base->model.processes[0].pid, 100u);
+  EXPECT_EQ(now->model.processes[0].pid, 101u);
+  const RunDiff diff = ComputeDiff(*base, *now, DiffOptions{});
+  ASSERT_FALSE(diff.regressions.empty());
+  EXPECT_NE(diff.regressions[0].find("step_p50_ns grew 5"), std::string::npos) << diff.regressions[0];
+  // A rank the file does not hold: one line, exit 1.
+  const Output missing = RunCli({"diff", "--rank", "0", "--rank", "7", node});
+  EXPECT_EQ(missing.code, kExitFailed);
+  EXPECT_NE(missing.err.find("no process of rank 7"), std::string::npos) << missing.err;
+  EXPECT_EQ(std::count(missing.err.begin(), missing.err.end(), '\n'), 1) << missing.err;
+  unlink(node.c_str());
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_join.h"
@@ -249,6 +250,7 @@ TEST_F(InfoTest, JsonReportHasStableKeysInOrder) {
                                              "world_size",
                                              "node_rank",
                                              "launcher",
+                                             "env",
                                              "gpscope_version",
                                              "cuda_driver_version",
                                              "cupti_api_version",
@@ -353,6 +355,39 @@ TEST(InfoCommandTest, AProcessWithoutHeaderOrEventsIsStillDescribed) {
                        "  frames      1 read, 1 LOST (sequence 0)\n"),
             std::string::npos)
       << o.out;
+  unlink(path.c_str());
+}
+
+// The allow-listed environment the collector recorded (CUDA_LAUNCH_BLOCKING
+// and the like, the settings the findings cite) is shown as recorded: text
+// and JSON, in order, repeated names kept.
+TEST(InfoCommandTest, ShowsTheRecordedEnvironment) {
+  TraceBuilder trace;
+  TraceBuilder::Process& p = trace.AddProcess(0xE5, 11);
+  for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
+           {"CUDA_LAUNCH_BLOCKING", "1"},
+           {"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"},
+           {"NCCL_DEBUG", "INFO"}}) {
+    proto::KeyValue* kv = p.header().add_env();
+    kv->set_key(k);
+    kv->set_value(v);
+  }
+  p.WriteHeader();
+  p.WriteEnd();
+  const std::string path = TempPath("env.gps");
+  ASSERT_TRUE(trace.WriteFile(path));
+  const Output text = RunCli({"info", path});
+  EXPECT_EQ(text.code, kExitOk);
+  EXPECT_NE(text.out.find("  environment CUDA_LAUNCH_BLOCKING=1  "
+                          "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n"
+                          "              NCCL_DEBUG=INFO\n"),
+            std::string::npos)
+      << text.out;
+  const Output json = RunCli({"info", "--format", "json", path});
+  EXPECT_EQ(json.code, kExitOk);
+  EXPECT_NE(json.out.find("\"name\": \"CUDA_LAUNCH_BLOCKING\",\n          \"value\": \"1\""),
+            std::string::npos)
+      << json.out;
   unlink(path.c_str());
 }
 

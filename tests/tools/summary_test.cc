@@ -411,7 +411,7 @@ TEST_F(SummaryTest, JsonHasTheDocumentedStructure) {
   const Json& f = j["findings"].array[0];
   EXPECT_EQ(f.Keys(), (std::vector<std::string>{"rule", "title", "severity", "cost_ns", "gpu",
                                                 "process", "scope", "summary", "evidence",
-                                                "ranges", "fixes"}));
+                                                "ranges", "fixes", "grouped"}));
   EXPECT_EQ(f["rule"].string, "data-starvation");
   EXPECT_EQ(f["severity"].string, "critical");
   EXPECT_EQ(f["gpu"].number, 0);
@@ -827,11 +827,31 @@ TEST(RecordedTraceTest, TwoGpuDdpStragglerIsNamedWithTheWaitItCauses) {
   }
   EXPECT_NEAR(per_step, 30 * kMs, 5 * kMs);  // the planted 30 ms of host work
   // Rank 0's NCCL kernels wait ~30 ms a step for rank 1: that is the
-  // straggler's cost, not rank 0's missing overlap or too-small launches.
+  // straggler's cost, not rank 0's missing overlap or too-small launches,
+  // and its AllReduce is no "dominant kernel" to tune (issue 21).
   EXPECT_FALSE(HasFinding(j, "low-comm-overlap", "info"));
   EXPECT_FALSE(HasFinding(j, "low-sm-efficiency", "info"));
-  // Rank 1 itself is starved by its own host work: the root cause, on its GPU.
-  EXPECT_TRUE(HasFinding(j, "data-starvation", "warning"));
+  EXPECT_FALSE(HasFinding(j, "dominant-kernel", "info"));
+  // Rank 1 itself waits for its host's work before each step's input copy:
+  // the root cause, on its GPU, grouped under the straggler (one card for
+  // one cause), which takes its severity.
+  EXPECT_EQ(top["severity"].string, "critical");
+  ASSERT_EQ(top["grouped"].array.size(), 1u);
+  EXPECT_EQ(top["grouped"].array[0]["rule"].string, "data-starvation");
+  EXPECT_EQ(top["grouped"].array[0]["gpu"].number, s["gpu"].number);
+  EXPECT_FALSE(HasFinding(j, "data-starvation", "info"));  // not a card of its own
+  for (const Json& f : j["findings"].array) {
+    if (&f != &top) {
+      EXPECT_EQ(f["severity"].string, "info") << f["rule"].string;
+    }
+  }
+  // Its fix works on the one node file: a diff of the two ranks in it.
+  bool diff_fix = false;
+  for (const Json& fix : top["fixes"].array) {
+    diff_fix |= fix.string.find("gpscope-analyze diff --rank 0 --rank 1 ") != std::string::npos &&
+                fix.string.find("h200x2_ddp_straggler.gpscope") != std::string::npos;
+  }
+  EXPECT_TRUE(diff_fix);
 }
 
 TEST(RecordedTraceTest, TwoGpuDdpBalancedNamesNoStraggler) {

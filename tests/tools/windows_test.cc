@@ -304,7 +304,10 @@ TEST(InferredStepsTest, LoopWithoutNvtxGetsStepsFromItsRepeatingPattern) {
   EXPECT_EQ(g.step_source, "inferred");
   EXPECT_EQ(g.step_count, 60u);
   EXPECT_GE(g.step_candidates, 3u);  // embedding_fwd, cross_entropy, D2H copies agree
-  EXPECT_EQ(g.steps_in_window, 0);   // per-step rule rates stay NVTX-only
+  // Per-step rule rates use inferred steps too: the window runs from the
+  // second inferred step to the last, 58 periods.
+  EXPECT_NEAR(g.steps_in_window, 58, 0.5);
+  EXPECT_NE(g.window.basis.find("inferred steps"), std::string::npos) << g.window.basis;
   std::vector<double> periods;
   for (size_t i = 2; i < starts.size(); ++i) periods.push_back(static_cast<double>(starts[i] - starts[i - 1]));
   std::sort(periods.begin(), periods.end());

@@ -19,6 +19,9 @@ using model::Timeline;
 // or tear-down (model loading, compilation, checkpoint at exit).
 constexpr double kEdgeFraction = 0.10;
 constexpr int kMinStepsForWindow = 3;
+// GPU work after the last inferred step starts, in steps: the last step
+// itself and a margin (a final sync, a last evaluation's few kernels).
+constexpr double kTailSteps = 3;
 
 std::string GpuLabel(const GpuModel& g) {
   std::string name = g.has_device_info && !g.device.name().empty() ? g.device.name() : "";
@@ -68,6 +71,32 @@ Window SteadyWindow(const GpuModel& g) {
                            " of ", s.count, " (the first is warm-up, the last has no next start)")};
     }
   }
+  const model::InferredSteps& in = g.inferred_steps;
+  // The steps end with the run's work: after the last step starts, the GPU
+  // does about one step's work (that step) and little else. Much more
+  // (ours: above kTailSteps steps' worth) means the run went on with other
+  // work, a later phase, that the window must not cut away.
+  bool tail_ok = false;
+  if (in.found && in.period_ns.count() > 0 && in.last_start_ns > in.second_start_ns) {
+    const double per_step = g.timeline.Sum(model::kBusyNs, in.second_start_ns, in.last_start_ns) /
+                            static_cast<double>(in.period_ns.count());
+    const double tail = g.timeline.Sum(model::kBusyNs, in.last_start_ns, g.last_ns + 1);
+    tail_ok = tail <= kTailSteps * std::max(per_step, 1.0);
+  }
+  if (s.count == 0 && in.found && !in.phased && tail_ok && in.count >= kMinStepsForWindow &&
+      in.last_start_ns > in.second_start_ns) {
+    const uint64_t start =
+        std::max({in.second_start_ns, in.steady_start_ns, g.first_ns});
+    const uint64_t end = std::min(in.last_start_ns, g.last_ns);
+    if (end > start) {
+      return {start, end,
+              in.steady_start_ns > in.second_start_ns
+                  ? absl::StrCat("inferred steps after one-time start-up work, to the last of ",
+                                 in.count)
+                  : absl::StrCat("inferred steps 2 to ", in.count - 1, " of ", in.count,
+                                 " (the first is warm-up, the last has no next start)")};
+    }
+  }
   const uint64_t span = w.length_ns();
   const uint64_t edge = static_cast<uint64_t>(static_cast<double>(span) * kEdgeFraction);
   std::vector<std::string> cut;
@@ -104,6 +133,7 @@ void InferredStepsReport(const GpuModel& g, GpuReport& r) {
   r.has_steps = true;
   r.step_source = "inferred";
   r.step_anchor = in.anchor;
+  r.step_anchor_host = in.host;
   r.step_candidates = in.candidates;
   r.step_count = in.count;
   r.step_example = in.anchor;
@@ -129,6 +159,13 @@ void InferredStepsReport(const GpuModel& g, GpuReport& r) {
   r.step_copy_ns = static_cast<double>(all.copy_ns) / n;
   r.step_idle_ns = static_cast<double>(all.idle_ns) / n;
   r.step_comm_ns = static_cast<double>(all.comm_ns) / n;
+  // Per-step rates: the inferred periods that lie in the window.
+  const uint64_t lo = std::max(in.second_start_ns, r.window.start_ns);
+  const uint64_t hi = std::min(in.last_start_ns, r.window.end_ns);
+  if (hi > lo) {
+    r.steps_in_window =
+        n * static_cast<double>(hi - lo) / static_cast<double>(in.last_start_ns - in.second_start_ns);
+  }
 }
 
 GpuReport ComputeGpu(const model::TraceModel& model, size_t index, const ReportOptions& options) {
@@ -146,6 +183,8 @@ GpuReport ComputeGpu(const model::TraceModel& model, size_t index, const ReportO
   // Time between capture windows (or otherwise untraced) is neither busy nor
   // idle: shares are of the traced time.
   r.untraced_ns = sum(model::kUntracedNs);
+  r.one_time_ns = sum(model::kOneTimeGapNs);
+  r.one_time_count = sum(model::kOneTimeGapCount);
   const double wlen = r.traced_window_ns();
 
   // Busy and idle.
@@ -155,22 +194,38 @@ GpuReport ComputeGpu(const model::TraceModel& model, size_t index, const ReportO
   r.copy_ns = sum(model::kCopyNs);
   r.memset_ns = sum(model::kMemsetNs);
   r.busy_share = r.busy_ns / wlen;
-  r.gap_idle = {sum(model::kGapHostNs), sum(model::kGapSyncNs), 0, sum(model::kGapOtherNs)};
+  r.gap_idle = {sum(model::kGapHostNs), sum(model::kGapSyncNs), 0, sum(model::kGapOtherNs),
+                sum(model::kGapImplicitNs)};
   r.short_gap_idle = {sum(model::kShortGapHostNs), sum(model::kShortGapSyncNs),
-                      sum(model::kShortGapKernelNs), 0};
+                      sum(model::kShortGapKernelNs), 0, sum(model::kShortGapImplicitNs)};
   r.long_gap_ns = sum(model::kLongGapNs);
   r.long_gap_count = sum(model::kLongGapCount);
   r.gap_count = sum(model::kGapCount);
   r.stream_idle = {sum(model::kStreamIdleHostNs), sum(model::kStreamIdleSyncNs),
-                   sum(model::kStreamIdleKernelNs), sum(model::kStreamIdleOtherNs)};
+                   sum(model::kStreamIdleKernelNs), sum(model::kStreamIdleOtherNs),
+                   sum(model::kStreamIdleImplicitNs)};
+  r.input_host_ns = sum(model::kGapInputHostNs);
+  r.after_sync_host_ns = sum(model::kGapAfterSyncHostNs);
+  r.short_after_sync_host_ns = sum(model::kShortGapAfterSyncHostNs);
+  r.pause_ns = sum(model::kPauseNs);
+  r.pause_count = sum(model::kPauseCount);
+  for (const model::Interval& pause : g.pauses) {
+    const uint64_t a = std::max(pause.start_ns, w0), b = std::min(pause.end_ns, w1);
+    if (b > a) r.pause_copy_ns += t.Sum(model::kBusyNs, a, b);
+  }
+  r.implicit_idle_ns = r.gap_idle.implicit_ns + r.short_gap_idle.implicit_ns;
+  r.long_launches = sum(model::kLongLaunches);
+  r.long_launches_blocking = sum(model::kLongLaunchesBlocking);
 
   // The four numbers.
   r.idle_gap_share = r.gap_idle.total_ns() / wlen;
   {
-    const double span =
-        std::max(1.0, static_cast<double>(r.span_ns) - t.Total(model::kUntracedNs));
+    const double span = std::max(1.0, static_cast<double>(r.span_ns) -
+                                          t.Total(model::kUntracedNs) -
+                                          t.Total(model::kOneTimeGapNs));
     r.idle_gap_share_span =
-        (t.Total(model::kGapHostNs) + t.Total(model::kGapSyncNs) + t.Total(model::kGapOtherNs)) /
+        (t.Total(model::kGapHostNs) + t.Total(model::kGapSyncNs) + t.Total(model::kGapOtherNs) +
+         t.Total(model::kGapImplicitNs)) /
         span;
   }
   const double sm_samples = sum(model::kSmUtilSamples);
@@ -219,10 +274,25 @@ GpuReport ComputeGpu(const model::TraceModel& model, size_t index, const ReportO
   r.shorter_than_launch = g.shorter_than_launch;
   r.launches_matched = g.launches_matched;
   if (g.shape_known_ns > 0) r.est_sm_efficiency = g.est_sm_ns / static_cast<double>(g.shape_known_ns);
-  if (g.occupancy_known_ns > 0) {
-    r.est_occupancy = g.occupancy_ns / static_cast<double>(g.occupancy_known_ns);
-    r.occupancy_known_share = static_cast<double>(g.occupancy_known_ns) /
-                              static_cast<double>(std::max<uint64_t>(1, g.kernel_ns));
+  {
+    // Theoretical occupancy over the program's own kernels: library and
+    // generated kernels choose their registers and tiles themselves.
+    double occupancy_ns = 0, known_ns = 0, library_ns = 0;
+    for (const model::KernelStats& k : g.kernels) {
+      const bool driver = k.driver_launches * 2 > k.launches_matched && k.launches_matched > 0;
+      if (!LibraryOf(k.name, driver).empty()) {
+        library_ns += static_cast<double>(k.duration_ns.sum());
+        continue;
+      }
+      occupancy_ns += k.small_occupancy_ns;
+      known_ns += static_cast<double>(k.small_known_ns);
+    }
+    const double all_ns = static_cast<double>(std::max<uint64_t>(1, g.kernel_ns));
+    r.library_share = library_ns / all_ns;
+    if (known_ns > 0) {
+      r.est_occupancy = occupancy_ns / known_ns;
+      r.occupancy_known_share = known_ns / all_ns;
+    }
   }
   r.large_tile_share =
       static_cast<double>(g.large_tile_ns) / static_cast<double>(std::max<uint64_t>(1, g.kernel_ns));
@@ -255,6 +325,7 @@ GpuReport ComputeGpu(const model::TraceModel& model, size_t index, const ReportO
       row.est_occupancy = k.occupancy_ns / static_cast<double>(k.occupancy_known_ns);
       row.large_tile = k.large_tile_ns * 2 > k.occupancy_known_ns;
     }
+    row.library = LibraryOf(k.name, k.launches_matched > 0 && k.driver_launches * 2 > k.launches_matched);
     r.top_kernels.push_back(std::move(row));
   }
 
@@ -316,6 +387,27 @@ GpuReport ComputeGpu(const model::TraceModel& model, size_t index, const ReportO
     r.sync_calls = std::round(pt.Sum(model::kSyncCalls, w0, w1));
     r.sync_blocked_ns = pt.Sum(model::kSyncBlockedNs, w0, w1);
     if (r.sync_calls == 0) r.sync_calls = std::round(pt.Sum(model::kSyncRecords, w0, w1));
+    for (int k = 0; k < model::kImplicitGroups; ++k) {
+      ImplicitGroupRow row;
+      row.group = k;
+      row.calls = std::round(pt.Sum(model::kImplicitCallsFirst + k, w0, w1));
+      row.blocked_ns = pt.Sum(model::kImplicitBlockedFirst + k, w0, w1);
+      row.gpu_idle_ns = sum(model::kImplicitIdleFirst + k);
+      if (row.calls == 0 && row.gpu_idle_ns <= 0) continue;
+      for (const auto& [name, c] : p.implicit_calls) {
+        if (c.group == k && c.blocked_ns > row.top_call_blocked_ns) {
+          row.top_call = name;
+          row.top_call_calls = c.calls;
+          row.top_call_blocked_ns = c.blocked_ns;
+        }
+      }
+      r.implicit_blocked_ns += row.blocked_ns;
+      r.implicit.push_back(std::move(row));
+    }
+    std::sort(r.implicit.begin(), r.implicit.end(),
+              [](const ImplicitGroupRow& a, const ImplicitGroupRow& b) {
+                return a.blocked_ns != b.blocked_ns ? a.blocked_ns > b.blocked_ns : a.group < b.group;
+              });
   }
 
   // Communication.

@@ -14,8 +14,14 @@
 // and would swamp every ratio, so ratios are taken over a steady window:
 //   - with >= 3 NVTX steps: from the start of the second step to the start
 //     of the last (the first step is warm-up; the last has no next start);
+//   - else with >= 3 inferred steps (model::InferredSteps), the same over
+//     the inferred steps, after any one-time start-up work among them,
+//     unless the run has phases (another regular series runs outside them);
 //   - otherwise the GPU span (first to last GPU activity), minus a first or
 //     last long gap (>= 500 ms) that lies in the first or last 10% of it.
+// Inside the window, one-time start-up work (a long gap after which the GPU
+// runs code it never ran before: compilation, autotuning, lazy loading;
+// trace_model.h) is left out of the shares like untraced time.
 // Counts and distributions (kernels, copies) cover the whole run.
 //
 // Thread model: pure functions over const data.
@@ -76,6 +82,7 @@ struct KernelRow {
   std::string collective;  // "all_reduce", ... for communication kernels, else ""
   double est_occupancy = -1;  // theoretical occupancy, time-weighted; -1 unknown
   bool large_tile = false;    // mostly launched with >= 64 KiB shared memory per block
+  std::string library;        // "cuBLAS", "cuDNN", ..., "generated" (names.h), "" own code
 };
 
 struct CopyRow {
@@ -100,10 +107,22 @@ struct CollectiveRow {
   double share_of_comm = 0;  // of all communication kernel time
 };
 
-// Idle time split by cause (ns).
+// Idle time split by cause (ns); implicit: the host was blocked in an
+// implicitly synchronizing call (model/host_calls.h).
 struct IdleSplit {
-  double host_ns = 0, sync_ns = 0, kernel_ns = 0, other_ns = 0;
-  double total_ns() const { return host_ns + sync_ns + kernel_ns + other_ns; }
+  double host_ns = 0, sync_ns = 0, kernel_ns = 0, other_ns = 0, implicit_ns = 0;
+  double total_ns() const { return host_ns + sync_ns + kernel_ns + other_ns + implicit_ns; }
+};
+
+// Implicitly synchronizing calls of one group in the window.
+struct ImplicitGroupRow {
+  int group = 0;  // model::ImplicitGroup
+  double calls = 0;
+  double blocked_ns = 0;   // host time in them
+  double gpu_idle_ns = 0;  // device idle while the host was blocked in them
+  std::string top_call;    // the API name with the most host time (whole run)
+  uint64_t top_call_calls = 0;
+  uint64_t top_call_blocked_ns = 0;
 };
 
 struct GpuReport {
@@ -142,9 +161,13 @@ struct GpuReport {
   // Device time in the window inside the process's lost intervals (between
   // capture windows, yielded to another profiler): neither busy nor idle.
   double untraced_ns = 0;
-  // The window's traced length (at least 1 ns): the denominator of its shares.
+  // One-time start-up gaps inside the window (trace_model.h): neither.
+  double one_time_ns = 0;
+  double one_time_count = 0;
+  // The window's traced steady length (at least 1 ns): the denominator of
+  // its shares.
   double traced_window_ns() const {
-    return std::max(1.0, static_cast<double>(window.length_ns()) - untraced_ns);
+    return std::max(1.0, static_cast<double>(window.length_ns()) - untraced_ns - one_time_ns);
   }
   IdleSplit gap_idle;         // device idle in gaps >= threshold, by cause
   IdleSplit short_gap_idle;   // device idle in shorter gaps, by cause
@@ -152,6 +175,22 @@ struct GpuReport {
   double long_gap_count = 0;
   double gap_count = 0;       // gaps >= threshold
   IdleSplit stream_idle;      // HTA: per stream, summed over streams
+  // Evidence that separates the causes of host wait (ANALYSIS-NOTES.md):
+  double input_host_ns = 0;        // host wait of gaps >= threshold with an input copy in them
+  double after_sync_host_ns = 0;   // host wait of gaps >= threshold that began in a sync
+  double short_after_sync_host_ns = 0;  // the same in shorter gaps
+  // Pauses: kernel-free intervals >= the long-gap threshold (not one-time).
+  double pause_ns = 0;
+  double pause_count = 0;
+  double pause_copy_ns = 0;  // copies/memsets running inside the pauses (model::GpuModel::pauses)
+  // Implicitly synchronizing calls in the window, by group (only groups seen).
+  std::vector<ImplicitGroupRow> implicit;
+  double implicit_blocked_ns = 0;
+  double implicit_idle_ns = 0;  // = gap_idle.implicit_ns + short_gap_idle.implicit_ns
+  // Synchronous launches: launches of kernels >= 50 us (window) and those
+  // whose call returned after the kernel ended.
+  double long_launches = 0;
+  double long_launches_blocking = 0;
 
   // Kernels (whole run).
   uint64_t kernel_count = 0;
@@ -164,9 +203,13 @@ struct GpuReport {
   // weighted by kernel time over the kernels where it is known, large-tile
   // launches (>= 64 KiB shared memory per block: GEMM/attention tiles, low
   // occupancy by design) left out; -1 unknown.
+  // Library kernels (cuBLAS, cuDNN, CUTLASS, cuFFT, NCCL, flash attention,
+  // generated code launched through the driver: names.h IsLibraryKernel)
+  // choose their own registers and tiles: left out of est_occupancy too.
   double est_occupancy = -1;
   double occupancy_known_share = 0;  // of all kernel time
   double large_tile_share = 0;       // of all kernel time
+  double library_share = 0;          // of all kernel time
   std::vector<KernelRow> top_kernels;
 
   // Copies and memsets (whole run), largest time first.
@@ -201,10 +244,12 @@ struct GpuReport {
 
   // Steps: from NVTX step ranges ("nvtx") or, without them, inferred from
   // the period of a repeating event ("inferred", model::InferredSteps).
-  // steps_in_window (per-step rates of the rules) counts NVTX steps only.
+  // steps_in_window (per-step rates of the rules) counts the steps of the
+  // window, NVTX or inferred.
   bool has_steps = false;
   std::string step_source;   // "nvtx", "inferred" or "" (none)
   std::string step_anchor;   // inferred: the repeating event
+  bool step_anchor_host = false;  // inferred from a host series (API calls of one thread)
   uint64_t step_candidates = 0;  // inferred: series that agreed on the period
   uint64_t step_count = 0;   // all, warm-up included
   std::string step_example;

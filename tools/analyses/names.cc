@@ -3,6 +3,7 @@
 
 #include <cxxabi.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <memory>
 
@@ -134,6 +135,36 @@ std::string NcuCommand(std::string_view kernel_name, const std::vector<std::stri
   if (cmdline.empty()) return out + " YOUR_PROGRAM";
   for (const std::string& arg : cmdline) out += " " + ShellQuote(arg);
   return out;
+}
+
+std::string LibraryOf(std::string_view kernel_name, bool driver_launched) {
+  const std::string demangled = Demangle(kernel_name);
+  std::string lower;
+  lower.reserve(demangled.size());
+  for (char c : demangled) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  auto has = [&lower](std::string_view part) { return lower.find(part) != std::string::npos; };
+  auto starts = [&lower](std::string_view part) { return lower.rfind(part, 0) == 0; };
+  if (has("nccl")) return "NCCL";
+  if (has("cudnn") || has("xmma_fprop") || has("xmma_dgrad") || has("xmma_wgrad") ||
+      has("implicit_convolve") || has("precomputed_convolve") || has("cask_")) {
+    return "cuDNN";
+  }
+  if (has("flash") || has("fmha")) return "flash attention";
+  if (starts("nvjet_") || has("xmma_gemm") || has("cublas") || has("gemv") ||
+      has("splitkreduce") || has("gemmsn") || has("gemmk1") ||
+      ((starts("ampere_") || starts("volta_") || starts("turing_") || starts("maxwell_") ||
+        starts("hopper_")) && has("gemm"))) {
+    return "cuBLAS";
+  }
+  if (has("cutlass")) return "CUTLASS";
+  if (has("regular_fft") || has("vector_fft") || has("_fft_") || (has("radix") && has("fft"))) {
+    return "cuFFT";
+  }
+  if (has("curand") || has("gen_sequenced") || has("generate_seed_pseudo")) return "cuRAND";
+  if (has("cub::")) return "CUB";
+  if (has("thrust::")) return "Thrust";
+  if (starts("triton_")) return "Triton";
+  return driver_launched ? "generated" : "";
 }
 
 }  // namespace gpscope::analyses

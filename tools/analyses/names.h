@@ -34,6 +34,20 @@ std::string ShellQuote(std::string_view arg);
 // "ncu --kernel-name regex:'<base name>' --launch-count 3 --set full -o gpscope_<base> CMD..."
 std::string NcuCommand(std::string_view kernel_name, const std::vector<std::string>& cmdline);
 
+// Which library a kernel belongs to, from its (mangled or plain) name:
+// "cuBLAS" (nvjet_*, sm*_xmma_gemm*, gemv*, cublas*, splitKreduce,
+// ampere_/volta_/turing_ GEMMs), "cuDNN" (cudnn*, xmma fprop/dgrad/wgrad
+// convolutions, implicit/precomputed convolve), "CUTLASS", "cuFFT"
+// (regular_fft, vector_fft...), "cuRAND", "NCCL", "flash attention"
+// (flash*, fmha*), "CUB", "Thrust", "Triton" (TorchInductor's triton_*);
+// else, when `driver_launched` (mostly launched through cuLaunchKernel:
+// code built at run time by Triton, XLA, CuPy, Numba or NVRTC), "generated";
+// else "" (the program's own CUDA code). Library and generated kernels
+// choose their own registers, tiles and launch bounds: advice about them is
+// about the call (shapes, dtype, batching) or the generator's options, never
+// __launch_bounds__.
+std::string LibraryOf(std::string_view kernel_name, bool driver_launched);
+
 }  // namespace gpscope::analyses
 
 #endif  // GPSCOPE_TOOLS_ANALYSES_NAMES_H_

@@ -36,6 +36,14 @@ std::string Count(uint64_t n) {
 
 uint64_t Ns(double v) { return v <= 0 ? 0 : static_cast<uint64_t>(v + 0.5); }
 
+// "4 B", "93.1 kB", "16.8 GB".
+std::string Bytes(double b) {
+  if (b < 1e3) return absl::StrFormat("%.0f B", b);
+  if (b < 1e6) return absl::StrFormat("%.3g kB", b / 1e3);
+  if (b < 1e9) return absl::StrFormat("%.3g MB", b / 1e6);
+  return absl::StrFormat("%.3g GB", b / 1e9);
+}
+
 struct Context {
   const model::TraceModel& model;
   const SummaryReport& report;
@@ -58,6 +66,49 @@ const std::vector<std::string>& Cmdline(const Context& c, const GpuReport& g) {
   return *kEmpty;
 }
 
+const model::ProcessModel* ProcessOf(const Context& c, const GpuReport& g) {
+  for (const model::ProcessModel& p : c.model.processes) {
+    if (p.process_uid == g.gpu->process_uid) return &p;
+  }
+  return nullptr;
+}
+
+// The value of an allow-listed environment variable the collector recorded
+// for the GPU's process; nullptr when it was not recorded.
+const std::string* EnvOf(const Context& c, const GpuReport& g, std::string_view name) {
+  const model::ProcessModel* p = ProcessOf(c, g);
+  if (p == nullptr) return nullptr;
+  for (const auto& [key, value] : p->env) {
+    if (key == name) return &value;
+  }
+  return nullptr;
+}
+
+bool HasEnvRecord(const Context& c, const GpuReport& g) {
+  const model::ProcessModel* p = ProcessOf(c, g);
+  return p != nullptr && !p->env.empty();
+}
+
+// The framework whose kernels run on the GPU, for framework-aware fixes:
+// "pytorch" (ATen kernels), "jax" (XLA's stream_executor or fusion kernels),
+// "cupy", or "" (CUDA C++ and the rest).
+std::string FrameworkOf(const GpuReport& g) {
+  int torch = 0, jax = 0, cupy = 0;
+  for (const model::KernelStats& k : g.gpu->kernels) {
+    const std::string& n = k.name;
+    if (n.find("at6native") != std::string::npos || n.find("at::native") != std::string::npos) ++torch;
+    if (n.find("stream_executor") != std::string::npos ||
+        (n.find("_fusion") != std::string::npos && n.rfind("_Z", 0) != 0)) {
+      ++jax;
+    }
+    if (n.rfind("cupy_", 0) == 0) ++cupy;
+  }
+  if (torch > 0 && torch >= jax) return "pytorch";
+  if (jax > 0) return "jax";
+  if (cupy > 0) return "cupy";
+  return "";
+}
+
 // ------------------------------------------------------------------ rules --
 
 void DataStarvation(const Context& c, const GpuReport& g, Finding f) {
@@ -65,16 +116,22 @@ void DataStarvation(const Context& c, const GpuReport& g, Finding f) {
   if (g.idle_gap_share <= kStarvationIdleShare || idle <= 0) return;
   const double host_share = g.gap_idle.host_ns / idle;
   if (host_share < kStarvationHostWaitShare) return;
+  // Input starvation needs its evidence; host wait without it is host-bound.
+  const double input_share = g.gap_idle.host_ns > 0 ? g.input_host_ns / g.gap_idle.host_ns : 0;
+  if (input_share < kStarvationInputShare) return;
   f.severity =
       g.idle_gap_share > kStarvationCriticalShare ? Severity::kCritical : Severity::kWarning;
   f.cost_ns = Ns(g.gap_idle.host_ns);
   f.summary = absl::StrFormat(
       "The GPU sat idle %s of the steady window in gaps >= %s; for %s of that time it was "
-      "waiting for the host to launch work (the launch call came after the GPU ran dry).",
+      "waiting for the host to launch work (the launch call came after the GPU ran dry), and "
+      "in gaps holding %s of that wait the next input was copied to the GPU (H2D > 64 KB "
+      "issued while it was idle): the steps wait for their data.",
       Percent(g.idle_gap_share), Time(static_cast<double>(c.report.idle_gap_threshold_ns)),
-      Percent(host_share));
+      Percent(host_share), Percent(input_share));
   f.evidence = {{"idle_gap_share", g.idle_gap_share, "ratio"},
                 {"host_wait_share_of_gap_idle", host_share, "ratio"},
+                {"input_share_of_host_wait", input_share, "ratio"},
                 {"gap_idle_ns", idle, "ns"},
                 {"gaps_at_least_threshold", g.gap_count, "count"}};
   if (g.steps_in_window > 0) {
@@ -83,10 +140,14 @@ void DataStarvation(const Context& c, const GpuReport& g, Finding f) {
   }
   for (const model::GapRecord& gap : g.gpu->largest_gaps) {
     if (f.ranges.size() >= kMaxRanges) break;
-    if (gap.host_ns == 0 || !InWindow(g.window, gap.start_ns, gap.end_ns)) continue;
+    if (gap.host_ns == 0 || !gap.input || gap.one_time ||
+        !InWindow(g.window, gap.start_ns, gap.end_ns)) {
+      continue;
+    }
     f.ranges.push_back({gap.start_ns, gap.end_ns,
                         absl::StrCat("idle ", Time(static_cast<double>(gap.length_ns())),
-                                     ", host wait ", Time(static_cast<double>(gap.host_ns)))});
+                                     ", host wait ", Time(static_cast<double>(gap.host_ns)),
+                                     ", then an input copy")});
   }
   f.fixes = {
       "Feed the GPU ahead of time: DataLoader(num_workers=4+, pin_memory=True, "
@@ -223,6 +284,310 @@ void HostSync(const Context& c, const GpuReport& g, Finding f) {
   c.out->push_back(std::move(f));
 }
 
+void HostBound(const Context& c, const GpuReport& g, Finding f) {
+  const double wlen = g.traced_window_ns();
+  const double large_no_input = std::max(0.0, g.gap_idle.host_ns - g.input_host_ns);
+  const double host_ns = large_no_input + g.short_after_sync_host_ns;
+  const double share = host_ns / wlen;
+  if (share <= kHostBoundShare) return;
+  f.severity = share > kHostBoundCriticalShare ? Severity::kCritical : Severity::kWarning;
+  f.cost_ns = Ns(host_ns);
+  const double after_sync = g.after_sync_host_ns + g.short_after_sync_host_ns;
+  const double per_step = g.steps_in_window > 0 ? g.sync_calls / g.steps_in_window : 0;
+  f.summary = absl::StrFormat(
+      "The GPU sat idle %s of the steady window (%s) waiting for the launching thread's own "
+      "code: %s in gaps >= %s with no input copy issued in them, %s in shorter gaps after a "
+      "sync returned.",
+      Percent(share), Time(host_ns), Time(large_no_input),
+      Time(static_cast<double>(c.report.idle_gap_threshold_ns)), Time(g.short_after_sync_host_ns));
+  if (after_sync > 0.5 * host_ns) {
+    absl::StrAppend(&f.summary,
+                    absl::StrFormat(" Most of it (%s) follows a sync%s: the host waits for the "
+                                    "GPU, then the GPU waits for the host's code.",
+                                    Time(after_sync),
+                                    per_step >= kSyncsPerStep
+                                        ? absl::StrFormat(" (%.1f sync calls per step)", per_step)
+                                        : std::string()));
+  }
+  absl::StrAppend(
+      &f.summary,
+      g.input_host_ns > 0
+          ? absl::StrFormat(" Gaps in which an input copy (H2D > 64 KB) was issued hold only %s "
+                            "of the host wait in gaps >= %s: not input starvation.",
+                            Percent(g.input_host_ns / std::max(1.0, g.gap_idle.host_ns)),
+                            Time(static_cast<double>(c.report.idle_gap_threshold_ns)))
+          : " No input copy (H2D > 64 KB) was issued while the GPU waited: not input "
+            "starvation.");
+  f.evidence = {{"host_bound_share", share, "ratio"},
+                {"host_bound_ns", host_ns, "ns"},
+                {"gap_host_wait_without_input_ns", large_no_input, "ns"},
+                {"short_gap_host_after_sync_ns", g.short_after_sync_host_ns, "ns"},
+                {"host_wait_after_sync_ns", after_sync, "ns"},
+                {"input_host_wait_ns", g.input_host_ns, "ns"}};
+  if (g.steps_in_window > 0) {
+    f.evidence.push_back({"sync_calls_per_step", per_step, "per_step"});
+    f.evidence.push_back({"host_wait_per_step_ns", host_ns / g.steps_in_window, "ns"});
+  }
+  for (const model::GapRecord& gap : g.gpu->largest_gaps) {
+    if (f.ranges.size() >= kMaxRanges) break;
+    if (gap.host_ns == 0 || gap.input || gap.one_time ||
+        !InWindow(g.window, gap.start_ns, gap.end_ns)) {
+      continue;
+    }
+    f.ranges.push_back({gap.start_ns, gap.end_ns,
+                        absl::StrCat("idle ", Time(static_cast<double>(gap.length_ns())),
+                                     ", host code ", Time(static_cast<double>(gap.host_ns)),
+                                     gap.sync_ns > 0 ? " after a sync" : "")});
+  }
+  for (const model::GapRecord& gap : g.gpu->sync_gaps) {  // the shorter ones after a sync
+    if (f.ranges.size() >= kMaxRanges) break;
+    if (gap.host_ns == 0 || !InWindow(g.window, gap.start_ns, gap.end_ns)) continue;
+    f.ranges.push_back({gap.start_ns, gap.end_ns,
+                        absl::StrCat("idle ", Time(static_cast<double>(gap.length_ns())),
+                                     ", host code ", Time(static_cast<double>(gap.host_ns)),
+                                     " after a sync")});
+  }
+  const model::ProcessModel* p = ProcessOf(c, g);
+  f.fixes = {
+      absl::StrCat("Find what the launching thread does between steps: ",
+                   p != nullptr ? absl::StrCat("py-spy dump --pid ", p->pid, " (or py-spy record) ")
+                                : std::string("py-spy dump --pid PID "),
+                   "during the run, perf top -t on the thread; that code is on the critical path."),
+      "Take host work off the critical path: metrics, logging and bookkeeping every N steps, in "
+      "a background thread or process, or vectorized (numpy, or torch on the GPU).",
+      "Let the GPU run ahead: do not read results back every step (loss.item(), .cpu(), "
+      "torch.cuda.synchronize()); read them one step late or every N steps, so the next step is "
+      "queued before the host code runs.",
+      "Give the GPU more work per host step: larger batches, several steps per host decision, a "
+      "CUDA graph for the launch sequence.",
+      "If the host is waiting for data whose copies are small (under 64 KB, not counted as input "
+      "copies here), treat it as input starvation: prefetch with DataLoader workers.",
+  };
+  c.out->push_back(std::move(f));
+}
+
+// The fixes for the group of implicitly synchronizing calls that blocked the
+// host longest, by framework.
+std::vector<std::string> ImplicitFixes(const Context& c, const GpuReport& g, int group,
+                                       const std::string& framework) {
+  std::vector<std::string> fixes;
+  switch (group) {
+    case model::kImplicitDeviceAlloc:
+      if (framework == "pytorch") {
+        fixes.push_back(
+            "PyTorch's caching allocator normally keeps freed blocks and calls neither cudaMalloc "
+            "nor cudaFree after the first steps: remove torch.cuda.empty_cache() (and "
+            "gc.collect() + empty_cache) from the loop.");
+        fixes.push_back(
+            "If memory is short, set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (fewer, "
+            "growable segments, less fragmentation) instead of emptying the cache; keep shapes "
+            "fixed (pad or bucket variable lengths) so cached blocks are reused.");
+        if (const std::string* v = EnvOf(c, g, "PYTORCH_NO_CUDA_MEMORY_CACHING");
+            v != nullptr && *v != "0") {
+          fixes.push_back(absl::StrCat("PYTORCH_NO_CUDA_MEMORY_CACHING=", *v,
+                                       " is set in the environment: it turns the caching "
+                                       "allocator off; unset it."));
+        }
+      } else if (framework == "jax") {
+        fixes.push_back(
+            "JAX preallocates and pools device memory unless told not to: unset "
+            "XLA_PYTHON_CLIENT_PREALLOCATE=false and XLA_PYTHON_CLIENT_ALLOCATOR=platform.");
+      } else if (framework == "cupy") {
+        fixes.push_back(
+            "Keep CuPy's memory pool on (the default) and do not call "
+            "cupy.get_default_memory_pool().free_all_blocks() in the loop.");
+      }
+      fixes.push_back(
+          "Allocate once outside the loop and reuse the buffers, or use stream-ordered "
+          "allocation (cudaMallocAsync/cudaFreeAsync from a memory pool), which does not "
+          "synchronize the device.");
+      break;
+    case model::kImplicitHostAlloc:
+      fixes.push_back(
+          "Allocate pinned staging buffers once and reuse them: cudaHostAlloc/cudaMallocHost "
+          "outside the loop; in PyTorch copy_() into a preallocated pinned tensor instead of "
+          "calling pin_memory() per batch.");
+      break;
+    case model::kImplicitSyncCopy:
+      fixes.push_back(
+          "A synchronous cudaMemcpy waits for all earlier work and blocks the host: use "
+          "cudaMemcpyAsync on a stream into pinned memory and wait on an event only when the "
+          "value is needed.");
+      fixes.push_back(
+          "Read small results back (a residual, a loss, a flag) every N iterations or one "
+          "iteration late, so the next iteration is queued while the host checks.");
+      break;
+    case model::kImplicitPageableCopy:
+      fixes.push_back(
+          "Copies from pageable memory are staged through a driver buffer while the host waits: "
+          "pin the host buffers (cudaHostAlloc/cudaHostRegister; tensor.pin_memory(), "
+          "DataLoader(pin_memory=True)) and copy with non_blocking=True / cudaMemcpyAsync.");
+      break;
+    case model::kImplicitSyncMemset:
+      fixes.push_back(
+          "cudaMemset synchronizes: use cudaMemsetAsync on the stream of the work that needs it.");
+      break;
+    default:
+      break;
+  }
+  return fixes;
+}
+
+void ImplicitSync(const Context& c, const GpuReport& g, Finding f) {
+  if (g.implicit.empty()) return;
+  const double wlen = g.traced_window_ns();
+  const double idle_share = g.implicit_idle_ns / wlen;
+  const double blocked_share = g.implicit_blocked_ns / wlen;
+  if (idle_share < kImplicitIdleShare && blocked_share < kImplicitBlockedInfoShare) return;
+  f.severity = idle_share >= kImplicitCriticalShare ? Severity::kCritical
+               : idle_share >= kImplicitIdleShare   ? Severity::kWarning
+                                                    : Severity::kInfo;
+  f.cost_ns = Ns(g.implicit_idle_ns);
+  std::vector<std::string> parts;
+  for (const ImplicitGroupRow& row : g.implicit) {
+    if (parts.size() >= 3) break;
+    parts.push_back(absl::StrCat(model::ImplicitGroupName(row.group), " ",
+                                 Time(row.blocked_ns), " in ", Count(Ns(row.calls)), " calls (GPU idle ",
+                                 Time(row.gpu_idle_ns), row.top_call.empty() ? "" : "; ",
+                                 row.top_call, ")"));
+  }
+  f.summary = absl::StrFormat(
+      "The host was blocked %s (%s of the steady window) in implicitly synchronizing CUDA "
+      "calls, and the GPU sat idle behind them for %s (%s): %s.",
+      Time(g.implicit_blocked_ns), Percent(blocked_share), Time(g.implicit_idle_ns),
+      Percent(idle_share), absl::StrJoin(parts, "; "));
+  if (g.implicit.front().group == model::kImplicitSyncCopy) {
+    // Which synchronous copies: small D2H ones read a value back.
+    for (const CopyRow& r : g.copies) {
+      if (r.direction != "D2H" || r.sync_count == 0) continue;
+      const double mean = static_cast<double>(r.sync_bytes) / static_cast<double>(r.sync_count);
+      absl::StrAppend(&f.summary,
+                      absl::StrFormat(" %s synchronous D2H copies of %s on average (whole run)%s.",
+                                      Count(r.sync_count), Bytes(mean),
+                                      mean <= 1024 ? ": a value read back each time, like "
+                                                     ".item()"
+                                                   : ""));
+      break;
+    }
+  }
+  f.evidence = {{"implicit_idle_share", idle_share, "ratio"},
+                {"implicit_idle_ns", g.implicit_idle_ns, "ns"},
+                {"implicit_blocked_ns", g.implicit_blocked_ns, "ns"},
+                {"implicit_blocked_share", blocked_share, "ratio"}};
+  for (const ImplicitGroupRow& row : g.implicit) {
+    if (f.evidence.size() >= 4 + 3 * 3) break;
+    const std::string key = model::ImplicitGroupKey(row.group);
+    f.evidence.push_back({absl::StrCat(key, "_calls"), row.calls, "count"});
+    f.evidence.push_back({absl::StrCat(key, "_blocked_ns"), row.blocked_ns, "ns"});
+    f.evidence.push_back({absl::StrCat(key, "_gpu_idle_ns"), row.gpu_idle_ns, "ns"});
+  }
+  if (g.steps_in_window > 0 && !g.implicit.empty()) {
+    f.evidence.push_back({"calls_per_step", g.implicit.front().calls / g.steps_in_window,
+                          "per_step"});
+  }
+  const std::string framework = FrameworkOf(g);
+  // Fixes for the groups that cost the most, the host's worst first.
+  std::vector<const ImplicitGroupRow*> rows;
+  for (const ImplicitGroupRow& row : g.implicit) rows.push_back(&row);
+  std::stable_sort(rows.begin(), rows.end(), [](const ImplicitGroupRow* a, const ImplicitGroupRow* b) {
+    return a->gpu_idle_ns + a->blocked_ns > b->gpu_idle_ns + b->blocked_ns;
+  });
+  for (size_t i = 0; i < rows.size() && i < 2; ++i) {
+    if (i > 0 && rows[i]->gpu_idle_ns < kImplicitIdleShare * wlen &&
+        rows[i]->blocked_ns < kImplicitBlockedInfoShare * wlen) {
+      break;
+    }
+    for (std::string& fix : ImplicitFixes(c, g, rows[i]->group, framework)) {
+      f.fixes.push_back(std::move(fix));
+    }
+  }
+  f.fixes.push_back(
+      "See where they are called from: gpscope-analyze dump FILE | grep -E "
+      "'cudaMalloc|cudaFree|cuMemAlloc|cuMemFree|Memcpy\"|HostAlloc' lists them with their times.");
+  c.out->push_back(std::move(f));
+}
+
+void SynchronousLaunches(const Context& c, const GpuReport& g, Finding f) {
+  if (g.long_launches < kSyncLaunchMinLaunches) return;
+  const double share = g.long_launches_blocking / g.long_launches;
+  if (share < kSyncLaunchShare) return;
+  const double wlen = g.traced_window_ns();
+  const double wait_ns = g.gap_idle.host_ns + g.short_gap_idle.host_ns;
+  const double wait_share = wait_ns / wlen;
+  f.severity = wait_share >= kLaunchGapCriticalShare ? Severity::kCritical : Severity::kWarning;
+  f.cost_ns = Ns(wait_ns);
+  const std::string* blocking = EnvOf(c, g, "CUDA_LAUNCH_BLOCKING");
+  const bool env_blocking = blocking != nullptr && !blocking->empty() && *blocking != "0";
+  f.summary = absl::StrFormat(
+      "%s of the %s launches of kernels running >= 50 us returned only after their kernel had "
+      "ended (queue delay P50 %s, P95 %s): launches are synchronous, so the host cannot queue "
+      "work ahead and the GPU idles through every launch call and all host code between "
+      "kernels (%s of the steady window).",
+      Percent(share), Count(Ns(g.long_launches)), Time(g.queue_delay.p50), Time(g.queue_delay.p95),
+      Percent(wait_share));
+  if (env_blocking) {
+    absl::StrAppend(&f.summary, " The cause is in the environment: CUDA_LAUNCH_BLOCKING=", *blocking,
+                    " (recorded by the collector) makes every launch wait for its kernel.");
+  } else if (HasEnvRecord(c, g)) {
+    absl::StrAppend(&f.summary,
+                    " The recorded environment has no CUDA_LAUNCH_BLOCKING=1: look for a "
+                    "debugger or sanitizer (cuda-gdb, compute-sanitizer) or a launcher that sets "
+                    "it for its children only.");
+  } else {
+    absl::StrAppend(&f.summary,
+                    " This trace has no recorded environment (a collector before the allow-list "
+                    "was extended): CUDA_LAUNCH_BLOCKING=1 is the usual cause.");
+  }
+  f.evidence = {{"blocking_launch_share", share, "ratio"},
+                {"long_launches", g.long_launches, "count"},
+                {"launch_wait_share", wait_share, "ratio"},
+                {"launch_wait_ns", wait_ns, "ns"},
+                {"queue_delay_p95_ns", g.queue_delay.p95, "ns"},
+                {"cuda_launch_blocking_set", env_blocking ? 1.0 : 0.0, "bool"}};
+  if (env_blocking) {
+    f.fixes.push_back(absl::StrCat(
+        "Unset CUDA_LAUNCH_BLOCKING (now ", *blocking,
+        "): it is a debugging switch that serializes the host with the GPU. Check the job's "
+        "spec, launcher script and shell profile for it."));
+  } else {
+    f.fixes.push_back(
+        "Unset CUDA_LAUNCH_BLOCKING if it is set for the job (its spec, launcher script, shell "
+        "profile), and run outside debuggers and sanitizers when measuring performance.");
+  }
+  f.fixes.push_back(
+      "Once launches are asynchronous again, re-run this analysis: the launch-gap numbers "
+      "measured here are not those of the program.");
+  c.out->push_back(std::move(f));
+}
+
+void OneTimeStartup(const Context& c, const GpuReport& g, Finding f) {
+  (void)c;
+  if (g.gpu->one_time_gaps.empty()) return;
+  double total = 0;
+  for (const model::GapRecord& gap : g.gpu->one_time_gaps) total += static_cast<double>(gap.length_ns());
+  f.severity = Severity::kInfo;
+  f.cost_ns = 0;
+  f.summary = absl::StrFormat(
+      "%d long gap%s (%s in all) ended with code the GPU had not run before: compilation (JIT, "
+      "torch.compile, XLA), autotuning or lazy module loading. One-time start-up work, left out "
+      "of the steady state.",
+      static_cast<int>(g.gpu->one_time_gaps.size()), g.gpu->one_time_gaps.size() == 1 ? "" : "s",
+      Time(total));
+  f.evidence = {{"one_time_gaps", static_cast<double>(g.gpu->one_time_gaps.size()), "count"},
+                {"one_time_ns", total, "ns"},
+                {"one_time_in_window_ns", g.one_time_ns, "ns"}};
+  for (const model::GapRecord& gap : g.gpu->one_time_gaps) {
+    if (f.ranges.size() >= kMaxRanges) break;
+    f.ranges.push_back({gap.start_ns, gap.end_ns, "then new kernels"});
+  }
+  f.fixes = {
+      "If start-up time matters (short jobs, many restarts): cache compiled code "
+      "(TORCHINDUCTOR_CACHE_DIR / torch.compile's cache, JAX's persistent compilation cache "
+      "jax_compilation_cache_dir, Triton's cache), and warm up before timing.",
+  };
+  c.out->push_back(std::move(f));
+}
+
 void PageableCopies(const Context& c, const GpuReport& g, Finding f) {
   (void)c;
   uint64_t count = 0, bytes = 0, time_ns = 0;
@@ -234,15 +599,15 @@ void PageableCopies(const Context& c, const GpuReport& g, Finding f) {
   }
   if (count == 0) return;
   const double wlen = g.traced_window_ns();
-  const bool matters = g.pageable_copy_count >= kPageableWarnCount ||
-                       g.pageable_copy_ns / wlen >= kPageableWarnShare;
+  const bool matters = g.pageable_copy_ns / wlen >= kPageableWarnShare;
   f.severity = matters ? Severity::kWarning : Severity::kInfo;
   f.cost_ns = Ns(kPageableSavedFraction * static_cast<double>(time_ns));
   f.summary = absl::StrFormat(
-      "%s copies (%s) moved data to or from pageable host memory, taking %s of GPU time; "
-      "pageable copies are staged through a driver buffer and are not truly asynchronous.",
-      Count(count), absl::StrFormat("%.3g MB", static_cast<double>(bytes) / 1e6),
-      Time(static_cast<double>(time_ns)));
+      "%s copies (%s) moved data to or from pageable host memory, taking %s of GPU time (%s "
+      "of the steady window in %s copies); pageable copies are staged through a driver buffer "
+      "and are not truly asynchronous.",
+      Count(count), Bytes(static_cast<double>(bytes)), Time(static_cast<double>(time_ns)),
+      Percent(g.pageable_copy_ns / wlen), Count(Ns(g.pageable_copy_count)));
   f.evidence = {{"pageable_copies", static_cast<double>(count), "count"},
                 {"pageable_bytes", static_cast<double>(bytes), "bytes"},
                 {"pageable_copy_ns", static_cast<double>(time_ns), "ns"},
@@ -302,35 +667,57 @@ void CopyHeavy(const Context& c, const GpuReport& g, Finding f) {
 }
 
 void LongGaps(const Context& c, const GpuReport& g, Finding f) {
-  if (g.long_gap_count < 0.5) return;
+  if (g.pause_count < 0.5 && g.long_gap_count < 0.5) return;
+  // A pause (kernel-free >= the long-gap threshold) holds any long idle gap.
+  const double pause_ns = std::max(g.pause_ns, g.long_gap_ns);
+  const double count = std::max(g.pause_count, g.long_gap_count);
   f.severity = Severity::kWarning;
-  f.cost_ns = Ns(g.long_gap_ns);
+  f.cost_ns = Ns(pause_ns);
   f.summary = absl::StrFormat(
-      "%.0f GPU idle gaps of %s or more in the steady window, %s in all (start-up and "
-      "tear-down excluded).",
-      g.long_gap_count, Time(static_cast<double>(c.report.long_gap_ns)), Time(g.long_gap_ns));
-  f.evidence = {{"long_gaps", g.long_gap_count, "count"}, {"long_gap_ns", g.long_gap_ns, "ns"}};
-  for (const model::GapRecord& gap : g.gpu->largest_gaps) {
+      "%.0f pause%s of %s or more with no kernel running in the steady window, %s in all "
+      "(start-up and tear-down excluded); %s of it idle, %s of it only copies or memsets.",
+      count, count >= 1.5 ? "s" : "", Time(static_cast<double>(c.report.long_gap_ns)),
+      Time(pause_ns), Time(g.long_gap_ns), Time(g.pause_copy_ns));
+  if (g.pause_copy_ns > 0.25 * pause_ns) {
+    absl::StrAppend(&f.summary,
+                    " Copies inside a pause are what saving a checkpoint or moving tensors to "
+                    "the host looks like.");
+  }
+  f.evidence = {{"pauses", count, "count"},
+                {"pause_ns", pause_ns, "ns"},
+                {"pause_idle_ns", g.long_gap_ns, "ns"},
+                {"pause_copy_ns", g.pause_copy_ns, "ns"},
+                {"long_gaps", g.long_gap_count, "count"}};
+  for (const model::Interval& pause : g.gpu->pauses) {
     if (f.ranges.size() >= kMaxRanges) break;
-    if (gap.length_ns() < c.report.long_gap_ns || !InWindow(g.window, gap.start_ns, gap.end_ns)) {
-      continue;
-    }
-    f.ranges.push_back({gap.start_ns, gap.end_ns,
-                        absl::StrCat("idle ", Time(static_cast<double>(gap.length_ns())))});
+    if (!InWindow(g.window, pause.start_ns, pause.end_ns)) continue;
+    f.ranges.push_back({pause.start_ns, pause.end_ns,
+                        absl::StrCat("no kernel for ", Time(static_cast<double>(pause.length_ns())))});
   }
   f.fixes = {
       "Find what the host does in these intervals: checkpointing, evaluation, logging, "
       "data-loader restarts (end of epoch), garbage collection, NCCL initialisation; "
       "`gpscope-analyze dump FILE` lists the API calls and NVTX ranges around them.",
       "Move checkpointing and evaluation off the critical path (background thread, async "
-      "checkpoint), and keep DataLoader workers alive across epochs (persistent_workers=True).",
+      "checkpoint: torch.distributed.checkpoint.async_save, or copy to pinned memory and write "
+      "from another thread), save less often, and keep DataLoader workers alive across epochs "
+      "(persistent_workers=True).",
   };
   c.out->push_back(std::move(f));
 }
 
 void DominantKernel(const Context& c, const GpuReport& g, Finding f) {
-  if (g.top_kernels.empty()) return;
-  const KernelRow& k = g.top_kernels.front();
+  // Communication kernels mostly wait for the other ranks: not a kernel to
+  // tune (low-comm-overlap and straggler-rank judge them).
+  const KernelRow* top = nullptr;
+  for (const KernelRow& k : g.top_kernels) {
+    if (k.collective.empty()) {
+      top = &k;
+      break;
+    }
+  }
+  if (top == nullptr) return;
+  const KernelRow& k = *top;
   if (k.share <= kDominantKernelShare) return;
   f.severity = Severity::kInfo;
   f.cost_ns = Ns(kDominantKernelGain * static_cast<double>(k.duration.total));
@@ -346,10 +733,25 @@ void DominantKernel(const Context& c, const GpuReport& g, Finding f) {
   f.ranges.push_back({k.longest.start_ns, k.longest.end_ns, "its longest launch"});
   f.fixes = {
       absl::StrCat("Profile a few launches with Nsight Compute: ", NcuCommand(k.name, Cmdline(c, g))),
-      "Check it runs on tensor cores (bf16/fp16/tf32 inputs, aligned shapes) and compare its "
-      "achieved memory bandwidth and FLOP/s with the GPU's peaks in the ncu report.",
   };
-  f.summary += absl::StrCat(" Kernel: ", Truncate(k.compact, 120));
+  if (!k.library.empty() && k.library != "generated" && k.library != "Triton") {
+    f.fixes.push_back(absl::StrCat(
+        "It is a ", k.library, " kernel: its tiles and registers are the library's choice; "
+        "tune the call instead: input dtype (bf16/fp16, or TF32 for fp32 via "
+        "torch.backends.cuda.matmul.allow_tf32 / cublasSetMathMode), shapes that are multiples "
+        "of 16 (8 for fp16), and batching many small calls into one (bmm, grouped GEMM)."));
+  } else if (!k.library.empty()) {
+    f.fixes.push_back(
+        "It is generated code (Triton, XLA, CuPy, Numba or NVRTC): tune the generator's choices "
+        "(Triton: BLOCK sizes, num_warps, num_stages in its autotune configs; torch.compile "
+        "mode=\"max-autotune\") rather than the kernel's registers.");
+  } else {
+    f.fixes.push_back(
+        "Check it runs on tensor cores (bf16/fp16/tf32 inputs, aligned shapes) and compare its "
+        "achieved memory bandwidth and FLOP/s with the GPU's peaks in the ncu report.");
+  }
+  f.summary += absl::StrCat(" Kernel: ", Truncate(k.compact, 120),
+                            k.library.empty() ? "" : absl::StrCat(" (", k.library, ")"));
   c.out->push_back(std::move(f));
 }
 
@@ -386,10 +788,18 @@ void LowSmEfficiency(const Context& c, const GpuReport& g, Finding f) {
   if (worst != nullptr) {
     f.evidence.push_back({"worst_kernel_max_blocks", static_cast<double>(worst->max_blocks),
                           "count"});
-    f.fixes.push_back(absl::StrCat("Worst offender: ", Truncate(worst->compact, 60), " (",
-                                   worst->max_blocks, " blocks at most); check its launch "
-                                   "configuration and occupancy: ",
-                                   NcuCommand(worst->name, Cmdline(c, g))));
+    if (!worst->library.empty() && worst->library != "generated") {
+      f.fixes.push_back(absl::StrCat(
+          "Worst offender: ", Truncate(worst->compact, 60), " (", worst->library, ", ",
+          worst->max_blocks, " blocks at most): the library sizes its grid from the problem, "
+          "so the call is too small: batch such calls (bmm, grouped GEMM, batched FFT plans) or "
+          "give each one more rows."));
+    } else {
+      f.fixes.push_back(absl::StrCat("Worst offender: ", Truncate(worst->compact, 60), " (",
+                                     worst->max_blocks, " blocks at most); check its launch "
+                                     "configuration (grid size) and occupancy: ",
+                                     NcuCommand(worst->name, Cmdline(c, g))));
+    }
     f.ranges.push_back({worst->longest.start_ns, worst->longest.end_ns,
                         "longest launch of the worst kernel"});
   }
@@ -555,15 +965,14 @@ void LowOccupancy(const Context& c, const GpuReport& g, Finding f) {
   const KernelRow* worst = nullptr;
   for (const KernelRow& k : g.top_kernels) {
     if (k.est_occupancy >= 0 && k.est_occupancy < kLowOccupancy && !k.large_tile &&
-        (worst == nullptr || k.duration.total > worst->duration.total)) {
+        k.library.empty() && (worst == nullptr || k.duration.total > worst->duration.total)) {
       worst = &k;
     }
   }
   f.fixes = {
       "Use fewer registers per thread: __launch_bounds__(threads, min_blocks) or -maxrregcount; "
       "check spills with -Xptxas -v.",
-      "Use less shared memory per block, or larger blocks that share it; in Triton, fewer "
-      "stages (num_stages) or smaller tiles.",
+      "Use less shared memory per block, or larger blocks that share it.",
   };
   if (worst != nullptr) {
     f.evidence.push_back({"worst_kernel_occupancy", worst->est_occupancy, "ratio"});
@@ -619,6 +1028,40 @@ void LowCommOverlap(const Context& c, const GpuReport& g, Finding f) {
 }
 
 // ------------------------------------------------------- non-GPU rules --
+
+// The file a GPU's process was read from.
+std::string PathOf(const Context& c, size_t gpu_index) {
+  if (gpu_index >= c.report.gpus.size()) return "";
+  const model::ProcessModel* p = ProcessOf(c, c.report.gpus[gpu_index]);
+  return p != nullptr ? p->path : "";
+}
+
+// How to compare the straggler with the fastest rank: the same node file
+// (`diff --rank`), or two files.
+std::string StragglerDiffFix(const Context& c, const RankRow& slow) {
+  const RankReport& ranks = c.report.ranks;
+  const RankRow* fast = nullptr;
+  for (const RankRow& r : ranks.rows) {
+    if (&r == &slow || r.collectives == 0) continue;
+    if (fast == nullptr || r.mean_late_ns < fast->mean_late_ns) fast = &r;
+  }
+  if (fast == nullptr) return "Compare this rank's summary with a fast rank's.";
+  const std::string slow_path = PathOf(c, slow.gpu_index);
+  const std::string fast_path = PathOf(c, fast->gpu_index);
+  if (slow.rank >= 0 && fast->rank >= 0 && slow_path == fast_path && !slow_path.empty()) {
+    return absl::StrCat("Compare it with the fastest rank, ", fast->label,
+                        ", from the same node file: gpscope-analyze diff --rank ", fast->rank,
+                        " --rank ", slow.rank, " ", ShellQuote(slow_path));
+  }
+  if (!slow_path.empty() && !fast_path.empty() && slow_path != fast_path) {
+    return absl::StrCat("Compare it with the fastest rank, ", fast->label,
+                        ": gpscope-analyze diff ", ShellQuote(fast_path), " ",
+                        ShellQuote(slow_path));
+  }
+  return absl::StrCat("Compare it with the fastest rank, ", fast->label,
+                      " (pid ", fast->pid, " vs pid ", slow.pid, "): their rows in the per-rank "
+                      "table below, and each GPU's section.");
+}
 
 void StragglerRank(const Context& c) {
   const RankReport& ranks = c.report.ranks;
@@ -692,8 +1135,7 @@ void StragglerRank(const Context& c) {
                    " does differently: its host (other jobs, CPU frequency, data loading from "
                    "slower storage), its GPU (clocks, temperature: see its clock-throttling and "
                    "the per-rank table) or its data (longer sequences: balance the batches)."),
-      "Compare this rank's summary with a fast rank's: gpscope-analyze diff FAST_RANK_FILE "
-      "SLOW_RANK_FILE.",
+      StragglerDiffFix(c, s),
       "If the work per rank is uneven by design (pipeline stages, uneven shards), rebalance "
       "the partition.",
   };
@@ -859,6 +1301,154 @@ void IncompleteData(const Context& c) {
   }
 }
 
+// ---------------------------------------------------------------- grouping --
+
+// Moves the findings that are consequences of another under it
+// (Finding::grouped): see rules.h. Each pairing names the evidence that one
+// explains the other.
+void GroupConsequences(const Context& c, std::vector<Finding>* findings) {
+  std::vector<Finding>& all = *findings;
+  std::vector<int> parent(all.size(), -1);
+  std::vector<std::string> relation(all.size());
+  auto find = [&all](std::string_view rule, int gpu) -> int {
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (all[i].rule == rule && all[i].gpu == gpu) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  auto root = [&parent](int i) {
+    while (parent[static_cast<size_t>(i)] >= 0) i = parent[static_cast<size_t>(i)];
+    return i;
+  };
+  // A consequence goes under the root of its cause's group (groups are one
+  // level deep); one that already has a cause keeps it.
+  auto group = [&](int cause, int consequence, std::string why) {
+    if (cause < 0 || consequence < 0) return;
+    if (parent[static_cast<size_t>(consequence)] >= 0) return;
+    cause = root(cause);
+    if (cause == consequence) return;
+    parent[static_cast<size_t>(consequence)] = cause;
+    relation[static_cast<size_t>(consequence)] = std::move(why);
+    for (size_t k = 0; k < parent.size(); ++k) {  // its own consequences move along
+      if (parent[k] == consequence) parent[k] = cause;
+    }
+  };
+  // The straggler first: its own GPU's findings explain why it is late, the
+  // other ranks' exposed communication is the wait for it.
+  const int straggler = find("straggler-rank", c.report.ranks.straggler >= 0
+                                                   ? static_cast<int>(c.report.ranks.rows[static_cast<size_t>(c.report.ranks.straggler)].gpu_index)
+                                                   : -2);
+  if (straggler >= 0) {
+    const int sgpu = all[static_cast<size_t>(straggler)].gpu;
+    for (size_t i = 0; i < all.size(); ++i) {
+      const Finding& f = all[i];
+      if (f.severity == Severity::kInfo) continue;
+      static constexpr std::string_view kWhy[] = {"data-starvation", "host-bound", "host-sync",
+                                                  "implicit-sync", "synchronous-launches",
+                                                  "launch-bound", "clock-throttling",
+                                                  "gpu-shared-nvml", "long-gaps"};
+      const bool why = std::find(std::begin(kWhy), std::end(kWhy), f.rule) != std::end(kWhy);
+      if (f.gpu == sgpu && why) {
+        group(straggler, static_cast<int>(i), "on the straggler itself: why it is late");
+      } else if (f.gpu != sgpu && f.rule == "low-comm-overlap") {
+        group(straggler, static_cast<int>(i), "consequence: this rank waits for the straggler");
+      }
+    }
+  }
+  // Heavy record loss: idle time may be activity whose records were lost.
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i].rule != "incomplete-data" || all[i].severity != Severity::kCritical) continue;
+    const int process = all[i].process;
+    for (size_t j = 0; j < all.size(); ++j) {
+      const Finding& f = all[j];
+      if (f.gpu < 0 || static_cast<size_t>(f.gpu) >= c.report.gpus.size()) continue;
+      const GpuReport& g = c.report.gpus[static_cast<size_t>(f.gpu)];
+      const model::ProcessModel* p = ProcessOf(c, g);
+      if (p == nullptr || process < 0 ||
+          static_cast<size_t>(process) >= c.model.processes.size() ||
+          &c.model.processes[static_cast<size_t>(process)] != p) {
+        continue;
+      }
+      static constexpr std::string_view kIdle[] = {"data-starvation", "host-bound", "host-sync",
+                                                   "implicit-sync", "launch-bound", "long-gaps",
+                                                   "synchronous-launches", "low-sm-efficiency"};
+      if (std::find(std::begin(kIdle), std::end(kIdle), f.rule) == std::end(kIdle)) continue;
+      group(static_cast<int>(i), static_cast<int>(j),
+            "may be an artifact of the lost records: idle time there may be unrecorded work");
+    }
+  }
+  for (const GpuReport& g : c.report.gpus) {
+    const int gpu = static_cast<int>(g.gpu_index);
+    const double wlen = g.traced_window_ns();
+    // Synchronous launches cause the launch gaps and the host wait.
+    const int sync_launch = find("synchronous-launches", gpu);
+    for (std::string_view rule : {"launch-bound", "data-starvation", "host-bound"}) {
+      group(sync_launch, find(rule, gpu),
+            "consequence: every launch waits for its kernel, so the host cannot run ahead");
+    }
+    // Implicit syncs behind the launch gaps: when they hold at least half
+    // of the launch-gap idle (ours: majority).
+    const int implicit = find("implicit-sync", gpu);
+    const int launch = find("launch-bound", gpu);
+    if (implicit >= 0 && launch >= 0 &&
+        g.implicit_idle_ns >= 0.5 * (g.short_gap_idle.host_ns + g.short_gap_idle.kernel_ns +
+                                     g.short_gap_idle.implicit_ns)) {
+      group(implicit, launch,
+            "consequence: the short gaps are the host blocked in allocation and free, not "
+            "launch overhead");
+    }
+    // Host code after a sync costs more than the sync: the sync is part of
+    // the host-bound loop.
+    const int host_bound = find("host-bound", gpu);
+    const double sync_wait = g.gap_idle.sync_ns + g.short_gap_idle.sync_ns;
+    if (g.after_sync_host_ns + g.short_after_sync_host_ns >= sync_wait) {
+      group(host_bound, find("host-sync", gpu),
+            "consequence: the sync makes the host wait for the GPU; the host code after it is "
+            "the larger cost");
+    }
+    // Pageable memory makes the copies slow: copy-heavy is the symptom.
+    const int pageable = find("pageable-copies", gpu);
+    const int copy_heavy = find("copy-heavy", gpu);
+    const int long_gaps = find("long-gaps", gpu);
+    // A pause full of copies (a checkpoint) explains both.
+    if (long_gaps >= 0 && g.copy_ns > 0 && g.pause_copy_ns >= 0.5 * g.copy_ns) {
+      group(long_gaps, copy_heavy, "consequence: most copy time is inside the pauses");
+      if (g.pageable_copy_ns > 0 && g.pause_copy_ns >= 0.5 * g.pageable_copy_ns) {
+        group(long_gaps, pageable, "consequence: the pageable copies are inside the pauses");
+      }
+    }
+    if (pageable >= 0 && copy_heavy >= 0 && g.pageable_copy_ns >= 0.5 * g.copy_ns) {
+      group(pageable, copy_heavy,
+            "consequence: most copy time is copies from pageable memory, at pageable speed");
+    }
+    // The host held in pageable copies is the same copies seen from the host.
+    if (pageable >= 0 && implicit >= 0 && !g.implicit.empty() &&
+        g.implicit.front().group == model::kImplicitPageableCopy) {
+      group(pageable, implicit,
+            "consequence: the host is held while the driver stages the pageable copies");
+    }
+    (void)wlen;
+  }
+  // Apply: causes take the worst severity and the largest cost of their group.
+  std::vector<Finding> top;
+  std::vector<int> where(all.size(), -1);
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (parent[i] >= 0) continue;
+    where[i] = static_cast<int>(top.size());
+    top.push_back(std::move(all[i]));
+  }
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (parent[i] < 0) continue;
+    Finding& cause = top[static_cast<size_t>(where[static_cast<size_t>(parent[i])])];
+    Finding& member = all[i];
+    member.relation = relation[i];
+    cause.severity = std::max(cause.severity, member.severity);
+    cause.cost_ns = std::max(cause.cost_ns, member.cost_ns);
+    cause.grouped.push_back(std::move(member));
+  }
+  all = std::move(top);
+}
+
 // --------------------------------------------------------------- catalogue --
 
 using GpuRuleFn = void (*)(const Context&, const GpuReport&, Finding);
@@ -869,33 +1459,56 @@ struct GpuRule {
 };
 
 const GpuRule kGpuRules[] = {
-    {{"data-starvation", "GPU starved of work by the host",
-      "idle-gap share (gaps >= --idle-gap-ms) > 30% of the steady window and >= 50% of that idle "
-      "is host wait; critical > 60%",
-      "seed (idle-gap share > 30%), HTA (host wait)"},
+    {{"data-starvation", "GPU starved of input data",
+      "idle-gap share (gaps >= --idle-gap-ms) > 30% of the steady window, >= 50% of that idle "
+      "is host wait, and >= 50% of the host wait is in gaps in which an input copy (H2D > 64 "
+      "KB) was issued; critical > 60%",
+      "seed (idle-gap share > 30%), HTA (host wait), nsys (64 KB copies)"},
      DataStarvation},
     {{"launch-bound", "Launch-bound: many tiny kernels",
       "> 10,000 launches with mean < 10 us, or >= 30% of kernels shorter than their launch call "
       "and >= 30% of the window idle in short launch gaps; critical >= 60%",
       "seed (tiny kernels), HTA (short kernels)"},
      LaunchBound},
+    {{"host-bound", "Host-bound: the GPU waits for the host's own code",
+      "host wait in gaps >= --idle-gap-ms with no input copy, plus host wait in shorter gaps "
+      "after a sync, > 30% of the steady window; critical > 60%",
+      "seed (idle share > 30%), ANALYSIS-NOTES (input- vs host- vs sync-bound)"},
+     HostBound},
+    {{"synchronous-launches", "Synchronous launches (every launch waits for its kernel)",
+      ">= 90% of >= 100 launches of kernels running >= 50 us returned after their kernel "
+      "ended (queue depth 0); the cause from the recorded environment (CUDA_LAUNCH_BLOCKING); "
+      "critical when launch waits >= 60% of the window",
+      "HTA (launch call 5-20 us, outliers > 50 us), ours (90%)"},
+     SynchronousLaunches},
+    {{"implicit-sync", "Host blocked in implicitly synchronizing calls",
+      "GPU idle while the host was blocked in allocation/free, pinned host allocation, "
+      "synchronous or pageable copies, synchronous memsets >= 5% of the steady window "
+      "(critical >= 25%); info when only the host time blocked is >= 5%",
+      "CUDA Programming Guide (implicit synchronization), nsys (sync memcpy/memset), TB (5%)"},
+     ImplicitSync},
     {{"host-sync", "Host synchronization stalls (.item()-style)",
       "GPU idle behind host syncs >= 5% of the steady window with a sync call about every step "
       "(>= 0.9 per step, or >= 10/s); critical >= 25%",
       "nsys (sync APIs), TB (5% threshold), ours"},
      HostSync},
     {{"pageable-copies", "Copies from pageable host memory",
-      "any copy to/from pageable memory; warning when >= 100 in the window or >= 1% of it",
+      "any copy to/from pageable memory; warning when their GPU time is >= 1% of the window",
       "nsys (async memcpy with pageable memory)"},
      PageableCopies},
     {{"copy-heavy", "Copies take a large share of GPU time",
       "memcpy time > 20% of kernel + copy + memset time in the steady window",
       "seed (copies > 20% -> fix copies first)"},
      CopyHeavy},
-    {{"long-gaps", "Long GPU idle gaps",
-      "GPU idle gaps >= 500 ms inside the steady window (start-up/tear-down excluded)",
-      "nsys gpu_gaps"},
+    {{"long-gaps", "Long pauses in GPU work",
+      "kernel-free intervals (idle, or copies only) >= 500 ms inside the steady window "
+      "(start-up, tear-down and one-time gaps excluded)",
+      "nsys gpu_gaps (500 ms), ours (kernel-free)"},
      LongGaps},
+    {{"one-time-startup", "One-time start-up work (compilation, autotuning, loading)",
+      "long gaps (>= 500 ms) after which the GPU runs kernels it never ran before (info)",
+      "ours (new code after a gap: JIT, autotuning, lazy loading)"},
+     OneTimeStartup},
     {{"dominant-kernel", "One kernel dominates",
       "one kernel name > 40% of all kernel time (info: profile it with ncu)",
       "seed (single kernel > 40% -> profile that kernel)"},
@@ -990,13 +1603,13 @@ std::vector<Finding> EvaluateRules(const model::TraceModel& model, const Summary
   GpuShared(c);
   StragglerRank(c);
   IncompleteData(c);
-  // Warnings and criticals first, each group most costly first: an info
-  // finding (a dominant kernel, a GPU at its power cap) can have a large
-  // "cost" but is not a problem to fix.
+  GroupConsequences(c, &findings);
+  // Most severe first, then most costly: an info finding (a dominant
+  // kernel, a GPU at its power cap) can have a large "cost" but is not a
+  // problem to fix, and a critical finding outranks any warning.
   std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
-    const bool a_act = a.severity != Severity::kInfo, b_act = b.severity != Severity::kInfo;
-    return std::make_tuple(b_act, b.cost_ns, static_cast<int>(b.severity), a.rule) <
-           std::make_tuple(a_act, a.cost_ns, static_cast<int>(a.severity), b.rule);
+    return std::make_tuple(static_cast<int>(b.severity), b.cost_ns, a.rule) <
+           std::make_tuple(static_cast<int>(a.severity), a.cost_ns, b.rule);
   });
   return findings;
 }

@@ -464,11 +464,13 @@ std::string RenderJson(const RunDiff& d, const DiffOptions& options,
 constexpr char kUsage[] =
     "usage: gpscope-analyze diff [--format text|json] [--fail-on-regression PCT] [--top N]\n"
     "                            [--idle-gap-ms MS] [--window-ms MS] BASE NEW\n"
+    "       gpscope-analyze diff [options] --rank A --rank B FILE\n"
     "\n"
     "What changed between two runs: step time P50/P95, GPU busy and idle-gap share, the\n"
     "four numbers, communication, top kernels by total time (new and vanished ones),\n"
     "copies, and findings that appeared or disappeared. BASE and NEW are trace files,\n"
-    "or several files of one run joined by commas.\n"
+    "or several files of one run joined by commas. With --rank twice, BASE is rank A\n"
+    "and NEW rank B of the same FILE (a node file holds every rank of the node).\n"
     "\n"
     "  --format text|json        output format (default text; json keys in diff.h)\n"
     "  --fail-on-regression PCT  exit 3 when step time P50/P95 (without steps: total\n"
@@ -477,6 +479,7 @@ constexpr char kUsage[] =
     "  --top N                   kernels listed (default 15)\n"
     "  --idle-gap-ms MS          as for summary (default 5)\n"
     "  --window-ms MS            as for summary, 50..200 (default 100)\n"
+    "  --rank A --rank B         compare two ranks of one run (Identity.rank)\n"
     "  -h, --help                this help\n"
     "\n"
     "Exit status: 0 ok (regressions are listed but do not fail without the option),\n"
@@ -489,7 +492,38 @@ int Usage(std::ostream& err, const std::string& message) {
 
 }  // namespace
 
-int RunDiffCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+int RunDiffCommand(const std::vector<std::string>& raw_args, std::ostream& out,
+                   std::ostream& err) {
+  // --rank may be given twice, which ParseArgs (one value per flag) does
+  // not keep: take the ranks out first.
+  std::vector<std::string> args;
+  std::vector<int32_t> ranks;
+  for (size_t i = 0; i < raw_args.size(); ++i) {
+    const std::string& a = raw_args[i];
+    if (a == "--") {
+      args.insert(args.end(), raw_args.begin() + static_cast<std::ptrdiff_t>(i), raw_args.end());
+      break;
+    }
+    std::string value;
+    if (a == "--rank") {
+      if (i + 1 >= raw_args.size()) return Usage(err, "--rank needs a value");
+      value = raw_args[++i];
+    } else if (a.rfind("--rank=", 0) == 0) {
+      value = a.substr(7);
+    } else {
+      args.push_back(a);
+      continue;
+    }
+    int32_t rank = -1;
+    if (!absl::SimpleAtoi(value, &rank) || rank < 0) {
+      return Usage(err, absl::StrCat("--rank must be a rank number >= 0, not '", value, "'"));
+    }
+    ranks.push_back(rank);
+  }
+  if (!ranks.empty() && ranks.size() != 2) {
+    return Usage(err, absl::StrCat("--rank is given twice, BASE's rank then NEW's (got ",
+                                   ranks.size(), ")"));
+  }
   absl::StatusOr<ParsedArgs> parsed = ParseArgs(
       args, {"format", "fail-on-regression", "top", "idle-gap-ms", "window-ms"}, {"help"});
   if (!parsed.ok()) return Usage(err, std::string(parsed.status().message()));
@@ -516,17 +550,23 @@ int RunDiffCommand(const std::vector<std::string>& args, std::ostream& out, std:
       !error.empty()) {
     return Usage(err, error);
   }
-  if (parsed->positional.size() != 2) {
-    return Usage(err, absl::StrCat("needs two runs, BASE and NEW (got ", parsed->positional.size(),
-                                   ")"));
+  const size_t want = ranks.empty() ? 2 : 1;
+  if (parsed->positional.size() != want) {
+    return Usage(err, ranks.empty()
+                          ? absl::StrCat("needs two runs, BASE and NEW (got ",
+                                         parsed->positional.size(), ")")
+                          : absl::StrCat("with --rank, needs one run, FILE (got ",
+                                         parsed->positional.size(), ")"));
   }
   std::vector<std::string> files[2];
   std::unique_ptr<SummaryResult> results[2];
   int code = kExitOk;
   for (int side = 0; side < 2; ++side) {
-    files[side] = absl::StrSplit(parsed->positional[static_cast<size_t>(side)], ',',
-                                 absl::SkipEmpty());
-    results[side] = ComputeSummaryResult(files[side], model_options, analyses::ReportOptions{});
+    files[side] = absl::StrSplit(parsed->positional[ranks.empty() ? static_cast<size_t>(side) : 0],
+                                 ',', absl::SkipEmpty());
+    model::ModelOptions side_options = model_options;
+    if (!ranks.empty()) side_options.only_rank = ranks[static_cast<size_t>(side)];
+    results[side] = ComputeSummaryResult(files[side], side_options, analyses::ReportOptions{});
     size_t readable = 0;
     for (const reader::FileInfo& f : results[side]->model.index.files) {
       if (f.status.ok()) {
@@ -538,6 +578,12 @@ int RunDiffCommand(const std::vector<std::string>& args, std::ostream& out, std:
     }
     if (ReportPartial(results[side]->model.index, err)) code = kExitFailed;
     if (readable == 0) return kExitFailed;
+    if (!ranks.empty() && results[side]->model.processes.empty()) {
+      err << kProgram << ": " << absl::StrJoin(files[side], ",") << ": no process of rank "
+          << ranks[static_cast<size_t>(side)]
+          << " (the header's identity); check the ranks with gpscope-analyze info\n";
+      return kExitFailed;
+    }
   }
   const RunDiff d = ComputeDiff(*results[0], *results[1], options);
   out << (format == "json" ? RenderJson(d, options, model_options, files[0], *results[0], files[1],

@@ -7,6 +7,7 @@
 //
 //   gpscope-analyze diff base.gpscope new.gpscope
 //   gpscope-analyze diff --format json --fail-on-regression 5 a1.gpscope,a2.gpscope b.gpscope
+//   gpscope-analyze diff --rank 0 --rank 1 node.gpscope   // two ranks of one node file
 //
 // BASE and NEW are each a trace file, or several joined by commas (the files
 // of one multi-node run). Both are summarised as `summary` does (same

@@ -76,6 +76,10 @@ class InfoCollector : public reader::ChunkVisitor {
       if (p.lost_intervals.size() < kMaxLostIntervalsKept) p.lost_intervals.push_back(l);
     }
     for (const proto::CapabilityNotice& c : batch.capabilities()) p.capabilities[c.component()] = c;
+    for (const proto::CuptiClientRefusal& r : batch.cupti_refusals()) {
+      proto::CuptiClientRefusal& kept = p.cupti_refusals[{r.api(), r.caller()}];
+      if (r.count() >= kept.count()) kept = r;
+    }
     const absl::Status status = reader::DecodeBatch(batch, &events_);
     if (!status.ok()) {
       ++p.undecodable_batches;
@@ -298,6 +302,12 @@ void RenderProcessText(const ProcessReport& p, TextOut& t) {
     t.Row("command", command.empty() ? h.exe_path() : command);
     const std::string identity = IdentityText(h.identity());
     if (!identity.empty()) t.Row("identity", identity);
+    if (h.env_size() > 0) {
+      // Allow-listed settings only (the collector records nothing else).
+      std::vector<std::string> env;
+      for (const proto::KeyValue& kv : h.env()) env.push_back(absl::StrCat(kv.key(), "=", kv.value()));
+      t.WrappedRow("environment", env);
+    }
     if (h.is_fork_child()) {
       t.Row("fork",
             absl::StrCat("child of uid ", Uid(h.parent_process_uid()), " (ppid ", h.ppid(), ")"));
@@ -387,6 +397,14 @@ void RenderProcessText(const ProcessReport& p, TextOut& t) {
       t.Row("unavailable", absl::StrCat(component, c.reason().empty() ? "" : ": ", c.reason()));
     }
   }
+  for (const auto& [key, r] : p.cupti_refusals) {
+    // Its profiler (torch.profiler, Nsight) got no GPU events; gpscope's are complete.
+    t.Row("other profiler",
+          absl::StrCat("REFUSED ", Count(r.count()), "x: ", r.api(), " from ",
+                       r.caller().empty() ? std::string("an unknown library") : r.caller(),
+                       ", first at ", TextTime(p.clocks.ToRealtimeNs(r.first_ns())).substr(11),
+                       " (it got no GPU events; GPSCOPE_CUPTI_MODE=yield leaves CUPTI to it)"));
+  }
   if (info.end) {
     const proto::ProcessEnd& e = *info.end;
     std::string end = EndName(e.reason());
@@ -437,6 +455,12 @@ void RenderProcessJson(const ProcessReport& p, render::JsonWriter& j) {
     j.Key("node_rank").Int(id.node_rank());
     j.Key("launcher").String(id.launcher());
     j.EndObject();
+    // An array: a damaged or hand-made header may repeat a name.
+    j.Key("env").BeginArray();
+    for (const proto::KeyValue& kv : h.env()) {
+      j.BeginObject().Key("name").String(kv.key()).Key("value").String(kv.value()).EndObject();
+    }
+    j.EndArray();
     j.Key("gpscope_version").String(h.gpscope_version());
     j.Key("cuda_driver_version").Uint(h.cuda_driver_version());
     j.Key("cupti_api_version").Uint(h.cupti_api_version());
@@ -501,6 +525,16 @@ void RenderProcessJson(const ProcessReport& p, render::JsonWriter& j) {
     j.Key("reason").String(c.reason()).EndObject();
   }
   j.EndArray();
+  // Only when another CUPTI client was refused (older readers' key list).
+  if (!p.cupti_refusals.empty()) {
+    j.Key("cupti_refusals").BeginArray();
+    for (const auto& [key, r] : p.cupti_refusals) {
+      j.BeginObject().Key("api").String(r.api()).Key("caller").String(r.caller());
+      j.Key("count").Uint(r.count()).Key("first_ns").Uint(r.first_ns());
+      j.Key("last_ns").Uint(r.last_ns()).Key("result").Uint(r.result()).EndObject();
+    }
+    j.EndArray();
+  }
   j.Key("clean_exit").Bool(info.end.has_value());
   if (info.end) {
     const proto::ProcessEnd& e = *info.end;

@@ -1,8 +1,10 @@
 // tools/analyze/info.h: `gpscope-analyze info FILE...`: what a set of trace
-// files holds. Per process: identity, command line, devices, time span (wall
-// clock), frames read and lost, event counts per kind, drops by reason, lost
-// intervals, unavailable collector parts and whether the process ended
-// cleanly; plus the reader's warnings about damaged data.
+// files holds. Per process: identity, command line, the allow-listed
+// environment the collector recorded (CUDA_LAUNCH_BLOCKING, NCCL_*...),
+// devices, time span (wall clock), frames read and lost, event counts per
+// kind, drops by reason, lost intervals, unavailable collector parts and
+// whether the process ended cleanly; plus the reader's warnings about
+// damaged data.
 //
 // CollectInfo() is the analysis (pure apart from reading the files); the two
 // renderers turn its result into text (fits 100 columns) or JSON (stable
@@ -47,6 +49,9 @@ struct ProcessReport {
   std::vector<proto::LostInterval> lost_intervals;  // the first kMaxLostIntervalsKept
   uint64_t lost_intervals_total = 0;
   std::map<std::string, proto::CapabilityNotice> capabilities;  // by component, last wins
+  // Another CUPTI client refused while the collector held CUPTI, by (api,
+  // caller); the notices are cumulative, the largest count wins.
+  std::map<std::pair<std::string, std::string>, proto::CuptiClientRefusal> cupti_refusals;
   uint64_t undecodable_batches = 0;  // batches whose columns disagree (also a warning)
 };
 

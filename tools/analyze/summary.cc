@@ -187,7 +187,7 @@ void RenderFindings(const SummaryResult& r, Text& t) {
   size_t shown = 0;
   for (const Finding& f : findings) shown += f.severity != analyses::Severity::kInfo ? 1 : 0;
   t.Line(absl::StrCat("FINDINGS (", findings.size(), "; ", shown,
-                      " at warning level or above; those first, most costly first)"));
+                      " at warning level or above; most severe first, then most costly)"));
   if (findings.empty()) {
     t.Line("  none: no rule fired. See the numbers below.");
     return;
@@ -231,6 +231,17 @@ void RenderFindings(const SummaryResult& r, Text& t) {
     for (size_t k = 0; k < f.fixes.size(); ++k) {
       t.Row(k == 0 ? "fix" : "", absl::StrCat("- ", f.fixes[k]), 5, 15, /*hang_extra=*/2);
     }
+    // Findings grouped under this cause: one line each (their numbers are
+    // in --format json).
+    for (size_t k = 0; k < f.grouped.size(); ++k) {
+      const Finding& g = f.grouped[k];
+      t.Row(k == 0 ? "grouped" : "",
+            absl::StrCat("- ", absl::AsciiStrToUpper(analyses::SeverityName(g.severity)), " ",
+                         g.rule, g.cost_ns > 0 ? absl::StrCat(" (cost ~", Time(g.cost_ns), ")") : "",
+                         g.scope != f.scope ? absl::StrCat(" on ", g.scope) : "", ", ",
+                         g.relation, ": ", g.summary),
+            5, 15, /*hang_extra=*/2);
+    }
   }
 }
 
@@ -254,6 +265,8 @@ void RenderIdle(const GpuReport& g, uint64_t threshold_ns, Text& t) {
        true},
       {"sync wait", g.gap_idle.sync_ns, g.short_gap_idle.sync_ns, g.stream_idle.sync_ns, true,
        true},
+      {"implicit sync", g.gap_idle.implicit_ns, g.short_gap_idle.implicit_ns,
+       g.stream_idle.implicit_ns, true, true},
       {"kernel wait", 0, g.short_gap_idle.kernel_ns, g.stream_idle.kernel_ns, false, true},
       {"other", g.gap_idle.other_ns, 0, g.stream_idle.other_ns, true, false},
       {"total", g.gap_idle.total_ns(), g.short_gap_idle.total_ns(), g.stream_idle.total_ns(), true,
@@ -265,8 +278,10 @@ void RenderIdle(const GpuReport& g, uint64_t threshold_ns, Text& t) {
   }
   t.Para(4,
          "% of the window. host wait: the launch call came after the GPU ran dry; sync wait: "
-         "the host was blocked in a sync then; kernel wait: work was queued (short gap); other: "
-         "queued work waited >= the threshold. Per-stream idle sums over streams (HTA).");
+         "the host was blocked in a sync then; implicit sync: in an implicitly synchronizing "
+         "call (allocation, free, synchronous or pageable copy, synchronous memset); kernel "
+         "wait: work was queued (short gap); other: queued work waited >= the threshold. "
+         "Per-stream idle sums over streams (HTA).");
 }
 
 void RenderKernels(const GpuReport& g, Text& t) {
@@ -343,6 +358,25 @@ void RenderHost(const SummaryResult& r, const GpuReport& g, Text& t) {
   absl::StrAppend(&syncs, ", host blocked ", Time(g.sync_blocked_ns), "; ",
                   Count(g.d2h_copy_count), " D2H copies in the window");
   t.Row("syncs", syncs, 4, 18);
+  for (size_t i = 0; i < g.implicit.size(); ++i) {
+    const analyses::ImplicitGroupRow& row = g.implicit[i];
+    t.Row(i == 0 ? "implicit syncs" : "",
+          absl::StrCat(model::ImplicitGroupName(row.group), ": ", Count(row.calls),
+                       " calls in the window, host blocked ", Time(row.blocked_ns),
+                       ", GPU idle behind them ", Time(row.gpu_idle_ns),
+                       row.top_call.empty()
+                           ? ""
+                           : absl::StrCat(" (mostly ", row.top_call, ": ",
+                                          Count(row.top_call_calls), " calls, ",
+                                          Time(row.top_call_blocked_ns), " whole run)")),
+          4, 18);
+  }
+  if (g.long_launches > 0) {
+    t.Row("sync launches",
+          absl::StrCat(Count(g.long_launches_blocking), " of ", Count(g.long_launches),
+                       " launches of kernels >= 50 us returned after their kernel ended (window)"),
+          4, 18);
+  }
   if (p != nullptr) {
     std::vector<std::pair<uint32_t, model::ThreadSyncStats>> threads(
         p->process->sync_by_thread.begin(), p->process->sync_by_thread.end());
@@ -369,7 +403,11 @@ void RenderSteps(const GpuReport& g, Text& t) {
   std::string head =
       g.step_source == "inferred"
           ? absl::StrCat(Count(g.step_count), " inferred without NVTX markers from the period of \"",
-                         analyses::Truncate(analyses::CompactKernelName(g.step_anchor), 40), "\" (",
+                         analyses::Truncate(g.step_anchor_host
+                                                ? g.step_anchor
+                                                : analyses::CompactKernelName(g.step_anchor),
+                                            g.step_anchor_host ? 48 : 40),
+                         "\" (",
                          g.step_candidates, g.step_candidates == 1 ? " series" : " series agree", ")")
           : absl::StrCat(Count(g.step_count), " (\"", analyses::Truncate(g.step_example, 24),
                          "\", ...)");
@@ -564,14 +602,20 @@ void RenderGpu(const SummaryResult& r, const GpuReport& g, Text& t) {
           absl::StrCat(Percent(g.est_occupancy),
                        " theoretical, from launch shapes, weighted by kernel time (",
                        Percent(g.occupancy_known_share), " of it",
+                       g.library_share > 0
+                           ? absl::StrCat("; library and generated kernels, ",
+                                          Percent(g.library_share), ", left out")
+                           : std::string(),
                        g.large_tile_share > 0
                            ? absl::StrCat("; large-tile GEMM/attention launches, ",
                                           Percent(g.large_tile_share), ", left out")
                            : std::string(),
                        ")"));
-  } else if (g.large_tile_share > 0) {
-    t.Row("occupancy", absl::StrCat("n/a: large-tile launches (>= 64 KiB shared memory per block, ",
-                                    Percent(g.large_tile_share), " of kernel time)"));
+  } else if (g.large_tile_share > 0 || g.library_share > 0) {
+    t.Row("occupancy",
+          absl::StrCat("n/a: library and generated kernels (", Percent(g.library_share),
+                       " of kernel time) and large-tile launches (>= 64 KiB shared memory per "
+                       "block, ", Percent(g.large_tile_share), ")"));
   }
   if (g.throttled_share >= 0) {
     t.Row("clocks", absl::StrCat("power/thermal slowdown in ", Percent(g.throttled_share), " of ",
@@ -673,6 +717,17 @@ void RenderCompleteness(const SummaryResult& r, Text& t) {
              6);
     }
     for (const std::string& u : p.unavailable) t.Para(4, absl::StrCat("unavailable: ", u), 6);
+    for (const proto::CuptiClientRefusal& c : p.cupti_refusals) {
+      // gpscope's data is complete; the application's own profiler got none.
+      t.Para(4,
+             absl::StrCat("another profiler REFUSED: ", c.api(), " from ",
+                          c.caller().empty() ? std::string("an unknown library") : c.caller(),
+                          ", ", Count(c.count()), c.count() == 1 ? " call" : " calls",
+                          " from ", Offset(c.first_ns(), p.first_ns),
+                          " (gpscope held CUPTI; that profiler recorded no GPU events: "
+                          "GPSCOPE_CUPTI_MODE=yield leaves CUPTI to it)"),
+             6);
+    }
     if (p.collector_cpu.samples > 0) {
       t.Para(4,
              absl::StrFormat("collector cost: gpscope's threads used %.2f%% of one core on average "
@@ -817,6 +872,13 @@ void FindingJson(const SummaryResult& r, JsonWriter& j, const Finding& f) {
   j.Key("fixes").BeginArray();
   for (const std::string& fix : f.fixes) j.String(fix);
   j.EndArray();
+  if (f.relation.empty()) {  // a top-level finding: what is grouped under it
+    j.Key("grouped").BeginArray();
+    for (const Finding& g : f.grouped) FindingJson(r, j, g);
+    j.EndArray();
+  } else {
+    j.Key("relation").String(f.relation);
+  }
   j.EndObject();
 }
 
@@ -882,20 +944,33 @@ void GpuJson(const SummaryResult& r, JsonWriter& j, const GpuReport& g) {
   j.Key("gaps_at_least_threshold").BeginObject();
   j.Key("host_wait_ns").Double(g.gap_idle.host_ns).Key("sync_wait_ns").Double(g.gap_idle.sync_ns);
   j.Key("other_ns").Double(g.gap_idle.other_ns).Key("count").Double(g.gap_count);
+  j.Key("implicit_sync_ns").Double(g.gap_idle.implicit_ns);
+  j.Key("input_host_wait_ns").Double(g.input_host_ns);
+  j.Key("after_sync_host_wait_ns").Double(g.after_sync_host_ns);
   j.EndObject();
   j.Key("gaps_below_threshold").BeginObject();
   j.Key("host_wait_ns").Double(g.short_gap_idle.host_ns);
   j.Key("sync_wait_ns").Double(g.short_gap_idle.sync_ns);
   j.Key("kernel_wait_ns").Double(g.short_gap_idle.kernel_ns);
+  j.Key("implicit_sync_ns").Double(g.short_gap_idle.implicit_ns);
+  j.Key("after_sync_host_wait_ns").Double(g.short_after_sync_host_ns);
   j.EndObject();
   j.Key("long_gaps").BeginObject();
   j.Key("count").Double(g.long_gap_count).Key("total_ns").Double(g.long_gap_ns);
+  j.EndObject();
+  j.Key("pauses").BeginObject();
+  j.Key("count").Double(g.pause_count).Key("total_ns").Double(g.pause_ns);
+  j.Key("copy_ns").Double(g.pause_copy_ns);
+  j.EndObject();
+  j.Key("one_time").BeginObject();
+  j.Key("count").Double(g.one_time_count).Key("total_ns").Double(g.one_time_ns);
   j.EndObject();
   j.Key("per_stream").BeginObject();
   j.Key("host_wait_ns").Double(g.stream_idle.host_ns);
   j.Key("sync_wait_ns").Double(g.stream_idle.sync_ns);
   j.Key("kernel_wait_ns").Double(g.stream_idle.kernel_ns);
   j.Key("other_ns").Double(g.stream_idle.other_ns);
+  j.Key("implicit_sync_ns").Double(g.stream_idle.implicit_ns);
   j.EndObject();
   j.Key("streams").BeginArray();
   for (const model::StreamModel& s : m.streams) {
@@ -922,6 +997,7 @@ void GpuJson(const SummaryResult& r, JsonWriter& j, const GpuReport& g) {
   j.Key("est_occupancy").NonNegativeOrNull(g.est_occupancy);
   j.Key("occupancy_known_share").Double(g.occupancy_known_share);
   j.Key("large_tile_share").Double(g.large_tile_share);
+  j.Key("library_share").Double(g.library_share);
   j.Key("top").BeginArray();
   for (const KernelRow& k : g.top_kernels) {
     const Distribution& d = k.duration;
@@ -941,6 +1017,7 @@ void GpuJson(const SummaryResult& r, JsonWriter& j, const GpuReport& g) {
       j.Key("collective").String(k.collective);
     }
     j.Key("est_occupancy").NonNegativeOrNull(k.est_occupancy);
+    j.Key("library").String(k.library);
     j.EndObject();
   }
   j.EndArray();
@@ -966,6 +1043,16 @@ void GpuJson(const SummaryResult& r, JsonWriter& j, const GpuReport& g) {
   j.Key("queue_delay_outliers").Uint(g.queue_delay_outliers);
   j.Key("launches_unmatched").Uint(g.launches_unmatched);
   j.Key("sync_calls").Double(g.sync_calls).Key("sync_blocked_ns").Double(g.sync_blocked_ns);
+  j.Key("implicit_syncs").BeginArray();
+  for (const analyses::ImplicitGroupRow& row : g.implicit) {
+    j.BeginObject().Key("group").String(model::ImplicitGroupKey(row.group));
+    j.Key("calls").Double(row.calls).Key("blocked_ns").Double(row.blocked_ns);
+    j.Key("gpu_idle_ns").Double(row.gpu_idle_ns).Key("top_call").String(row.top_call);
+    j.EndObject();
+  }
+  j.EndArray();
+  j.Key("long_launches").Double(g.long_launches);
+  j.Key("long_launches_blocking").Double(g.long_launches_blocking);
   j.EndObject();
 
   if (g.has_steps) {
@@ -1059,6 +1146,15 @@ void ProcessJson(const SummaryResult& r, JsonWriter& j, const ProcessReport& pr)
   j.Key("unavailable").BeginArray();
   for (const std::string& u : p.unavailable) j.String(u);
   j.EndArray();
+  if (!p.cupti_refusals.empty()) {  // only then: the goldens' key lists stay as they were
+    j.Key("cupti_refusals").BeginArray();
+    for (const proto::CuptiClientRefusal& c : p.cupti_refusals) {
+      j.BeginObject().Key("api").String(c.api()).Key("caller").String(c.caller());
+      j.Key("count").Uint(c.count()).Key("first_ns").Uint(c.first_ns());
+      j.Key("last_ns").Uint(c.last_ns()).Key("result").Uint(c.result()).EndObject();
+    }
+    j.EndArray();
+  }
   j.EndObject();
   // What the collector cost (its own samples), percent of one core; null
   // where the trace has no such samples.

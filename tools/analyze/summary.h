@@ -1,6 +1,7 @@
 // tools/analyze/summary.h: `gpscope-analyze summary FILE...`: why is the GPU
-// idle or slow, and what to change. Findings first (ranked by the GPU time
-// they likely cost), then per GPU the four numbers (SM utilization,
+// idle or slow, and what to change. Findings first (most severe first, then
+// by the GPU time they likely cost; consequences grouped under their cause),
+// then per GPU the four numbers (SM utilization,
 // memory-bandwidth utilization, kernel duration P50/P95, idle-gap share),
 // busy and idle time with HTA's idle breakdown, top kernels, copies, host
 // side, steps, and data completeness.
@@ -25,12 +26,15 @@
 //   events                  events read, all processes
 //   files[]                 {path, error (null or text), frames, damaged_regions,
 //                            skipped_bytes, truncated}
-//   findings[]              warnings and criticals first, then info; each most costly first:
+//   findings[]              criticals, then warnings, then info; each most costly first:
 //     rule, title, severity ("info"|"warning"|"critical"), cost_ns,
 //     gpu (index into gpus[] or null), process (index into processes[] or null),
 //     scope, summary, evidence[] {key, value, unit ("ratio"|"ns"|"count"|"bytes"|
 //     "GB/s"|"per_step"|"per_s"|"bool" (1 or 0))}, ranges[] {start_ns, end_ns, offset_ns (from the
-//     GPU's or process's first activity), note}, fixes[] (text)
+//     GPU's or process's first activity), note}, fixes[] (text), grouped[]: the
+//     findings this one causes (analyses/rules.h), each with the same keys but
+//     `relation` (text: "consequence: ...", "on the straggler itself: ...") in
+//     place of `grouped`; a cause's severity and cost are the worst of its group
 //   rules[]                 the catalogue: {id, title, trigger, source}
 //   gpus[]
 //     index, label, process_uid (hex), pid, hostname, device_id,
@@ -39,7 +43,7 @@
 //     span                  {first_ns, last_ns, length_ns}: first to last GPU activity
 //     window                {start_ns, end_ns, length_ns, basis, untraced_ns}: the steady
 //                           window; untraced_ns of it in lost intervals (between capture
-//                           windows), left out of every share
+//                           windows), left out of every share, like idle.one_time
 //     four_numbers
 //       sm_util             {percent (null when unavailable), source ("measured"|
 //                           "estimated"|"unavailable"), basis}
@@ -57,10 +61,22 @@
 //                           (union of kernels), kernel_ns, copy_ns, memset_ns (summed
 //                           durations), busy_share} in the window
 //     idle                  in the window:
-//       gaps_at_least_threshold {host_wait_ns, sync_wait_ns, other_ns, count}
-//       gaps_below_threshold    {host_wait_ns, sync_wait_ns, kernel_wait_ns}
+//       gaps_at_least_threshold {host_wait_ns, sync_wait_ns, other_ns, count,
+//                               implicit_sync_ns (the host in an implicitly synchronizing
+//                               call, model/host_calls.h), input_host_wait_ns (host wait of
+//                               gaps in which an input copy, H2D > 64 KB, was issued),
+//                               after_sync_host_wait_ns (host wait of gaps that began in a
+//                               sync)}
+//       gaps_below_threshold    {host_wait_ns, sync_wait_ns, kernel_wait_ns, implicit_sync_ns,
+//                               after_sync_host_wait_ns}
 //       long_gaps               {count, total_ns} (>= long_gap_ns)
-//       per_stream              {host_wait_ns, sync_wait_ns, kernel_wait_ns, other_ns} (HTA)
+//       pauses                  {count, total_ns, copy_ns}: kernel-free intervals >= long_gap_ns
+//                               (idle or copies only) that are not one-time
+//       one_time                {count, total_ns}: long gaps followed by kernels never run
+//                               before (compilation, autotuning, loading): start-up, left
+//                               out of the shares
+//       per_stream              {host_wait_ns, sync_wait_ns, kernel_wait_ns, other_ns,
+//                               implicit_sync_ns} (HTA)
 //       streams[]               whole run: {context_id, stream_id, ops, busy_ns, first_ns,
 //                               last_ns, idle_ns: {host_wait, sync_wait, kernel_wait, other}}
 //     kernels               whole run: {count, names, tiny_count (< 10 us),
@@ -71,12 +87,14 @@
 //                           mean_ns, median_ns, min_ns, max_ns, p95_ns, p99_ns, stddev_ns,
 //                           tiny_count, shorter_than_launch, est_sm_efficiency (or null),
 //                           blocks: {min, max}, collective ("all_reduce", ... for NCCL
-//                           kernels, else null), est_occupancy (or null)},
+//                           kernels, else null), est_occupancy (or null), library
+//                           ("cuBLAS", "cuDNN", ..., "generated", "" for the program's
+//                           own kernels; analyses/names.h LibraryOf)},
 //                           est_occupancy (theoretical, from launch shapes and the
-//                           device's SM limits, time-weighted, large-tile launches
-//                           left out; null when unknown), occupancy_known_share and
-//                           large_tile_share (>= 64 KiB shared memory per block; both
-//                           of kernel time)}
+//                           device's SM limits, time-weighted, large-tile launches and
+//                           library kernels left out; null when unknown),
+//                           occupancy_known_share, large_tile_share (>= 64 KiB shared
+//                           memory per block) and library_share (all of kernel time)}
 //     copies                {share_of_gpu_time (whole run), rows[], memsets[], window:
 //                           {pageable_count, pageable_ns, d2h_count}}; a row is
 //                           {direction ("H2D", "D2H", "D2D", "P2P", "H2H", ...; "memset"),
@@ -84,7 +102,13 @@
 //                           ...), count, bytes, duration_ns, gb_per_s, share_of_gpu_time,
 //                           sync: {count, bytes, duration_ns}}
 //     host                  {queue_delay_ns: Distribution, queue_delay_outliers (> 100 us),
-//                           launches_unmatched, sync_calls (window), sync_blocked_ns (window)}
+//                           launches_unmatched, sync_calls (window), sync_blocked_ns (window),
+//                           implicit_syncs[] (window, most host time first): {group
+//                           ("device_alloc"|"host_alloc"|"sync_copy"|"pageable_copy"|
+//                           "sync_memset"), calls, blocked_ns, gpu_idle_ns, top_call (the
+//                           API name with the most host time, whole run)}, long_launches
+//                           (launches of kernels >= 50 us, window), long_launches_blocking
+//                           (of those, the calls that returned after their kernel ended)}
 //     steps                 null without steps, else {count (warm-up included),
 //                           example_name, period_ns: Distribution, range_ns: Distribution
 //                           (steps after the first; empty when inferred), per_step:
@@ -93,7 +117,8 @@
 //                           slowest[]: Step (NVTX steps only), source ("nvtx"|"inferred":
 //                           found without NVTX from a repeating event, see
 //                           model::InferredSteps), anchor (inferred: the kernel name,
-//                           "D2H copy", "H2D copy" or "GPU restart after idle"; else null),
+//                           "D2H copy", "H2D copy", "GPU restart after idle" or a host
+//                           series "<API> calls of thread N"; else null),
 //                           candidates (inferred: series that agreed; else null)}; a Step is
 //                           {index, start_ns, end_ns, period_ns, range_ns, compute_ns,
 //                           copy_ns, idle_ns, comm_ns}
@@ -133,7 +158,10 @@
 //                           outside_window_ns (of those, outside capture windows: not a
 //                           loss), first[]: {start_ns, end_ns, reason, detail}},
 //                           lost_frames, undecodable_batches, clean_exit,
-//                           end_reason, unavailable[]}
+//                           end_reason, unavailable[], cupti_refusals[] (only when
+//                           another CUPTI client was refused while gpscope held CUPTI:
+//                           {api, caller, count, first_ns, last_ns (CUPTI ns), result}:
+//                           that profiler recorded no GPU events)}
 //     collector             what gpscope cost this process, from its own samples (percent
 //                           of one core): {all_threads, sampler}: {cpu_pct_mean,
 //                           cpu_pct_max (null without samples), samples}; all_threads is

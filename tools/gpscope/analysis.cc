@@ -1,17 +1,53 @@
 // tools/gpscope/analysis.cc: see analysis.h.
 #include "tools/gpscope/analysis.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <memory>
 #include <sstream>
+#include <string>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tools/analyze/report.h"
 #include "tools/analyze/summary.h"
+#include "tools/gpscope/paths.h"
 
 namespace gpscope::launcher {
 namespace {
+
+// Narrows the process's umask while it lives.
+class ScopedUmask {
+ public:
+  explicit ScopedUmask(mode_t narrow) : old_(umask(0)) { umask(old_ | narrow); }
+  ~ScopedUmask() { umask(old_); }
+  ScopedUmask(const ScopedUmask&) = delete;
+  ScopedUmask& operator=(const ScopedUmask&) = delete;
+
+ private:
+  mode_t old_;
+};
+
+// The report is (re)written at `path` only when nothing else is there: no
+// link (it could point anywhere the launcher may write), no other user's
+// file, no FIFO.
+bool ReportPathIsOurs(const std::string& path, std::string* why) {
+  struct stat st{};
+  if (lstat(path.c_str(), &st) != 0) return true;  // a new file
+  if (S_ISLNK(st.st_mode)) {
+    *why = path + " is a symbolic link; refusing to write through it";
+    return false;
+  }
+  if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+    *why = path + (S_ISREG(st.st_mode) ? " belongs to uid " + std::to_string(st.st_uid)
+                                       : std::string(" is not a regular file")) +
+           "; refusing to overwrite it (pass --report with a path of yours)";
+    return false;
+  }
+  return true;
+}
 
 std::string Seconds(uint64_t ns) {
   if (ns < 1'000'000) return absl::StrFormat("%.1f us", ns / 1e3);
@@ -49,7 +85,14 @@ int ReportAndFindings(const std::vector<std::string>& files, const AnalysisOptio
                       std::ostream& out) {
   int code = 0;
   std::unique_ptr<analyze::SummaryResult> result;  // the report's analysis, reused
-  if (options.write_report) {
+  std::string why;
+  if (options.write_report && !ReportPathIsOurs(options.report_path, &why)) {
+    out << "gpscope: the report is not written: " << Shown(why) << "\n";
+    code = 1;
+  } else if (options.write_report) {
+    // The report shows the command line and environment, like the trace:
+    // created 0640 at most (the command already ran; the umask is ours).
+    ScopedUmask private_files(027);
     std::vector<std::string> args = {"-o", options.report_path};
     if (options.idle_gap_ns > 0) {
       args.push_back("--idle-gap-ms");
@@ -60,7 +103,7 @@ int ReportAndFindings(const std::vector<std::string>& files, const AnalysisOptio
     const int rc = analyze::RunReport(args, report_out, report_err, &result);
     out << report_err.str();
     if (rc == 0) {
-      out << "gpscope: report: " << options.report_path << "\n";
+      out << "gpscope: report: " << Shown(options.report_path) << "\n";
     } else {
       out << "gpscope: the report could not be written (gpscope-analyze report exit " << rc
           << ")\n";

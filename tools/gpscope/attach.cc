@@ -1,6 +1,7 @@
 // tools/gpscope/attach.cc: see attach.h.
 #include "tools/gpscope/attach.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
@@ -86,12 +87,41 @@ std::string UserName(uid_t uid) {
   return absl::StrCat("uid ", uid);
 }
 
+// The process attach talks to, and where.
+struct Endpoint {
+  std::string socket;
+  pid_t pid = 0;
+  uid_t uid = 0;  // the target's euid
+};
+
+// Every connection is checked before a byte of its reply is believed
+// (docs/security.md): the socket's directory and file belong to the target's
+// user, and the server that accepted is the target process itself
+// (SO_PEERCRED), so another user's socket at that path cannot answer.
+ClientError ConnectToTarget(const Endpoint& target, ControlClient* client, std::string* error) {
+  if (!inject::control::CheckControlSocketPath(target.socket, target.uid, error)) {
+    return ClientError::kPermission;
+  }
+  const ClientError e = client->Connect(target.socket, error);
+  if (e != ClientError::kOk) return e;
+  pid_t peer_pid = 0;
+  uid_t peer_uid = 0;
+  if (!client->PeerCredentials(&peer_pid, &peer_uid) ||
+      !inject::control::ServerIsTarget(peer_pid, peer_uid, target.pid, target.uid)) {
+    *error = absl::StrCat(target.socket, " is served by process ", peer_pid, " (uid ", peer_uid,
+                          "), not by process ", target.pid, "; refusing to talk to it");
+    client->Close();
+    return ClientError::kPermission;
+  }
+  return ClientError::kOk;
+}
+
 // Status through a fresh connection: the collector serves one client at a
 // time, so the progress loop never holds one open.
-ClientError QueryStatus(const std::string& socket, ControlStatus* status, std::string* state,
+ClientError QueryStatus(const Endpoint& target, ControlStatus* status, std::string* state,
                         std::string* error) {
   ControlClient client;
-  ClientError e = client.Connect(socket, error);
+  ClientError e = ConnectToTarget(target, &client, error);
   if (e != ClientError::kOk) return e;
   std::string reply;
   e = client.Request("status", kRequestTimeoutMs, &reply, error);
@@ -103,10 +133,10 @@ ClientError QueryStatus(const std::string& socket, ControlStatus* status, std::s
   return ClientError::kOk;
 }
 
-ClientError Request(const std::string& socket, const std::string& line, std::string* reply,
+ClientError Request(const Endpoint& target, const std::string& line, std::string* reply,
                     std::string* error) {
   ControlClient client;
-  const ClientError e = client.Connect(socket, error);
+  const ClientError e = ConnectToTarget(target, &client, error);
   if (e != ClientError::kOk) return e;
   return client.Request(line, kRequestTimeoutMs, reply, error);
 }
@@ -145,12 +175,13 @@ class WindowExtractor : public FrameVisitor {
       if (clock.cupti_ns() >= last_clock_.cupti_ns()) last_clock_ = clock;
     }
     for (const proto::DropNotice& d : c.batch().drops()) dropped_ += d.count();
+    ++window_chunks_;
     proto::Chunk copy = c;
     Emit(copy);
   }
 
-  bool Open(const std::string& path) {
-    fd_ = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  bool Open(const std::string& path, std::string* error) {
+    fd_ = CreateOwnFile(path, error);
     if (fd_ < 0) return ok_ = false;
     uint8_t head[format::kFileHeaderBytes];
     format::WriteFileHeader(head);
@@ -184,6 +215,10 @@ class WindowExtractor : public FrameVisitor {
   }
   bool searching_header_ = true;
   uint64_t frames_ = 0;
+  // The process's header was found before the window, and how many of its
+  // chunks the window held (header and definitions not counted).
+  bool has_header() const { return header_.has_header(); }
+  uint64_t window_chunks_ = 0;
 
  private:
   void KeepDefinitions(const proto::EventBatch& b) {
@@ -322,6 +357,47 @@ TargetProcess InspectProcess(pid_t pid, const std::string& proc_root) {
   return t;
 }
 
+std::vector<std::string> FindControlSockets(pid_t pid, const std::string& proc_root) {
+  const std::string dir = absl::StrCat(proc_root, "/", pid);
+  // The process's socket inodes: /proc/<pid>/fd/N -> "socket:[INODE]".
+  std::set<std::string> inodes;
+  if (DIR* fds = opendir((dir + "/fd").c_str())) {
+    while (dirent* e = readdir(fds)) {
+      char target[64];
+      const ssize_t n =
+          readlinkat(dirfd(fds), e->d_name, target, sizeof(target) - 1);
+      if (n <= 0) continue;
+      target[n] = '\0';
+      const std::string t(target);
+      if (t.rfind("socket:[", 0) == 0 && t.back() == ']') inodes.insert(t.substr(8, t.size() - 9));
+    }
+    closedir(fds);
+  }
+  std::vector<std::string> out;
+  if (inodes.empty()) return out;
+  // "Num RefCount Protocol Flags Type St Inode Path": listening (flag
+  // __SO_ACCEPTCON 0x10000), bound to a path (not abstract).
+  std::istringstream unix_table(ReadSmallFile(dir + "/net/unix"));
+  const std::string suffix = absl::StrCat("/", pid, ".sock");
+  std::string line;
+  std::getline(unix_table, line);  // the header
+  while (std::getline(unix_table, line)) {
+    std::istringstream fields(line);
+    std::string num, refs, protocol, flags, type, st, inode, path;
+    if (!(fields >> num >> refs >> protocol >> flags >> type >> st >> inode)) continue;
+    std::getline(fields >> std::ws, path);
+    uint64_t flag_bits = 0;
+    if (!absl::SimpleHexAtoi(flags, &flag_bits) || (flag_bits & 0x10000) == 0) continue;
+    if (path.empty() || path[0] != '/' || inodes.count(inode) == 0) continue;
+    if (path.size() > suffix.size() &&
+        path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+        std::find(out.begin(), out.end(), path) == out.end()) {
+      out.push_back(path);
+    }
+  }
+  return out;
+}
+
 std::vector<std::string> ControlSocketCandidates(pid_t pid, const TargetProcess& target,
                                                  uid_t uid) {
   std::vector<std::string> dirs;
@@ -349,7 +425,8 @@ std::vector<std::string> ControlSocketCandidates(pid_t pid, const TargetProcess&
 std::string NotAttachableMessage(pid_t pid, const TargetProcess& target,
                                  const std::vector<std::string>& tried,
                                  const std::string& library_path) {
-  const std::string lib = library_path.empty() ? "/path/to/libgpscope_inject.so" : library_path;
+  const std::string lib =
+      library_path.empty() ? "/path/to/libgpscope_inject.so" : Shown(library_path);
   if (!target.collector_loaded) {
     return absl::StrCat(
         "gpscope attach: process ", pid,
@@ -364,7 +441,7 @@ std::string NotAttachableMessage(pid_t pid, const TargetProcess& target,
   return absl::StrCat(
       "gpscope attach: process ", pid,
       " has the gpscope collector loaded but no control socket (looked at: ",
-      absl::StrJoin(tried, ", "),
+      Shown(absl::StrJoin(tried, ", ")),
       ").\n  Either it has not initialized CUDA yet (the collector starts at cuInit), it runs "
       "with GPSCOPE_CONTROL=0, or its control directory was refused: look for a 'gpscope:' "
       "line in its stderr.\n");
@@ -377,9 +454,14 @@ absl::Status ExtractProcessWindow(const std::string& trace_path, uint32_t pid,
   FrameFollower follower(trace_path);
   absl::Status s = follower.ReadNew(extractor, from_offset);  // finds the header
   if (!s.ok()) return s;
-  if (!extractor.Open(out_path)) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("cannot write ", out_path, ": ", strerror(errno)));
+  if (!extractor.has_header()) {
+    return absl::NotFoundError(absl::StrCat(
+        trace_path, " holds no trace header of process ", pid,
+        " before the window: it is not that process's trace (or it is damaged)"));
+  }
+  std::string error;
+  if (!extractor.Open(out_path, &error)) {
+    return absl::PermissionDeniedError(absl::StrCat("cannot write the window's trace: ", error));
   }
   extractor.searching_header_ = false;
   follower.set_offset(std::max<uint64_t>(from_offset, format::kFileHeaderBytes));
@@ -388,13 +470,19 @@ absl::Status ExtractProcessWindow(const std::string& trace_path, uint32_t pid,
     s = absl::DataLossError(absl::StrCat("cannot write ", out_path, ": ", strerror(errno)));
   }
   *frames = extractor.frames_;
+  if (s.ok() && extractor.window_chunks_ == 0) {
+    return absl::NotFoundError(absl::StrCat(
+        trace_path, " got no frames of process ", pid, " during the window (bytes ", from_offset,
+        "..", to_offset, "): the process wrote elsewhere or nothing reached the file"));
+  }
   return s;
 }
 
 int RunAttach(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   absl::StatusOr<AttachOptions> parsed = ParseAttachArgs(args);
   if (!parsed.ok()) {
-    err << "gpscope attach: " << parsed.status().message() << "; run 'gpscope attach --help'\n";
+    err << "gpscope attach: " << Shown(std::string(parsed.status().message()))
+        << "; run 'gpscope attach --help'\n";
     return 2;
   }
   AttachOptions& o = *parsed;
@@ -414,29 +502,48 @@ int RunAttach(const std::vector<std::string>& args, std::ostream& out, std::ostr
            "own user): run it as that user.\n";
     return 1;
   }
-  // Find the socket.
-  const std::vector<std::string> candidates = ControlSocketCandidates(o.pid, target, geteuid());
-  std::string socket, error;
+  // Find the socket: those the kernel says the process listens on first
+  // (a collector whose default directory was squatted serves from a
+  // private fallback), then the places its environment implies.
+  std::vector<std::string> candidates = FindControlSockets(o.pid);
+  for (const std::string& c : ControlSocketCandidates(o.pid, target, geteuid())) {
+    if (std::find(candidates.begin(), candidates.end(), c) == candidates.end()) {
+      candidates.push_back(c);
+    }
+  }
+  Endpoint endpoint;
+  endpoint.pid = o.pid;
+  endpoint.uid = target.euid;
+  std::string error;
   std::vector<std::string> problems;
   for (const std::string& c : candidates) {
+    endpoint.socket = c;
     ControlClient probe;
-    const ClientError e = probe.Connect(c, &error);
-    if (e == ClientError::kOk) {
-      socket = c;
-      break;
+    const ClientError e = ConnectToTarget(endpoint, &probe, &error);
+    if (e == ClientError::kOk) break;
+    endpoint.socket.clear();
+    // A path nothing is at is not worth a line; a refused one is.
+    if (e != ClientError::kNoSocket && !(e == ClientError::kPermission && error.find(
+                                             "cannot stat control") != std::string::npos)) {
+      problems.push_back(error);
     }
-    if (e != ClientError::kNoSocket) problems.push_back(error);
   }
-  if (socket.empty()) {
-    for (const std::string& p : problems) err << "gpscope attach: " << p << "\n";
+  if (endpoint.socket.empty()) {
+    for (const std::string& p : problems) err << "gpscope attach: " << Shown(p) << "\n";
     absl::StatusOr<std::string> lib = FindInjectLibrary("", SelfPath());
     err << NotAttachableMessage(o.pid, target, candidates, lib.ok() ? *lib : "");
     return 1;
   }
+  const std::string& socket = endpoint.socket;
   ControlStatus status;
   std::string state;
-  if (QueryStatus(socket, &status, &state, &error) != ClientError::kOk) {
-    err << "gpscope attach: " << socket << ": " << error << "\n";
+  if (QueryStatus(endpoint, &status, &state, &error) != ClientError::kOk) {
+    err << "gpscope attach: " << Shown(socket) << ": " << Shown(error) << "\n";
+    return 1;
+  }
+  if (status.pid != static_cast<uint64_t>(o.pid)) {
+    err << "gpscope attach: " << Shown(socket) << " answers for process " << status.pid
+        << ", not " << o.pid << "; refusing it\n";
     return 1;
   }
   if (status.tracing) {
@@ -444,41 +551,55 @@ int RunAttach(const std::vector<std::string>& args, std::ostream& out, std::ostr
       err << "gpscope attach: another attach window is open in process " << o.pid << " ("
           << FormatClock(status.remaining_ms) << " left); try again after it\n";
     } else {
-      err << "gpscope attach: process " << o.pid << " is already tracing (state " << state
-          << ", not standby); its trace is " << status.trace_path
-          << "\n  analyse it with: gpscope-analyze report " << status.trace_path << "\n";
+      err << "gpscope attach: process " << o.pid << " is already tracing (state " << Shown(state)
+          << ", not standby); its trace is " << Shown(status.trace_path)
+          << "\n  analyse it with: gpscope-analyze report " << Shown(status.trace_path) << "\n";
     }
+    return 1;
+  }
+  if (!status.trace_path.empty() && status.trace_path[0] != '/') {
+    // An older collector named it relative to its own working directory.
+    err << "gpscope attach: process " << o.pid << " names its trace file "
+        << Shown(status.trace_path)
+        << " relative to its own working directory; run attach from there, or upgrade the "
+           "collector (it reports absolute paths)\n";
     return 1;
   }
   if (status.trace_path.empty() || !IsFile(status.trace_path)) {
     err << "gpscope attach: process " << o.pid << " has no trace file ("
-        << (status.trace_path.empty() ? "none" : status.trace_path)
+        << (status.trace_path.empty() ? "none" : Shown(status.trace_path))
         << "): the collector could not open its output; see the process's stderr\n";
     return 1;
   }
   if (o.output_dir.empty()) o.output_dir = FreshDir(absl::StrCat("gpscope-out/attach-", o.pid));
-  o.output_dir = Absolute(o.output_dir);
-  if (!MakeDirs(o.output_dir)) {
-    err << "gpscope attach: cannot create " << o.output_dir << ": " << strerror(errno) << "\n";
-    return 1;
+  {
+    std::string absolute, why;
+    if (!OpenOwnDir(o.output_dir, &absolute, &why)) {
+      err << "gpscope attach: output directory: " << Shown(why) << "\n";
+      return 1;
+    }
+    o.output_dir = absolute;
   }
 
-  const uint64_t from_offset = FileSize(status.trace_path);
+  // The file as the process named it at the start (later replies are not
+  // allowed to move it).
+  const std::string trace_path = status.trace_path;
+  const uint64_t from_offset = FileSize(trace_path);
   const uint64_t events_before = status.events, drops_before = status.drops;
   const int64_t windows_before = status.windows_written;  // -1: an older collector
   std::string reply;
   const std::string request = o.interval_ms ? absl::StrCat("start ", o.duration_ms, " ", o.interval_ms)
                                             : absl::StrCat("start ", o.duration_ms);
-  if (Request(socket, request, &reply, &error) != ClientError::kOk) {
-    err << "gpscope attach: " << socket << ": " << error << "\n";
+  if (Request(endpoint, request, &reply, &error) != ClientError::kOk) {
+    err << "gpscope attach: " << Shown(socket) << ": " << Shown(error) << "\n";
     return 1;
   }
   if (reply.rfind("ok", 0) != 0) {
-    err << "gpscope attach: process " << o.pid << " refused: " << reply << "\n";
+    err << "gpscope attach: process " << o.pid << " refused: " << Shown(reply) << "\n";
     return 1;
   }
   err << "gpscope: tracing process " << o.pid << " for " << FormatClock(o.duration_ms) << " ("
-      << reply.substr(std::min<size_t>(3, reply.size())) << ")\n";
+      << Shown(reply.substr(std::min<size_t>(3, reply.size()))) << ")\n";
 
   // The window: Ctrl-C / SIGTERM end it early with `stop`.
   g_interrupted = 0;
@@ -497,9 +618,9 @@ int RunAttach(const std::vector<std::string>& args, std::ostream& out, std::ostr
     const uint64_t elapsed = MsSince(t0);
     if (g_interrupted && !stop_sent) {
       stop_sent = true;
-      Request(socket, "stop", &reply, &error);
+      Request(endpoint, "stop", &reply, &error);
     }
-    const ClientError e = QueryStatus(socket, &status, &state, &error);
+    const ClientError e = QueryStatus(endpoint, &status, &state, &error);
     if (e != ClientError::kOk) {
       process_gone = !InspectProcess(o.pid).exists || e == ClientError::kNoSocket ||
                      e == ClientError::kStale;
@@ -512,7 +633,7 @@ int RunAttach(const std::vector<std::string>& args, std::ostream& out, std::ostr
     if (elapsed > give_up_ms) {
       printer.Clear();
       err << "gpscope attach: the window did not close in time; sending stop\n";
-      Request(socket, "stop", &reply, &error);
+      Request(endpoint, "stop", &reply, &error);
       break;
     }
   }
@@ -534,7 +655,7 @@ int RunAttach(const std::vector<std::string>& args, std::ostream& out, std::ostr
     const uint64_t bound_ms = flush_ms + 500;
     bool written = false;
     while (windows_before >= 0 && MsSince(wait_from) < bound_ms) {
-      if (QueryStatus(socket, &status, &state, &error) == ClientError::kOk &&
+      if (QueryStatus(endpoint, &status, &state, &error) == ClientError::kOk &&
           status.windows_written > windows_before) {
         written = true;
         break;
@@ -543,22 +664,22 @@ int RunAttach(const std::vector<std::string>& args, std::ostream& out, std::ostr
     }
     if (!written) SleepMs(static_cast<unsigned>(bound_ms - std::min(bound_ms, MsSince(wait_from))));
   }
-  const uint64_t to_offset = FileSize(status.trace_path);
-  std::string base = Basename(status.trace_path);
+  const uint64_t to_offset = FileSize(trace_path);
+  std::string base = Basename(trace_path);
   if (base.size() > 8 && base.compare(base.size() - 8, 8, ".gpscope") == 0) base.resize(base.size() - 8);
   const std::string window_path = absl::StrCat(o.output_dir, "/", base, "_pid", o.pid, ".gpscope");
   uint64_t frames = 0;
   const absl::Status s =
-      ExtractProcessWindow(status.trace_path, static_cast<uint32_t>(o.pid), from_offset, to_offset,
+      ExtractProcessWindow(trace_path, static_cast<uint32_t>(o.pid), from_offset, to_offset,
                            window_path, &frames);
   if (!s.ok()) {
-    err << "gpscope attach: " << s.message() << "\n";
+    err << "gpscope attach: " << Shown(std::string(s.message())) << "\n";
     return 1;
   }
   err << "gpscope: window captured after " << FormatClock(MsSince(t0)) << ": "
       << FormatCount(status.events - std::min(status.events, events_before)) << " events, "
       << FormatCount(status.drops - std::min(status.drops, drops_before)) << " drops, "
-      << frames << " frames -> " << window_path << "\n";
+      << frames << " frames -> " << Shown(window_path) << "\n";
   if (!o.report) return 0;
   AnalysisOptions analysis;
   analysis.report_path =

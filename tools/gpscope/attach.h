@@ -11,6 +11,14 @@
 // instead of waiting; another user's process is refused before anything is
 // sent (the collector would refuse it too: SO_PEERCRED).
 //
+// Nothing a socket answers is believed before it is checked
+// (docs/security.md): the socket is found through the kernel
+// (FindControlSockets) before any guessed path, its directory must be
+// private to the target's user, and the server must be the target process
+// (SO_PEERCRED pid and uid). The status must name that pid and an absolute
+// trace path, and the window must hold frames of that process, or attach
+// fails (exit 1) instead of reporting an empty window.
+//
 // The window's chunks are copied out of the process's trace file into
 // <output>/<trace>_pid<PID>.gpscope (its header, the names and shapes that
 // earlier batches defined, then the chunks it appended during the window,
@@ -60,6 +68,13 @@ struct TargetProcess {
   bool collector_loaded = false;           // libgpscope_inject*.so is mapped
 };
 TargetProcess InspectProcess(pid_t pid, const std::string& proc_root = "/proc");
+
+// The control sockets process `pid` listens on, as the kernel tells them
+// (not guessed from names): the socket inodes among /proc/<pid>/fd whose
+// listening entries in /proc/<pid>/net/unix have a path ending in
+// "/<pid>.sock". Finds a collector's private fallback directory too
+// (inject/control/control_channel.h). Empty when /proc does not tell.
+std::vector<std::string> FindControlSockets(pid_t pid, const std::string& proc_root = "/proc");
 
 // Where the process's control socket can be: its GPSCOPE_CONTROL_DIR or
 // XDG_RUNTIME_DIR-based directory (from its environment), then ours, then

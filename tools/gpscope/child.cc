@@ -26,6 +26,13 @@ void Forward(int sig, siginfo_t* info, void*) {
   if (pid > 0) kill(pid, sig);
 }
 
+void BlockForwarded(bool block) {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : kForwarded) sigaddset(&set, sig);
+  sigprocmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, nullptr);
+}
+
 }  // namespace
 
 int ExitCodeFromWaitStatus(int status) {
@@ -55,12 +62,17 @@ bool ChildProcess::Spawn(const std::vector<std::string>& argv, const std::vector
     *exec_exit_code = 125;
     return false;
   }
+  // The forwarded signals wait (blocked) from here until ForwardSignalsTo
+  // installs the handlers: a SIGTERM that comes once the command runs but
+  // before that would otherwise kill the launcher and orphan the command.
+  BlockForwarded(true);
   const pid_t pid = fork();
   if (pid < 0) {
     *error = std::string("cannot fork: ") + strerror(errno);
     *exec_exit_code = 125;
     close(report[0]);
     close(report[1]);
+    BlockForwarded(false);
     return false;
   }
   if (pid == 0) {
@@ -83,6 +95,7 @@ bool ChildProcess::Spawn(const std::vector<std::string>& argv, const std::vector
   pid_ = pid;
   if (n == static_cast<ssize_t>(sizeof(child_errno))) {
     Wait();
+    BlockForwarded(false);
     *error = "cannot run '" + argv[0] + "': " + strerror(child_errno);
     *exec_exit_code = child_errno == ENOENT ? 127 : 126;
     return false;
@@ -130,6 +143,7 @@ void ForwardSignalsTo(pid_t pid) {
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
   for (int sig : kForwarded) sigaction(sig, &sa, nullptr);
+  BlockForwarded(false);  // one that came since Spawn() is forwarded now
 }
 
 void StopForwardingSignals() {

@@ -1,6 +1,9 @@
 // tools/gpscope/child.h: runs the traced command as a child process.
 //
-// Spawn() fork()s and execvp()s the command with the given environment. An
+// Spawn() fork()s and execvp()s the command with the given environment,
+// with SIGINT/SIGTERM/SIGHUP/SIGQUIT blocked in the launcher until
+// ForwardSignalsTo() (so none is lost, or kills the launcher, between the
+// exec and the handlers; the child starts with them unblocked). An
 // exec failure comes back to the parent through a close-on-exec pipe (so it
 // is reported by the launcher, exit code 127 not found / 126 not
 // executable, as a shell would). While the child runs, SIGINT, SIGTERM,

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "google/protobuf/stubs/logging.h"
 #include "tools/gpscope/attach.h"
+#include "tools/gpscope/paths.h"
 #include "tools/gpscope/run.h"
 #include "tools/monitor/monitor.h"
 
@@ -104,7 +105,7 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   for (const Command& c : kCommands) {
     if (name == c.name) return c.run({args.begin() + 1, args.end()}, out, err);
   }
-  err << kProgram << ": unknown command '" << name << "'; run '" << kProgram
+  err << kProgram << ": unknown command '" << Shown(name) << "'; run '" << kProgram
       << " --help' for the list\n";
   return 2;
 }

@@ -9,6 +9,9 @@
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
+#include "inject/safe_path.h"
+#include "inject/safe_text.h"
+#include "proto/framing.h"
 
 namespace gpscope::launcher {
 
@@ -35,17 +38,26 @@ bool IsFile(const std::string& path) {
   return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-bool MakeDirs(const std::string& path) {
-  std::string partial;
-  for (size_t i = 0; i <= path.size(); ++i) {
-    if (i == path.size() || path[i] == '/') {
-      if (!partial.empty() && mkdir(partial.c_str(), 0775) != 0 && errno != EEXIST) return false;
-    }
-    if (i < path.size()) partial += path[i];
+bool OpenOwnDir(const std::string& path, std::string* absolute, std::string* error) {
+  inject::OutputDir dir;
+  if (!inject::OpenOutputDir(path, inject::DirModeFor(format::kDefaultFileMode), geteuid(), &dir,
+                             error)) {
+    return false;
   }
-  struct stat st{};
-  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  *absolute = dir.path();
+  return true;
 }
+
+int CreateOwnFile(const std::string& path, std::string* error) {
+  inject::OutputDir dir;
+  if (!inject::OpenOutputDir(Dirname(path), inject::DirModeFor(format::kDefaultFileMode),
+                             geteuid(), &dir, error)) {
+    return -1;
+  }
+  return inject::CreateFileIn(dir, Basename(path), format::kDefaultFileMode, geteuid(), error);
+}
+
+std::string Shown(const std::string& text) { return inject::SanitizeText(text); }
 
 std::string FreshDir(const std::string& prefix) {
   const time_t now = time(nullptr);

@@ -15,8 +15,18 @@ std::string Basename(const std::string& path);
 // `path` made absolute against the current directory.
 std::string Absolute(const std::string& path);
 bool IsFile(const std::string& path);
-// mkdir -p; true when `path` is a directory afterwards.
-bool MakeDirs(const std::string& path);
+// Opens (creating what is missing) one of the launcher's output
+// directories with the collector's checks against other users
+// (inject/safe_path.h): mode 0750, ours or root's, never through another
+// user's link. *absolute: its absolute path. False with one line.
+bool OpenOwnDir(const std::string& path, std::string* absolute, std::string* error);
+// Creates (or truncates) the file `path` in a directory OpenOwnDir checked:
+// never through a link, never another user's file; permission bits 0640.
+// The fd, or -1 with one line in *error.
+int CreateOwnFile(const std::string& path, std::string* error);
+// User-supplied text shown in a message line (a path, a value, a reply
+// read from a socket): one line, no control characters (inject/safe_text.h).
+std::string Shown(const std::string& text);
 // "<prefix>-20261129-115901", then "-2", "-3"... when taken. Not created.
 std::string FreshDir(const std::string& prefix);
 // The running executable (/proc/self/exe), or "".

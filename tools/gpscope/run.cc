@@ -198,7 +198,8 @@ std::vector<std::string> MergeEnvironment(const std::vector<std::string>& base,
 int RunRun(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   absl::StatusOr<RunOptions> parsed = ParseRunArgs(args);
   if (!parsed.ok()) {
-    err << "gpscope run: " << parsed.status().message() << "; run 'gpscope run --help'\n";
+    err << "gpscope run: " << Shown(std::string(parsed.status().message()))
+        << "; run 'gpscope run --help'\n";
     return kExitLauncherFailed;
   }
   RunOptions& o = *parsed;
@@ -208,16 +209,16 @@ int RunRun(const std::vector<std::string>& args, std::ostream& out, std::ostream
   }
   absl::StatusOr<std::string> lib = FindInjectLibrary(o.lib_path, SelfPath());
   if (!lib.ok()) {
-    err << "gpscope run: " << lib.status().message() << "\n";
+    err << "gpscope run: " << Shown(std::string(lib.status().message())) << "\n";
     return kExitLauncherFailed;
   }
   if (o.output_dir.empty()) o.output_dir = FreshDir("gpscope-out/run");
-  o.output_dir = Absolute(o.output_dir);  // the command may chdir
-  if (!MakeDirs(o.output_dir)) {
-    err << "gpscope run: cannot create the output directory " << o.output_dir << ": "
-        << strerror(errno) << "\n";
+  std::string absolute, why;
+  if (!OpenOwnDir(o.output_dir, &absolute, &why)) {
+    err << "gpscope run: output directory: " << Shown(why) << "\n";
     return kExitLauncherFailed;
   }
+  o.output_dir = absolute;  // the command may chdir
   const std::string report_path =
       o.report_path.empty() ? o.output_dir + "/report.html" : Absolute(o.report_path);
 
@@ -226,7 +227,7 @@ int RunRun(const std::vector<std::string>& args, std::ostream& out, std::ostream
   set["GPSCOPE_OUTPUT"] = o.output_dir;
   if (const char* current = getenv("CUDA_INJECTION64_PATH");
       current != nullptr && *current != '\0' && *lib != current) {
-    err << "gpscope run: replacing CUDA_INJECTION64_PATH=" << current << "\n";
+    err << "gpscope run: replacing CUDA_INJECTION64_PATH=" << Shown(current) << "\n";
   }
   std::vector<std::string> base;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) base.push_back(*e);
@@ -234,19 +235,19 @@ int RunRun(const std::vector<std::string>& args, std::ostream& out, std::ostream
   TraceTail tail(o.output_dir);
   tail.SkipExisting();
   if (!tail.ListTraceFiles().empty()) {
-    err << "gpscope run: " << o.output_dir
+    err << "gpscope run: " << Shown(o.output_dir)
         << " already holds traces; this run appends to files of the same job and host "
            "(use a new --output for a report of this run alone)\n";
   }
-  err << "gpscope: tracing '" << absl::StrJoin(o.command, " ") << "' into " << o.output_dir
-      << "\n";
+  err << "gpscope: tracing '" << Shown(absl::StrJoin(o.command, " ")) << "' into "
+      << Shown(o.output_dir) << "\n";
 
   const auto t0 = std::chrono::steady_clock::now();
   ChildProcess child;
   std::string error;
   int exec_code = 0;
   if (!child.Spawn(o.command, MergeEnvironment(base, set), &error, &exec_code)) {
-    err << "gpscope run: " << error << "\n";
+    err << "gpscope run: " << Shown(error) << "\n";
     return exec_code;
   }
   ForwardSignalsTo(child.pid());
@@ -270,20 +271,20 @@ int RunRun(const std::vector<std::string>& args, std::ostream& out, std::ostream
   tail.Poll();
   const uint64_t elapsed_ms = MsSince(t0);
   const TailStats& s = tail.stats();
-  err << "gpscope: '" << o.command[0] << "' exited with code " << code << " after "
+  err << "gpscope: '" << Shown(o.command[0]) << "' exited with code " << code << " after "
       << FormatClock(elapsed_ms) << "; " << s.processes
       << (s.processes == 1 ? " process, " : " processes, ") << FormatCount(s.events)
       << " events, " << FormatBytes(s.bytes) << ", " << FormatCount(s.drops)
       << (s.drops == 1 ? " drop\n" : " drops\n");
   const std::vector<std::string> files = tail.ChangedFiles();
   if (files.empty()) {
-    err << "gpscope: no trace was written to " << o.output_dir
+    err << "gpscope: no trace was written to " << Shown(o.output_dir)
         << ": the command never initialized CUDA, or the collector could not start (see its "
            "'gpscope:' lines above)\n";
     return code;
   }
   if (!o.report) {
-    err << "gpscope: traces: " << absl::StrJoin(files, " ") << "\n";
+    err << "gpscope: traces: " << Shown(absl::StrJoin(files, " ")) << "\n";
     return code;
   }
   AnalysisOptions analysis;

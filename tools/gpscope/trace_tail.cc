@@ -92,14 +92,19 @@ absl::Status FrameFollower::CheckHeader(int fd, uint64_t size) {
 
 absl::Status FrameFollower::ReadNew(FrameVisitor& visitor, uint64_t limit) {
   if (!sticky_error_.ok()) return sticky_error_;
-  const int fd = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO named like a trace must not block the launcher.
+  const int fd = open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT) return absl::OkStatus();  // not there (yet, or any more)
     return sticky_error_ = absl::PermissionDeniedError(
                absl::StrCat(path_, ": cannot open: ", std::strerror(errno)));
   }
   struct stat st{};
-  fstat(fd, &st);
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return sticky_error_ =
+               absl::InvalidArgumentError(absl::StrCat(path_, ": not a regular file"));
+  }
   uint64_t size = std::min<uint64_t>(static_cast<uint64_t>(st.st_size), limit);
   absl::Status status;
   if (offset_ > static_cast<uint64_t>(st.st_size)) offset_ = 0;  // replaced by a shorter file
@@ -195,11 +200,12 @@ class TraceTail::Counter : public FrameVisitor {
     stats_->metric_samples += static_cast<uint64_t>(b.metrics().timestamp_delta_ns_size());
     // Records lost. Some notices count other units for the same loss: a
     // refused buffer request (POOL_EMPTY) makes CUPTI drop records it then
-    // reports (CUPTI_REPORTED); stolen buffers and failed frames are not
-    // records. Counting those too would report one loss twice.
+    // reports (CUPTI_REPORTED); stolen or unflushed buffers and failed
+    // frames are not records. Counting those too would report one loss twice.
     for (const proto::DropNotice& d : b.drops()) {
       if (d.reason() != proto::DROP_CUPTI_BUFFER_POOL_EMPTY &&
-          d.reason() != proto::DROP_BUFFER_STOLEN && d.reason() != proto::DROP_WRITE_FAILED) {
+          d.reason() != proto::DROP_BUFFER_STOLEN && d.reason() != proto::DROP_WRITE_FAILED &&
+          d.reason() != proto::DROP_EXIT_FLUSH_TIMEOUT) {
         stats_->drops += d.count();
       }
     }

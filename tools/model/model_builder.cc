@@ -10,8 +10,10 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "tools/model/collectives.h"
+#include "tools/model/host_calls.h"
 #include "tools/model/interval_union.h"
 #include "tools/model/occupancy.h"
 #include "tools/model/reorder_queue.h"
@@ -40,6 +42,15 @@ namespace {
 constexpr size_t kLargestGaps = 32;
 constexpr size_t kSyncGaps = 16;
 constexpr size_t kPageableCopies = 5;
+constexpr size_t kOneTimeGaps = 16;
+constexpr size_t kPauses = 16;
+// Gaps waiting for their input evidence and, when long, for the next kernel
+// (which says whether new code followed): beyond, the oldest are applied.
+constexpr size_t kMaxPendingGaps = 1024;
+// Pauses kept for step inference (leaving their intervals out).
+constexpr size_t kMaxPauseRecords = 4096;
+// Host call series (step inference) a process keeps at most.
+constexpr size_t kMaxHostSeries = 256;
 constexpr size_t kSlowestSteps = 5;
 constexpr size_t kKeptLostIntervals = 16;
 // Lost intervals a process keeps for telling untraced gaps from idle ones;
@@ -74,6 +85,11 @@ enum ApiClass : uint8_t {
   kApiSync
 };
 enum OpKind : uint8_t { kOpKernel = 0, kOpMemcpy, kOpMemset };
+// GpuOp::kind of a kernel whose (name, launch configuration) had not been
+// seen before in the process (in arrival order): new code, or new tiles of
+// an autotuned kernel.
+constexpr uint32_t kOpKindMask = 0xff;
+constexpr uint32_t kOpNovel = 1u << 8;
 enum MetricKind : uint8_t {
   kMetricOther = 0,
   kMetricSmUtil,
@@ -165,9 +181,13 @@ struct GpuOp {
   uint64_t end_ns;
   uint32_t correlation_id;
   uint32_t stream_slot;
-  uint32_t name_id;  // kernels only
+  uint32_t name_id;  // kernels: the name; copies: the copy kind | kCopy* flags
   uint32_t kind;     // OpKind
 };
+// What a copy's name_id carries besides its kind (the low 8 bits).
+constexpr uint32_t kCopyKindMask = 0xff;
+constexpr uint32_t kCopyPageable = 1u << 8;  // host side in pageable memory
+constexpr uint32_t kCopyInputSize = 1u << 9;  // more than kInputCopyMinBytes
 static_assert(sizeof(GpuOp) == 32, "GpuOp is copied per event: keep it small");
 
 // Launch calls (and copy/memset calls) by correlation id, until their GPU op
@@ -182,27 +202,33 @@ class ApiRing {
  public:
   struct Entry {
     uint32_t correlation_id = 0;  // 0: free
-    uint32_t duration_ns = 0;     // saturated below kMulti
+    uint32_t duration_ns = 0;     // saturated at kDurationMask (0.54 s), flags above
     uint64_t start_ns = 0;
-    uint64_t end_ns() const { return start_ns + (duration_ns & ~kMulti); }
+    uint64_t end_ns() const { return start_ns + (duration_ns & kDurationMask); }
     bool multi() const { return (duration_ns & kMulti) != 0; }
+    bool async_copy() const { return (duration_ns & kAsyncCopy) != 0; }
+    bool driver() const { return (duration_ns & kDriver) != 0; }
   };
-  static constexpr uint32_t kMulti = 0x80000000u;  // many ops share the id
+  static constexpr uint32_t kMulti = 0x80000000u;      // many ops share the id
+  static constexpr uint32_t kAsyncCopy = 0x40000000u;  // cudaMemcpyAsync and kin
+  static constexpr uint32_t kDriver = 0x20000000u;     // a driver API call (cuLaunchKernel...)
+  static constexpr uint32_t kDurationMask = 0x1fffffffu;
   static constexpr size_t kInitialSlots = 1 << 14;
   static constexpr size_t kMaxSlots = 1 << 21;  // 32 MiB
 
-  void Insert(uint32_t correlation_id, uint64_t start_ns, uint64_t end_ns, bool multi,
+  // flags: kMulti, kAsyncCopy, kDriver.
+  void Insert(uint32_t correlation_id, uint64_t start_ns, uint64_t end_ns, uint32_t flags,
               uint64_t stale_before_ns) {
     if (correlation_id == 0) return;
     if (slots_.empty()) Resize(kInitialSlots);
-    const uint64_t duration = std::min<uint64_t>(end_ns - start_ns, kMulti - 1);
+    const uint64_t duration = std::min<uint64_t>(end_ns - start_ns, kDurationMask);
     for (;;) {
       Entry& e = slots_[correlation_id & mask_];
       if (e.correlation_id == 0 || e.correlation_id == correlation_id ||
           e.start_ns < stale_before_ns || slots_.size() >= kMaxSlots) {
         if (e.correlation_id != 0 && e.correlation_id != correlation_id) ++overwritten_;
         e.correlation_id = correlation_id;
-        e.duration_ns = static_cast<uint32_t>(duration) | (multi ? kMulti : 0);
+        e.duration_ns = static_cast<uint32_t>(duration) | (flags & ~kDurationMask);
         e.start_ns = start_ns;
         return;
       }
@@ -300,6 +326,32 @@ struct PendingStep {
   uint64_t attributed_end_ns() const { return period_end_ns != 0 ? period_end_ns : range_end_ns; }
 };
 
+// How a device-level idle gap splits by cause (Classify()).
+struct GapSplit {
+  uint64_t host_ns = 0;
+  uint64_t sync_ns = 0;
+  uint64_t implicit_ns = 0;  // host blocked in implicitly synchronizing calls
+  uint64_t queued_ns = 0;    // the op was already queued, or its launch is unknown
+  bool after_sync = false;   // the gap began while the host was in a (implicit) sync
+  std::array<uint64_t, kImplicitGroups> implicit_by_group{};
+};
+
+// A gap >= the idle-gap threshold whose accounting waits: for an input copy
+// issued in it (until the next such gap closes) and, when long, for the next
+// kernel (new code after it: one-time start-up work).
+struct PendingGap {
+  GapRecord rec;
+  GapSplit split;
+  bool input_window_closed = false;
+  bool novelty_known = true;  // false while a long gap waits for the next kernel
+};
+
+// A series of host calls (one thread, one API name) for step inference.
+struct HostSeries {
+  std::string label;
+  PeriodTracker tracker;
+};
+
 struct GpuState {
   GpuModel m;
   IntervalUnion all;
@@ -319,6 +371,10 @@ struct GpuState {
   TopK<GapRecord> sync_gaps{kSyncGaps};
   TopK<Interval> pageable{kPageableCopies};
   TopK<StepRecord> slowest_steps{kSlowestSteps};
+  TopK<Interval> pauses{kPauses};
+  std::vector<Interval> pause_records;  // every pause and one-time gap, in time order (bounded)
+  std::vector<Interval> one_time_records;  // the one-time gaps (bounded)
+  std::deque<PendingGap> pending_gaps;
   bool has_long_gap = false;
   GapRecord first_long_gap;
   GapRecord last_long_gap;
@@ -383,6 +439,15 @@ struct ProcessState {
   uint32_t last_stream_slot = 0;
   ApiRing launches;  // correlation id -> launching call
   SyncIndex syncs;
+  ImplicitIndex implicit;  // implicitly synchronizing calls (host_calls.h)
+  std::vector<int8_t> implicit_group;  // by name id: -2 unknown, -1 none, else ImplicitGroup
+  std::vector<int8_t> async_copy;      // by name id: -1 unknown, 0 no, 1 an async copy call
+  // By name id: its entry in m.implicit_calls (std::map nodes do not move).
+  std::vector<ImplicitCallStats*> implicit_stats;
+  ImplicitCallStats* pageable_stats = nullptr;
+  absl::flat_hash_set<uint64_t> kernel_configs;  // name id << 32 | launch config id seen
+  absl::flat_hash_map<uint64_t, size_t> host_series_slot;  // thread << 32 | name id
+  std::vector<HostSeries> host_series;
   ReorderQueue<GpuOp> queue;
   uint64_t watermark_ns = 0;
   bool swept_any = false;
@@ -485,6 +550,8 @@ class ModelBuilder::Impl {
       p.m.local_rank = h.identity().local_rank();
       p.m.world_size = h.identity().world_size();
       p.m.job_id = h.identity().job_id();
+      p.m.env.clear();
+      for (const proto::KeyValue& kv : h.env()) p.m.env.emplace_back(kv.key(), kv.value());
       for (const proto::ClockSnapshot& c : h.clocks()) p.m.clocks.Add(c.cupti_ns(), c.realtime_ns());
       for (const proto::DeviceInfo& d : h.devices()) AddDevice(p, d);
     } else if (chunk.has_end()) {
@@ -514,6 +581,7 @@ class ModelBuilder::Impl {
       auto it = slot_.find(info.process_uid);
       if (it == slot_.end()) continue;
       ProcessState& p = *processes_[it->second];
+      if (options_.only_rank >= 0 && p.m.rank != options_.only_rank) continue;
       FinishProcess(p);
       p.m.process_uid = info.process_uid;
       p.m.pid = info.pid;
@@ -675,11 +743,17 @@ class ModelBuilder::Impl {
         p.api_class.resize(n, kApiUnknown);
         p.step_name.resize(n, -1);
         p.nccl_domain.resize(n, -1);
+        p.implicit_group.resize(n, -2);
+        p.async_copy.resize(n, -1);
+        p.implicit_stats.resize(n, nullptr);
       }
       p.strings[id] = s.value();
       p.api_class[id] = kApiUnknown;
       p.step_name[id] = -1;
       p.nccl_domain[id] = -1;
+      p.implicit_group[id] = -2;
+      p.async_copy[id] = -1;
+      p.implicit_stats[id] = nullptr;
     }
     for (const proto::LaunchConfig& c : b.launch_configs()) {
       if (c.id() > reader::kMaxLaunchConfigId) continue;
@@ -746,6 +820,17 @@ class ModelBuilder::Impl {
         if (c.component() == "nvml.process_pids") p.m.foreign_nvml_pids = true;
       }
     }
+    for (const proto::CuptiClientRefusal& r : b.cupti_refusals()) {  // cumulative: keep the latest
+      auto same = [&](const proto::CuptiClientRefusal& o) {
+        return o.api() == r.api() && o.caller() == r.caller();
+      };
+      auto it = std::find_if(p.m.cupti_refusals.begin(), p.m.cupti_refusals.end(), same);
+      if (it == p.m.cupti_refusals.end()) {
+        if (p.m.cupti_refusals.size() < 64) p.m.cupti_refusals.push_back(r);
+      } else if (r.count() >= it->count()) {
+        *it = r;
+      }
+    }
     const absl::Status status = reader::DecodeBatch(b, &events_);
     if (!status.ok()) {
       ++p.m.undecodable_batches;
@@ -803,6 +888,52 @@ class ModelBuilder::Impl {
     p.m.windows = Timeline(kProcessWindowFieldCount, t, kMaxWindowRows, options_.window_ns);
   }
 
+  // The implicit group of a call (-1: none) and whether it is an
+  // asynchronous copy, by name (cached per name id).
+  int ImplicitGroupOf(ProcessState& p, const format::ApiCallEvent& a, bool* async_copy) {
+    *async_copy = false;
+    if (a.api_name_id == 0 || a.api_name_id >= p.implicit_group.size()) return -1;
+    int8_t& g = p.implicit_group[a.api_name_id];
+    int8_t& c = p.async_copy[a.api_name_id];
+    if (g == -2) {
+      const std::string_view name = NormalizeApiName(p.String(a.api_name_id));
+      g = static_cast<int8_t>(ImplicitGroupOfApi(name));
+      c = IsAsyncCopyApi(name) ? 1 : 0;
+    }
+    *async_copy = c == 1;
+    return g;
+  }
+
+  // One implicitly synchronizing call: the host was blocked in it. `stats`
+  // is its name's entry in m.implicit_calls.
+  void AddImplicitCall(ProcessState& p, int group, ImplicitCallStats& s, uint64_t start_ns,
+                       uint64_t end_ns) {
+    const uint64_t duration = end_ns - start_ns;
+    p.implicit.Insert(start_ns, end_ns, group);
+    s.group = group;
+    ++s.calls;
+    s.blocked_ns += duration;
+    s.max_ns = std::max(s.max_ns, duration);
+    p.m.timeline.Add(kImplicitCallsFirst + group, start_ns, 1);
+    p.m.timeline.Add(kImplicitBlockedFirst + group, start_ns, static_cast<double>(duration));
+  }
+
+  // Host series for step inference: explicit syncs, graph launches and
+  // synchronous copies, per thread and API name.
+  void AddHostSeries(ProcessState& p, const format::ApiCallEvent& a) {
+    const uint64_t key = (uint64_t{a.thread_id} << 32) | a.api_name_id;
+    auto it = p.host_series_slot.find(key);
+    if (it == p.host_series_slot.end()) {
+      if (p.host_series.size() >= kMaxHostSeries) return;
+      it = p.host_series_slot.emplace(key, p.host_series.size()).first;
+      HostSeries series;
+      series.label = absl::StrCat(std::string(NormalizeApiName(p.String(a.api_name_id))), " calls of thread ",
+                                  a.thread_id);
+      p.host_series.push_back(std::move(series));
+    }
+    p.host_series[it->second].tracker.Add(a.start_ns);
+  }
+
   void AddApiCalls(ProcessState& p) {
     p.m.api_calls += events_.api_calls.size();
     for (format::ApiCallEvent a : events_.api_calls) {
@@ -810,26 +941,41 @@ class ModelBuilder::Impl {
       Span(p, a.start_ns, a.end_ns);
       const uint64_t duration = a.end_ns - a.start_ns;
       const ApiClass cls = ApiClassOf(p, a);
+      const uint32_t driver = a.domain == proto::API_DRIVER ? ApiRing::kDriver : 0;
+      bool async_copy = false;
+      const int group = ImplicitGroupOf(p, a, &async_copy);
       switch (cls) {
         case kApiLaunch:
         case kApiGraphLaunch:
           p.m.launch_call_ns.Add(duration);
           if (duration > kLaunchCallOutlierNs) ++p.m.launch_call_outliers;
           p.launches.Insert(a.correlation_id, a.start_ns, a.end_ns,
-                            /*multi=*/cls == kApiGraphLaunch, StaleBefore(p));
+                            (cls == kApiGraphLaunch ? ApiRing::kMulti : 0) | driver,
+                            StaleBefore(p));
+          if (cls == kApiGraphLaunch && a.api_name_id != 0) AddHostSeries(p, a);
           break;
         case kApiMemcpy:
         case kApiMemset:
-          p.launches.Insert(a.correlation_id, a.start_ns, a.end_ns, false, StaleBefore(p));
+          p.launches.Insert(a.correlation_id, a.start_ns, a.end_ns,
+                            (async_copy ? ApiRing::kAsyncCopy : 0) | driver, StaleBefore(p));
+          if (group == kImplicitSyncCopy && a.api_name_id != 0) AddHostSeries(p, a);
           break;
         case kApiSync:
           p.syncs.Insert(a.start_ns, a.end_ns);
           AddThreadSync(p.sync_api_by_thread, a.thread_id, duration);
           p.m.timeline.Add(kSyncCalls, a.start_ns, 1);
           p.m.timeline.Add(kSyncBlockedNs, a.start_ns, static_cast<double>(duration));
+          if (a.api_name_id != 0) AddHostSeries(p, a);
           break;
         default:
           break;
+      }
+      if (group >= 0) {  // a named call (ImplicitGroupOf needs the name)
+        ImplicitCallStats*& stats = p.implicit_stats[a.api_name_id];
+        if (stats == nullptr) {
+          stats = &p.m.implicit_calls[std::string(NormalizeApiName(p.String(a.api_name_id)))];
+        }
+        AddImplicitCall(p, group, *stats, a.start_ns, a.end_ns);
       }
     }
   }
@@ -910,10 +1056,15 @@ class ModelBuilder::Impl {
           } else {
             m.occupancy_ns += occ * static_cast<double>(duration);
             m.occupancy_known_ns += duration;
+            s.small_occupancy_ns += occ * static_cast<double>(duration);
+            s.small_known_ns += duration;
           }
         }
       }
-      Push(p, GpuOp{k.start_ns, k.end_ns, k.correlation_id, slot, k.name_id, kOpKernel});
+      const bool novel =
+          p.kernel_configs.insert((uint64_t{k.name_id} << 32) | k.launch_config_id).second;
+      Push(p, GpuOp{k.start_ns, k.end_ns, k.correlation_id, slot, k.name_id,
+                    kOpKernel | (novel ? kOpNovel : 0u)});
     }
   }
 
@@ -955,8 +1106,12 @@ class ModelBuilder::Impl {
         t.Add(kPageableCopyCount, c.start_ns, 1);
         if (g.pageable.Accepts(duration)) g.pageable.Add(duration, Interval{c.start_ns, c.end_ns});
       }
-      // name_id carries the copy kind: the sweep tracks D2H/H2D periods.
-      Push(p, GpuOp{c.start_ns, c.end_ns, c.correlation_id, slot, c.copy_kind, kOpMemcpy});
+      // name_id carries the copy kind (the sweep tracks D2H/H2D periods), its
+      // host memory and whether it is large enough to be an input copy.
+      const uint32_t info = (c.copy_kind & kCopyKindMask) |
+                            (host_kind == proto::MEMORY_PAGEABLE ? kCopyPageable : 0) |
+                            (c.bytes > kInputCopyMinBytes ? kCopyInputSize : 0);
+      Push(p, GpuOp{c.start_ns, c.end_ns, c.correlation_id, slot, info, kOpMemcpy});
     }
   }
 
@@ -1105,12 +1260,6 @@ class ModelBuilder::Impl {
 
   // --------------------------------------------------------------- sweep --
 
-  struct GapSplit {
-    uint64_t host_ns = 0;
-    uint64_t sync_ns = 0;
-    uint64_t queued_ns = 0;  // the op was already queued, or its launch is unknown
-  };
-
   GapSplit Classify(const ProcessState& p, uint64_t gap_start, uint64_t gap_end,
                     const ApiRef* api) const {
     GapSplit split;
@@ -1122,8 +1271,19 @@ class ModelBuilder::Impl {
     uint64_t sync_end = 0;
     if (p.syncs.FindSpanning(gap_start, kSyncSlackNs, &sync_end)) {
       split.sync_ns = std::min(gap, std::max(sync_end, gap_start) - gap_start + kSyncRelaunchNs);
+      split.after_sync = true;
     }
-    split.host_ns = gap - split.sync_ns;
+    // Of the rest, the time the host spent in implicitly synchronizing
+    // calls (host_calls.h); a gap that began in one is also "after a sync".
+    bool began_in_call = false;
+    // After an implicit sync returns, the next launch is one call away
+    // (HTA: a launch call takes at most ~50 us), not the 0.5 ms allowed
+    // after an explicit sync, which usually returns into host code.
+    split.implicit_ns =
+        p.implicit.Overlap(gap_start + split.sync_ns, gap_end, kSyncSlackNs, kLaunchCallOutlierNs,
+                           &split.implicit_by_group, &began_in_call);
+    split.after_sync |= began_in_call;
+    split.host_ns = gap - split.sync_ns - split.implicit_ns;
     return split;
   }
 
@@ -1141,10 +1301,24 @@ class ModelBuilder::Impl {
     m.last_ns = std::max(m.last_ns, op.end_ns);
     ApiRef api_ref{};
     const ApiRef* api = nullptr;
+    bool async_copy_call = false, driver_call = false;
     if (ApiRing::Entry* e = p.launches.Find(op.correlation_id)) {
       api_ref = {e->start_ns, e->end_ns()};
       api = &api_ref;
+      async_copy_call = e->async_copy();
+      driver_call = e->driver();
       p.launches.Release(e);
+    }
+    const uint32_t kind = op.kind & kOpKindMask;
+    const uint32_t copy_kind = kind == kOpMemcpy ? (op.name_id & kCopyKindMask) : 0;
+    if (kind == kOpMemcpy && api != nullptr && async_copy_call &&
+        (op.name_id & kCopyPageable) != 0) {
+      // An "asynchronous" copy from or to pageable memory: the host is held
+      // while the driver stages it (before the gap it may end is classified).
+      if (p.pageable_stats == nullptr) {
+        p.pageable_stats = &p.m.implicit_calls["async copy (pageable memory)"];
+      }
+      AddImplicitCall(p, kImplicitPageableCopy, *p.pageable_stats, api->start_ns, api->end_ns);
     }
     Interval closed;
     if (g.all.Add(op.start_ns, op.end_ns, &closed)) {
@@ -1158,17 +1332,25 @@ class ModelBuilder::Impl {
         }
       });
     }
-    if (op.kind == kOpKernel && g.kernels.Add(op.start_ns, op.end_ns, &closed)) {
-      Busy(p, g, closed, /*kernels=*/true);
+    if (kind == kOpMemcpy && copy_kind == proto::MEMCPY_HTOD && api != nullptr &&
+        (op.name_id & kCopyInputSize) != 0) {
+      InputEvidence(g, api->start_ns);
     }
     KernelStats* kernel = nullptr;
-    if (op.kind == kOpKernel) {
+    if (kind == kOpKernel) {
       kernel = &g.Kernel(op.name_id, p.strings.size());
+      const bool novel = kernel->period.count == 0 || (op.kind & kOpNovel) != 0;
+      Interval kernel_free;
+      if (g.kernels.Add(op.start_ns, op.end_ns, &closed)) {
+        Busy(p, g, closed, /*kernels=*/true);
+        kernel_free = {closed.end_ns, op.start_ns};
+      }
+      KernelAfterGaps(p, g, novel, kernel_free.length_ns() > 0 ? &kernel_free : nullptr);
       kernel->period.Add(op.start_ns);
       SweepComm(p, g, *kernel, op);
-    } else if (op.kind == kOpMemcpy) {
-      if (op.name_id == proto::MEMCPY_DTOH) g.d2h_period.Add(op.start_ns);
-      if (op.name_id == proto::MEMCPY_HTOD) g.h2d_period.Add(op.start_ns);
+    } else if (kind == kOpMemcpy) {
+      if (copy_kind == proto::MEMCPY_DTOH) g.d2h_period.Add(op.start_ns);
+      if (copy_kind == proto::MEMCPY_HTOD) g.h2d_period.Add(op.start_ns);
     }
 
     // HTA per-stream idle.
@@ -1193,6 +1375,7 @@ class ModelBuilder::Impl {
     }
     ++m.launches_matched;
     ++k.launches_matched;
+    if (driver_call) ++k.driver_launches;
     const uint64_t delay = op.start_ns > api->end_ns ? op.start_ns - api->end_ns : 0;
     m.queue_delay_ns.Add(delay);
     if (delay > kQueueDelayOutlierNs) ++m.queue_delay_outliers;
@@ -1200,6 +1383,14 @@ class ModelBuilder::Impl {
     if (op.end_ns - op.start_ns < call && call <= kLaunchCallOutlierNs) {
       ++m.shorter_than_launch;
       ++k.shorter_than_launch;
+    }
+    if (op.end_ns - op.start_ns >= kLaunchCallOutlierNs) {
+      ++m.long_launches;
+      m.timeline.Add(kLongLaunches, op.start_ns, 1);
+      if (api->end_ns >= op.end_ns) {
+        ++m.long_launches_blocking;
+        m.timeline.Add(kLongLaunchesBlocking, op.start_ns, 1);
+      }
     }
   }
 
@@ -1293,6 +1484,13 @@ class ModelBuilder::Impl {
       t.AddSpan(kStreamIdleSyncNs, at, at + split.sync_ns);
       at += split.sync_ns;
     }
+    if (split.implicit_ns > 0) {
+      // HTA has no such cause: per stream it is host wait, and counted
+      // apart as well.
+      sm.idle_ns[static_cast<int>(GapCause::kHost)] += split.implicit_ns;
+      t.AddSpan(kStreamIdleImplicitNs, at, at + split.implicit_ns);
+      at += split.implicit_ns;
+    }
     if (split.host_ns > 0) {
       sm.idle_ns[static_cast<int>(GapCause::kHost)] += split.host_ns;
       t.AddSpan(kStreamIdleHostNs, at, at + split.host_ns);
@@ -1307,34 +1505,135 @@ class ModelBuilder::Impl {
   }
 
   void DeviceGap(ProcessState& p, GpuState& g, uint64_t a, uint64_t b, const GapSplit& split) {
-    (void)p;
     const uint64_t gap = b - a;
     const bool large = gap >= options_.idle_gap_threshold_ns;
-    if (large) {
-      g.m.windows.AddSpan(kWinGapNs, a, b);
-      g.restart_period.Add(b);
+    GapRecord rec{a, b, split.host_ns, split.sync_ns, split.queued_ns, split.implicit_ns};
+    if (!large) {
+      ApplyGap(p, g, rec, split, /*large=*/false);
+      return;
     }
+    g.m.windows.AddSpan(kWinGapNs, a, b);
+    g.restart_period.Add(b);
+    // Large gaps wait (PendingGap): an input copy issued in this one can be
+    // swept after the op that ends it; a long one waits for the next kernel.
+    for (PendingGap& pg : g.pending_gaps) pg.input_window_closed = true;
+    PendingGap pending;
+    pending.rec = rec;
+    pending.split = split;
+    pending.novelty_known = gap < options_.long_gap_ns;
+    g.pending_gaps.push_back(pending);
+    if (g.pending_gaps.size() > kMaxPendingGaps) {
+      ApplyPending(p, g, g.pending_gaps.front());
+      g.pending_gaps.pop_front();
+    }
+    FlushPendingGaps(p, g, /*all=*/false);
+  }
+
+  // Applies the pending gaps whose evidence is complete (all: at the end).
+  void FlushPendingGaps(ProcessState& p, GpuState& g, bool all) {
+    while (!g.pending_gaps.empty()) {
+      PendingGap& front = g.pending_gaps.front();
+      if (!all && !(front.input_window_closed && front.novelty_known)) break;
+      ApplyPending(p, g, front);
+      g.pending_gaps.pop_front();
+    }
+  }
+
+  void ApplyPending(ProcessState& p, GpuState& g, const PendingGap& pg) {
+    const GapRecord& rec = pg.rec;
+    if (rec.one_time) {
+      // One-time start-up work: neither idle nor busy in the steady state.
+      g.m.timeline.AddSpan(kOneTimeGapNs, rec.start_ns, rec.end_ns);
+      g.m.timeline.Add(kOneTimeGapCount, rec.start_ns, 1);
+      if (g.m.one_time_gaps.size() < kOneTimeGaps) g.m.one_time_gaps.push_back(rec);
+      if (g.pause_records.size() < kMaxPauseRecords) {
+        g.pause_records.push_back({rec.start_ns, rec.end_ns});
+        g.one_time_records.push_back({rec.start_ns, rec.end_ns});
+      }
+      if (g.largest_gaps.Accepts(rec.length_ns())) g.largest_gaps.Add(rec.length_ns(), rec);
+      LongGapEdge(g, rec);
+      return;
+    }
+    ApplyGap(p, g, rec, pg.split, /*large=*/true);
+  }
+
+  void LongGapEdge(GpuState& g, const GapRecord& rec) {
+    if (!g.has_long_gap) g.first_long_gap = rec;
+    g.last_long_gap = rec;
+    g.has_long_gap = true;
+  }
+
+  void ApplyGap(ProcessState& p, GpuState& g, const GapRecord& rec, const GapSplit& split,
+                bool large) {
+    (void)p;
+    const uint64_t a = rec.start_ns, b = rec.end_ns, gap = b - a;
     Timeline& t = g.m.timeline;
     uint64_t at = a;
     if (split.sync_ns > 0) {
       t.AddSpan(large ? kGapSyncNs : kShortGapSyncNs, at, at + split.sync_ns);
       at += split.sync_ns;
     }
+    if (split.implicit_ns > 0) {
+      t.AddSpan(large ? kGapImplicitNs : kShortGapImplicitNs, at, at + split.implicit_ns);
+      for (int k = 0; k < kImplicitGroups; ++k) {
+        const uint64_t part = split.implicit_by_group[static_cast<size_t>(k)];
+        if (part > 0) t.AddSpread(kImplicitIdleFirst + k, at, at + split.implicit_ns, static_cast<double>(part));
+      }
+      at += split.implicit_ns;
+    }
     if (split.host_ns > 0) {
       t.AddSpan(large ? kGapHostNs : kShortGapHostNs, at, at + split.host_ns);
+      if (split.after_sync) {
+        t.AddSpan(large ? kGapAfterSyncHostNs : kShortGapAfterSyncHostNs, at, at + split.host_ns);
+      }
+      if (large && rec.input) t.AddSpan(kGapInputHostNs, at, at + split.host_ns);
       at += split.host_ns;
     }
     if (split.queued_ns > 0) t.AddSpan(large ? kGapOtherNs : kShortGapKernelNs, at, b);
     if (large) t.Add(kGapCount, a, 1);
-    GapRecord rec{a, b, split.host_ns, split.sync_ns, split.queued_ns};
     if (large && g.largest_gaps.Accepts(gap)) g.largest_gaps.Add(gap, rec);
     if (split.sync_ns > 0 && g.sync_gaps.Accepts(split.sync_ns)) g.sync_gaps.Add(split.sync_ns, rec);
     if (gap >= options_.long_gap_ns) {
       t.AddSpan(kLongGapNs, a, b);
       t.Add(kLongGapCount, a, 1);
-      if (!g.has_long_gap) g.first_long_gap = rec;
-      g.last_long_gap = rec;
-      g.has_long_gap = true;
+      LongGapEdge(g, rec);
+    }
+  }
+
+  // An input copy (H2D, > kInputCopyMinBytes) whose call was issued at
+  // call_start_ns: evidence for the pending gap it was issued in.
+  void InputEvidence(GpuState& g, uint64_t call_start_ns) {
+    for (auto it = g.pending_gaps.rbegin(); it != g.pending_gaps.rend(); ++it) {
+      if (call_start_ns >= it->rec.start_ns && call_start_ns <= it->rec.end_ns) {
+        it->rec.input = true;
+        return;
+      }
+      if (it->rec.end_ns < call_start_ns) return;
+    }
+  }
+
+  // The first kernel after pending long gaps: new code (a name never swept
+  // before) makes them one-time start-up work. Then the kernel-free
+  // interval before this kernel, if long, is a pause (or one-time).
+  void KernelAfterGaps(ProcessState& p, GpuState& g, bool novel, const Interval* kernel_free) {
+    for (PendingGap& pg : g.pending_gaps) {
+      if (pg.novelty_known) continue;
+      pg.novelty_known = true;
+      pg.rec.one_time = novel;
+    }
+    FlushPendingGaps(p, g, /*all=*/false);
+    if (kernel_free == nullptr || kernel_free->length_ns() < options_.long_gap_ns) return;
+    // Partly untraced (between capture windows): what ran there is unknown.
+    bool untraced = false;
+    ForTracedParts(p, kernel_free->start_ns, kernel_free->end_ns,
+                   [&](uint64_t, uint64_t, bool traced) { untraced |= !traced; });
+    if (untraced) return;
+    if (g.pause_records.size() < kMaxPauseRecords) g.pause_records.push_back(*kernel_free);
+    if (novel) return;  // the one-time gaps inside are counted as such
+    g.m.timeline.AddSpan(kPauseNs, kernel_free->start_ns, kernel_free->end_ns);
+    g.m.timeline.Add(kPauseCount, kernel_free->start_ns, 1);
+    if (g.pauses.Accepts(kernel_free->length_ns())) {
+      g.pauses.Add(kernel_free->length_ns(), *kernel_free);
     }
   }
 
@@ -1433,6 +1732,7 @@ class ModelBuilder::Impl {
   void AfterSweep(ProcessState& p) {
     FinishSteps(p, /*all=*/false);
     p.syncs.PruneBefore(StaleBefore(p));
+    p.implicit.PruneBefore(StaleBefore(p));
   }
 
   // Steps without NVTX markers: see InferredSteps in trace_model.h.
@@ -1441,27 +1741,67 @@ class ModelBuilder::Impl {
       double period_ns;
       const PeriodTracker* tracker;
       std::string anchor;
+      bool host;
     };
     std::vector<Candidate> candidates;
-    const uint64_t span = g.m.last_ns > g.m.first_ns ? g.m.last_ns - g.m.first_ns : 0;
-    auto consider = [&](const PeriodTracker& t, std::string anchor) {
+    // Pauses (kernel-free >= long_gap_ns) and one-time gaps, merged: the
+    // span a series must cover leaves them out, and so does the judgement
+    // of its regularity.
+    std::vector<Interval> pauses = g.pause_records;
+    std::sort(pauses.begin(), pauses.end(),
+              [](const Interval& a, const Interval& b) { return a.start_ns < b.start_ns; });
+    uint64_t paused_ns = 0, covered_to = 0;
+    for (const Interval& i : pauses) {
+      const uint64_t from = std::max(std::max(i.start_ns, covered_to), g.m.first_ns);
+      const uint64_t to = std::min(i.end_ns, g.m.last_ns);
+      if (to > from) paused_ns += to - from;
+      covered_to = std::max(covered_to, i.end_ns);
+    }
+    const uint64_t span_all = g.m.last_ns > g.m.first_ns ? g.m.last_ns - g.m.first_ns : 0;
+    const uint64_t span = span_all > paused_ns ? span_all - paused_ns : 0;
+    auto holds_pause = [&pauses](const Interval& step) {
+      for (const Interval& q : pauses) {
+        if (q.start_ns < step.end_ns && q.end_ns > step.start_ns) return true;
+      }
+      return false;
+    };
+    // Every regular series, step candidate or not, for telling phases apart.
+    std::vector<const PeriodTracker*> regular;
+    auto consider = [&](const PeriodTracker& t, std::string anchor, bool host) {
       if (t.count < kMinInferredSteps || t.interval_ns.empty()) return;
-      // A step holds more than the one event: at least two ops per period.
-      if (2 * t.count > g.m.ops) return;
-      if (2 * (t.last_ns - t.first_ns) < span) return;
-      const double p50 = t.interval_ns.Percentile(50);
+      // The intervals that hold a pause are left out of the judgement.
+      uint64_t removed = 0, removed_ns = 0;
+      for (const PeriodTracker::Kept& k : t.longest) {
+        if (!holds_pause(k.interval)) continue;
+        ++removed;
+        removed_ns += k.interval.length_ns();
+      }
+      uint64_t covered = t.last_ns - t.first_ns;
+      covered = covered > removed_ns ? covered - removed_ns : 0;
+      const uint64_t n = t.interval_ns.count();
+      if (n < removed + 2) return;
+      // The remaining intervals are the n - removed shortest: a percentile
+      // of theirs is a lower one of all.
+      const double scale = static_cast<double>(n - removed - 1) / static_cast<double>(n - 1);
+      const double p50 = t.interval_ns.Percentile(50 * scale);
       if (p50 < static_cast<double>(kMinInferredPeriodNs)) return;
-      const double mean = t.interval_ns.mean();
+      const double mean = static_cast<double>(t.interval_ns.sum() - removed_ns) /
+                          static_cast<double>(n - removed);
       if (mean < 0.75 * p50 || mean > 1.25 * p50) return;
-      if (t.interval_ns.Percentile(95) > 2 * p50) return;
-      candidates.push_back({p50, &t, std::move(anchor)});
+      if (t.interval_ns.Percentile(95 * scale) > 2 * p50) return;
+      regular.push_back(&t);
+      // A step holds more than the one event: at least two ops per period;
+      // and the steps cover most of the run.
+      if (2 * t.count > g.m.ops || 2 * covered < span) return;
+      candidates.push_back({p50, &t, std::move(anchor), host});
     };
     for (size_t i = 0; i < g.by_name.size(); ++i) {
-      consider(g.by_name[i].period, p.String(g.by_name_id[i]));
+      consider(g.by_name[i].period, p.String(g.by_name_id[i]), false);
     }
-    consider(g.d2h_period, "D2H copy");
-    consider(g.h2d_period, "H2D copy");
-    consider(g.restart_period, "GPU restart after idle");
+    consider(g.d2h_period, "D2H copy", false);
+    consider(g.h2d_period, "H2D copy", false);
+    consider(g.restart_period, "GPU restart after idle", false);
+    for (const HostSeries& h : p.host_series) consider(h.tracker, h.label, true);
     if (candidates.empty()) return;
     std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
       return a.period_ns != b.period_ns ? a.period_ns < b.period_ns : a.anchor < b.anchor;
@@ -1478,10 +1818,21 @@ class ModelBuilder::Impl {
       }
       i = j;
     }
-    // The group's representative: the series with the most instances.
-    const Candidate* pick = &candidates[best];
+    // The group's representative: the series with the most instances,
+    // GPU restarts after idle only when nothing else agrees (a step can
+    // hold more than one gap).
+    const Candidate* pick = nullptr;
     for (size_t i = best; i < best + best_size; ++i) {
-      if (candidates[i].tracker->count > pick->tracker->count) pick = &candidates[i];
+      const Candidate& cand = candidates[i];
+      const bool restart = cand.tracker == &g.restart_period;
+      if (pick == nullptr) {
+        pick = &cand;
+        continue;
+      }
+      const bool pick_restart = pick->tracker == &g.restart_period;
+      if (pick_restart != restart ? pick_restart : cand.tracker->count > pick->tracker->count) {
+        pick = &cand;
+      }
     }
     InferredSteps& out = g.m.inferred_steps;
     out.found = true;
@@ -1492,12 +1843,34 @@ class ModelBuilder::Impl {
     out.first_start_ns = pick->tracker->first_ns;
     out.second_start_ns = pick->tracker->second_ns;
     out.last_start_ns = pick->tracker->last_ns;
+    out.host = pick->host;
+    // Series of one step loop share its span; a regular series that runs
+    // mostly outside the chosen one's span is another phase of the run (a
+    // benchmark's phases, evaluation after training).
+    // (Ours: a phase spans at least a quarter of the steps' span.)
+    const uint64_t steps_span = pick->tracker->last_ns - pick->tracker->first_ns;
+    for (const PeriodTracker* t : regular) {
+      const uint64_t len = t->last_ns - t->first_ns;
+      const uint64_t lo = std::max(t->first_ns, pick->tracker->first_ns);
+      const uint64_t hi = std::min(t->last_ns, pick->tracker->last_ns);
+      const uint64_t inside = hi > lo ? hi - lo : 0;
+      if (4 * len >= steps_span && 2 * inside < len) out.phased = true;
+    }
+    for (const PeriodTracker::Kept& k : pick->tracker->longest) {
+      if (2 * k.index > pick->tracker->count) continue;  // after most steps: not start-up
+      for (const Interval& q : g.one_time_records) {
+        if (q.start_ns < k.interval.end_ns && q.end_ns > k.interval.start_ns) {
+          out.steady_start_ns = std::max(out.steady_start_ns, k.interval.end_ns);
+        }
+      }
+    }
   }
 
   void FinishProcess(ProcessState& p) {
     p.queue.Drain([this, &p](const GpuOp& op) { Sweep(p, op); });
     for (auto& gp : p.gpus) {
       GpuState& g = *gp;
+      FlushPendingGaps(p, g, /*all=*/true);  // long gaps with no kernel after: tear-down
       Interval closed;
       if (g.all.Finish(&closed)) Busy(p, g, closed, false);
       if (g.kernels.Finish(&closed)) Busy(p, g, closed, true);
@@ -1555,6 +1928,7 @@ class ModelBuilder::Impl {
         }
       }
       for (const auto& [key, copy] : g.pageable.Sorted()) m.pageable_copies.push_back(copy);
+      for (const auto& [key, pause] : g.pauses.Sorted()) m.pauses.push_back(pause);
       for (const auto& [key, step] : g.slowest_steps.Sorted()) m.steps.slowest.push_back(step);
     }
   }

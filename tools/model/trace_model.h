@@ -18,8 +18,18 @@
 //   kernel wait the op was already queued (or its launch is unknown) and the
 //               gap is shorter than the idle-gap threshold: back-to-back
 //               launch latency (HTA uses 30 us here; we use the threshold);
+//   implicit    as host wait, but for the part of the gap in which the host
+//               was blocked in an implicitly synchronizing call (allocation,
+//               free, a synchronous or pageable copy, a synchronous memset;
+//               host_calls.h): the host could not launch then either;
 //   other       queued work that still waited >= the threshold (cross-stream
 //               or event dependencies, another process on the GPU).
+//
+// Long gaps (>= ModelOptions::long_gap_ns) after which the GPU runs code it
+// has never run before (a kernel name seen for the first time) are one-time
+// start-up work (JIT compilation, autotuning, lazy module loading): their
+// time goes to kOneTimeGapNs, not to the idle fields, and rules leave it out
+// of the steady state.
 //
 // Thread model: plain data.
 #ifndef GPSCOPE_TOOLS_MODEL_TRACE_MODEL_H_
@@ -29,11 +39,13 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpscope/trace.pb.h"
 #include "tools/reader/clock_align.h"
 #include "tools/model/collectives.h"
+#include "tools/model/host_calls.h"
 #include "tools/model/interval_union.h"
 #include "tools/model/log_histogram.h"
 #include "tools/model/timeline.h"
@@ -55,6 +67,10 @@ inline constexpr uint64_t kTinyKernelNs = 10'000;
 inline constexpr uint64_t kLaunchCallOutlierNs = 50'000;
 // HTA: launch delay (launch call end -> GPU start) above 100 us is an outlier.
 inline constexpr uint64_t kQueueDelayOutlierNs = 100'000;
+// A host-to-device copy larger than this, issued while the GPU was idle, is
+// an input copy: evidence that the step waited for data (nsys's synchronous
+// memcpy rule ignores H2D copies of 64 KB or less as not worth reporting).
+inline constexpr uint64_t kInputCopyMinBytes = 64 * 1024;
 // NVML clock event reasons that mean the GPU slowed its clocks for power or
 // heat (nvmlClocksEventReason*: SwPowerCap 0x4, HwSlowdown 0x8,
 // SwThermalSlowdown 0x20, HwThermalSlowdown 0x40, HwPowerBrakeSlowdown 0x80).
@@ -101,6 +117,21 @@ enum GpuField : int {
   kComputeBusyNs,        // union of non-communication kernels
   kUntracedNs,           // device gaps inside the process's lost intervals (outside capture
                          // windows, yielded to another profiler...): unknown, not idle
+  kGapImplicitNs,        // device idle in gaps >= the threshold while the host was blocked in
+  kShortGapImplicitNs,   // an implicitly synchronizing call (and in shorter gaps)
+  kStreamIdleImplicitNs,
+  kImplicitIdleFirst,    // kImplicitIdleFirst + ImplicitGroup: the same idle by group, any gap
+  kImplicitIdleLast = kImplicitIdleFirst + kImplicitGroups - 1,
+  kGapInputHostNs,       // host wait of gaps >= the threshold during which an input copy
+                         // (H2D > kInputCopyMinBytes) was issued: the step waited for data
+  kGapAfterSyncHostNs,   // host wait of gaps that began in a sync (the host's own code after
+  kShortGapAfterSyncHostNs,  // the sync returned), in gaps >= the threshold and shorter ones
+  kOneTimeGapNs,         // long gaps followed by code never run before (see the header)
+  kOneTimeGapCount,
+  kPauseNs,              // kernel-free intervals >= long_gap_ns (idle or copies only) that are
+  kPauseCount,           // not one-time: checkpoints, evaluation, pauses in the steady state
+  kLongLaunches,         // matched launches of kernels running >= kLaunchCallOutlierNs...
+  kLongLaunchesBlocking,  // ...whose launch call returned only after the kernel ended
   kGpuFieldCount
 };
 
@@ -145,6 +176,10 @@ enum ProcessField : int {
   kSyncRecords,       // CUPTI synchronization records (cudaStreamWaitEvent excluded)
   kCommRangeCount,    // NVTX ranges in NCCL's domain (host side of collectives)
   kCommRangeNs,
+  kImplicitCallsFirst,  // + ImplicitGroup: implicitly synchronizing calls (at their start)
+  kImplicitCallsLast = kImplicitCallsFirst + kImplicitGroups - 1,
+  kImplicitBlockedFirst,  // + ImplicitGroup: host time in them
+  kImplicitBlockedLast = kImplicitBlockedFirst + kImplicitGroups - 1,
   kProcessFieldCount
 };
 
@@ -158,6 +193,9 @@ struct GapRecord {
   uint64_t host_ns = 0;  // how the gap splits by cause
   uint64_t sync_ns = 0;
   uint64_t other_ns = 0;  // kernel wait or other, by the gap's length
+  uint64_t implicit_ns = 0;  // host blocked in implicitly synchronizing calls
+  bool input = false;     // an input copy was issued in it (kGapInputHostNs)
+  bool one_time = false;  // a long gap followed by code never run before (kOneTimeGapNs)
   uint64_t length_ns() const { return end_ns - start_ns; }
 };
 
@@ -165,19 +203,42 @@ struct GapRecord {
 // after an idle gap), for finding steps without NVTX markers: instance
 // times in start order; the interval from the first instance (warm-up) is
 // left out of `interval_ns`.
+// The kLongestIntervals longest intervals are kept with their times, so
+// that step inference can leave out the few that hold a pause (a checkpoint,
+// a compilation) when it judges how regular the series is.
 struct PeriodTracker {
+  static constexpr size_t kLongestIntervals = 8;
+  struct Kept {
+    Interval interval;
+    uint64_t index = 0;  // instances before the interval's end (its end is instance index)
+  };
   uint64_t count = 0;
   uint64_t first_ns = 0;
   uint64_t second_ns = 0;
   uint64_t last_ns = 0;
   LogHistogram interval_ns;  // second -> third, ...: count - 2 intervals
+  std::vector<Kept> longest;  // up to kLongestIntervals, unordered
   void Add(uint64_t t_ns) {
     if (count > 0 && t_ns < last_ns) return;  // a late record: order unknown
     if (count == 0) first_ns = t_ns;
     if (count == 1) second_ns = t_ns;
-    if (count >= 2) interval_ns.Add(t_ns - last_ns);
+    if (count >= 2) {
+      interval_ns.Add(t_ns - last_ns);
+      KeepLongest({{last_ns, t_ns}, count});
+    }
     last_ns = t_ns;
     ++count;
+  }
+  void KeepLongest(const Kept& k) {
+    if (longest.size() < kLongestIntervals) {
+      longest.push_back(k);
+      return;
+    }
+    size_t shortest = 0;
+    for (size_t i = 1; i < longest.size(); ++i) {
+      if (longest[i].interval.length_ns() < longest[shortest].interval.length_ns()) shortest = i;
+    }
+    if (k.interval.length_ns() > longest[shortest].interval.length_ns()) longest[shortest] = k;
   }
 };
 
@@ -195,8 +256,14 @@ struct KernelStats {
   double occupancy_ns = 0;       // sum of theoretical occupancy x duration (occupancy.h)
   uint64_t occupancy_known_ns = 0;  // kernel time whose occupancy was known
   uint64_t large_tile_ns = 0;    // time with >= kLargeTileSharedBytes shared memory per block
+  double small_occupancy_ns = 0;  // occupancy_ns without the large-tile launches...
+  uint64_t small_known_ns = 0;    // ...and their time (what GpuModel::occupancy_ns sums)
   CollectiveKind collective = CollectiveKind::kNone;  // communication (NCCL) or not
   PeriodTracker period;         // instances in start order
+  // Launches through the driver API (cuLaunchKernel...): code built at run
+  // time (Triton, XLA, CuPy, Numba, NVRTC) whose registers and tiles its
+  // compiler chooses, not __launch_bounds__.
+  uint64_t driver_launches = 0;
 };
 
 // Copies (or memsets) of one kind: count, bytes, GPU time; `sync_*` for the
@@ -271,15 +338,35 @@ struct StepStats {
 // periods run from the second instance to the last.
 inline constexpr uint64_t kMinInferredSteps = 5;
 inline constexpr uint64_t kMinInferredPeriodNs = 100'000;
+//
+// Host series count too: the calls of one thread to one synchronizing or
+// graph-launching API (cudaStreamSynchronize, cudaMemcpy, cuGraphLaunch...),
+// for loops whose GPU work is too short or too irregular to repeat on its
+// own (a host-bound loop with a sync per step, tiny kernels).
+// Regularity is judged without the up to PeriodTracker::kLongestIntervals
+// intervals that hold a pause (a kernel-free interval >= long_gap_ns:
+// compilation, a checkpoint), and the span a series must cover is the GPU
+// span minus those pauses. A one-time gap inside a series before half of
+// its instances is start-up: the steady state begins after it.
 struct InferredSteps {
   bool found = false;
-  std::string anchor;        // the kernel name, or "D2H copy", "H2D copy", "GPU restart after idle"
+  std::string anchor;        // the kernel name, or "D2H copy", "H2D copy", "GPU restart after
+                             // idle", or a host series: "cudaStreamSynchronize calls"
   uint64_t count = 0;        // instances (steps), warm-up included
   uint64_t candidates = 0;   // series in the winning group
   LogHistogram period_ns;    // after the first step
   uint64_t first_start_ns = 0;
   uint64_t second_start_ns = 0;
   uint64_t last_start_ns = 0;
+  bool host = false;         // the anchor is a host series
+  // The end of the last one-time gap (start-up: compilation, loading) that
+  // lies inside the series before most of its steps; 0 if none. The steady
+  // state starts there, not at the second instance.
+  uint64_t steady_start_ns = 0;
+  // Another regular series runs mostly outside this one's span: the run
+  // has phases (a benchmark's, evaluation after training), and the steady
+  // window is not cut to these steps.
+  bool phased = false;
 };
 
 // Communication kernels of one kind on one GPU.
@@ -347,6 +434,13 @@ struct GpuModel {
 
   // Launches matched to their API call by correlation id.
   uint64_t launches_matched = 0;
+  // Of those, launches of kernels that ran >= kLaunchCallOutlierNs, and the
+  // ones whose launch call returned only after the kernel had ended: an
+  // asynchronous launch returns in microseconds (HTA: 5-20 us), so a kernel
+  // that long cannot end first unless launches are synchronous
+  // (CUDA_LAUNCH_BLOCKING=1, a debugger, a sanitizer).
+  uint64_t long_launches = 0;
+  uint64_t long_launches_blocking = 0;
   uint64_t launches_unmatched = 0;
   uint64_t shorter_than_launch = 0;
   LogHistogram queue_delay_ns;       // launch call end -> GPU start, clipped at 0
@@ -357,6 +451,10 @@ struct GpuModel {
   std::vector<GapRecord> sync_gaps;       // gaps with sync wait, most sync wait first (up to 16)
   std::vector<GapRecord> long_gaps_edge;  // first and last gap >= long_gap_ns, in time order
   std::vector<Interval> pageable_copies;  // longest pageable copies (up to 5)
+  std::vector<GapRecord> one_time_gaps;  // long gaps followed by new code, in time order (up to 16)
+  // Kernel-free intervals >= long_gap_ns that are not one-time (idle, or
+  // copies only: a checkpoint saving tensors), longest first (up to 16).
+  std::vector<Interval> pauses;
   uint64_t late_ops = 0;      // arrived after their time was swept (beyond the reorder window)
   uint64_t late_ns = 0;
   StepStats steps;
@@ -373,6 +471,14 @@ struct GpuModel {
 };
 
 struct ThreadSyncStats {
+  uint64_t calls = 0;
+  uint64_t blocked_ns = 0;
+  uint64_t max_ns = 0;
+};
+
+// Implicitly synchronizing calls of one API name (host_calls.h), whole run.
+struct ImplicitCallStats {
+  int group = 0;  // ImplicitGroup
   uint64_t calls = 0;
   uint64_t blocked_ns = 0;
   uint64_t max_ns = 0;
@@ -398,6 +504,9 @@ struct ProcessModel {
   int32_t local_rank = -1;
   int32_t world_size = 0;
   std::string job_id;
+  // The allow-listed environment the collector recorded (ProcessHeader.env:
+  // CUDA_LAUNCH_BLOCKING, PYTORCH_CUDA_ALLOC_CONF, NCCL_*...), in order.
+  std::vector<std::pair<std::string, std::string>> env;
   reader::ClockAlign clocks;  // CUPTI ns -> CLOCK_REALTIME (header, flushes, end)
   Timeline windows;         // ProcessWindowField counters, like GpuModel::windows
   bool has_cpu_samples = false;
@@ -420,6 +529,9 @@ struct ProcessModel {
   uint64_t window_off_ns = 0;
   std::vector<proto::LostInterval> lost_intervals;  // the first 16
   std::vector<std::string> unavailable;  // "gpm: not supported"
+  // Another CUPTI client's calls the collector refused while it held CUPTI
+  // (its profiler got no GPU events): the latest notice per (api, caller).
+  std::vector<proto::CuptiClientRefusal> cupti_refusals;
   // The collector ran in a PID namespace (capability nvml.process_pids
   // unavailable): NVML's process pids are the host's, not comparable to pid.
   bool foreign_nvml_pids = false;
@@ -443,6 +555,9 @@ struct ProcessModel {
   std::map<uint32_t, ThreadSyncStats> sync_by_thread;
   bool sync_from_records = false;
   uint64_t sync_records = 0;
+  // Implicitly synchronizing calls by normalized API name ("cudaFree"); the
+  // pageable asynchronous copies under "async copy (pageable memory)".
+  std::map<std::string, ImplicitCallStats> implicit_calls;
   Timeline timeline;  // ProcessField counters
   uint64_t steps_ignored = 0;  // step-like ranges overlapping a step or from other threads
   std::vector<size_t> gpus;    // indexes into TraceModel::gpus
@@ -458,6 +573,9 @@ struct ModelOptions {
   size_t max_warnings = 1000;
   // Width of the `windows` table (summary --window-ms, 50..200 ms).
   uint64_t window_ns = 100'000'000;
+  // >= 0: keep only the processes of this rank (Identity.rank), e.g. to
+  // compare two ranks of one node file (`diff --rank A --rank B FILE`).
+  int32_t only_rank = -1;
 };
 
 struct TraceModel {

@@ -22,6 +22,7 @@
 #include "inject/metrics/nvml_backend.h"
 #include "inject/metrics/replay_backend.h"
 #include "inject/metrics/sampler.h"
+#include "inject/safe_text.h"
 #include "proto/framing.h"
 #include "tools/monitor/exposition.h"
 #include "tools/monitor/http_server.h"
@@ -192,7 +193,8 @@ class Monitor : public FileStarter {
   };
 
   void Log(const std::string& line) {
-    err_ << "gpscope-monitor: " << line << "\n";
+    // One line, whatever a path or a process's value in it holds.
+    err_ << "gpscope-monitor: " << inject::SanitizeText(line, 4096) << "\n";
     err_.flush();
     ++stats_.log_lines;
   }
@@ -881,7 +883,7 @@ bool ParseRetention(const std::string& text, uint32_t* max_files, uint64_t* max_
 int ParseMonitorArgs(const std::vector<std::string>& args, MonitorOptions* o, std::ostream& out,
                      std::ostream& err) {
   auto bad = [&err](const std::string& msg) {
-    err << "gpscope-monitor: " << msg << " (see --help)\n";
+    err << "gpscope-monitor: " << inject::SanitizeText(msg, 4096) << " (see --help)\n";
     return 2;
   };
   for (size_t i = 0; i < args.size(); ++i) {

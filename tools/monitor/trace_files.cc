@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "inject/safe_text.h"
 #include "proto/framing.h"
 #include "zstd.h"
 
@@ -38,28 +40,6 @@ uint64_t RandomUid() {
 bool EndsWith(const std::string& s, const char* suffix) {
   const size_t n = strlen(suffix);
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
-// mkdir -p.
-bool MakeDirs(const std::string& dir, std::string* error) {
-  std::string partial;
-  size_t pos = 0;
-  while (pos <= dir.size()) {
-    size_t slash = dir.find('/', pos);
-    if (slash == std::string::npos) slash = dir.size();
-    partial = dir.substr(0, slash);
-    if (!partial.empty() && mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
-      *error = partial + ": cannot create directory: " + strerror(errno);
-      return false;
-    }
-    pos = slash + 1;
-  }
-  struct stat st;
-  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    *error = dir + ": not a directory";
-    return false;
-  }
-  return true;
 }
 
 }  // namespace
@@ -98,7 +78,8 @@ std::vector<TraceFileEntry> ListTraceFiles(const std::string& dir, const std::st
     TraceFileEntry entry;
     entry.path = dir + "/" + name;
     struct stat st;
-    if (stat(entry.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    // lstat: a link is never one of ours (nor followed by retention).
+    if (lstat(entry.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     entry.bytes = static_cast<uint64_t>(st.st_size);
     out.push_back(std::move(entry));
   }
@@ -164,17 +145,32 @@ uint64_t RotatingTraceWriter::bytes_written() const {
 }
 
 bool RotatingTraceWriter::Open(std::string* error) {
-  if (!MakeDirs(options_.dir, error)) return false;
+  // Opened once and checked against other users (inject/safe_path.h); files
+  // are created inside this descriptor, so a renamed path cannot redirect them.
+  std::string why;
+  if (!inject::OpenOutputDir(options_.dir, inject::DirModeFor(options_.file_mode), geteuid(),
+                             &dir_, &why)) {
+    *error = why;
+    return false;
+  }
   return OpenNext(error);
 }
 
 void RotatingTraceWriter::ApplyRetention() {
-  const std::vector<TraceFileEntry> closed = ListTraceFiles(options_.dir, options_.prefix);
+  const std::vector<TraceFileEntry> closed = ListTraceFiles(dir_.path(), options_.prefix);
   for (size_t i : PickFilesToDelete(closed, options_.limits)) {
-    if (unlink(closed[i].path.c_str()) == 0) {
+    // Only our own files, by name inside the checked directory.
+    const std::string name = closed[i].path.substr(closed[i].path.rfind('/') + 1);
+    struct stat st;
+    if (fstatat(dir_.fd(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_uid != geteuid()) {
+      continue;
+    }
+    if (unlinkat(dir_.fd(), name.c_str(), 0) == 0) {
       ++files_deleted_;
     } else if (log_ != nullptr) {
-      *log_ << "gpscope-monitor: retention: cannot delete " << closed[i].path << ": "
+      *log_ << "gpscope-monitor: retention: cannot delete " << inject::SanitizeText(closed[i].path)
+            << ": "
             << strerror(errno) << "\n";
     }
   }
@@ -182,19 +178,22 @@ void RotatingTraceWriter::ApplyRetention() {
 
 bool RotatingTraceWriter::OpenNext(std::string* error) {
   ApplyRetention();
-  std::string path;
+  std::string name;
   const uint64_t now = clocks_.realtime_ns();
-  for (int tries = 0; tries < 1000; ++tries) {
-    path = MonitorFileName(options_.dir + "/" + options_.prefix, now, seq_++);
-    if (access(path.c_str(), F_OK) != 0) break;
+  int fd = -1;
+  for (int tries = 0; tries < 1000 && fd < 0; ++tries) {
+    name = MonitorFileName(options_.prefix, now, seq_++);
+    struct stat st;
+    if (fstatat(dir_.fd(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) continue;  // taken
+    bool foreign = false;
+    fd = inject::OpenTraceFileIn(dir_, name, options_.file_mode, geteuid(), &foreign, error);
+    if (fd < 0 && !foreign) break;  // foreign: planted meanwhile; the next name
   }
-  char err[256] = {};
-  const int fd = format::OpenForAppend(path.c_str(), err, sizeof(err));
   if (fd < 0) {
-    *error = err;
     next_retry_mono_ns_ = clocks_.monotonic_ns() + kOpenRetryNs;
     return false;
   }
+  const std::string path = dir_.path() + "/" + name;
   struct stat st;
   const uint64_t on_disk = fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_size)
                                                : format::kFileHeaderBytes;
@@ -205,7 +204,7 @@ bool RotatingTraceWriter::OpenNext(std::string* error) {
   auto writer = std::make_unique<inject::ChunkWriter>(fd, uid, options_.pid, wopt);
   if (!writer->ok()) {
     close(fd);
-    unlink(path.c_str());
+    unlinkat(dir_.fd(), name.c_str(), 0);
     *error = path + ": out of memory for the trace writer";
     return false;
   }
@@ -247,7 +246,7 @@ void RotatingTraceWriter::Rotate() {
 
 void RotatingTraceWriter::LogOpenFailure(const std::string& error) {
   if (open_failure_logged_ || log_ == nullptr) return;
-  *log_ << "gpscope-monitor: cannot open the next trace file: " << error
+  *log_ << "gpscope-monitor: cannot open the next trace file: " << inject::SanitizeText(error)
         << "; samples are dropped until it can (retrying every 10 s, logged once)\n";
   open_failure_logged_ = true;
 }

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "inject/chunk_writer.h"
+#include "inject/safe_path.h"
 #include "proto/records.h"
 
 namespace gpscope::monitor {
@@ -95,6 +96,7 @@ class RotatingTraceWriter {
     FileLimits limits;
     uint32_t pid = 0;  // written into every chunk
     int zstd_level = 3;
+    mode_t file_mode = 0640;  // the files' permission bits (docs/security.md)
   };
   // `log` gets one line per rotation failure or retention problem.
   RotatingTraceWriter(const Options& options, Clocks clocks, FileStarter* starter,
@@ -103,7 +105,8 @@ class RotatingTraceWriter {
   RotatingTraceWriter(const RotatingTraceWriter&) = delete;
   RotatingTraceWriter& operator=(const RotatingTraceWriter&) = delete;
 
-  // Creates the directory if needed, applies retention, opens the first file.
+  // Creates the directory if needed (checked against other users:
+  // inject/safe_path.h), applies retention, opens the first file.
   bool Open(std::string* error);
   // The writer, after rotating when the next record might not fit. Null when
   // no file could be opened (the record is then dropped and counted).
@@ -131,6 +134,7 @@ class RotatingTraceWriter {
   void ApplyRetention();
 
   Options options_;
+  inject::OutputDir dir_;  // options_.dir, opened and checked by Open()
   Clocks clocks_;
   FileStarter* starter_;
   std::ostream* log_;

@@ -332,5 +332,53 @@ TEST(TraceFilesTest, UnwritableDirectoryIsOneError) {
   EXPECT_NE(error.find("/proc/gpscope-no-such-dir"), std::string::npos) << error;
 }
 
+// The monitor's files hold the node's process names and job ids: 0640 like
+// the collector's, in a directory checked against other users; a link or a
+// FIFO planted at the next file's name is skipped, never written through.
+TEST(TraceFilesTest, FilesAre0640AndAPlantedLinkAtTheNextNameIsSkipped) {
+  const ScopedDir scoped;
+  const std::string dir = static_cast<const std::string&>(scoped) + "/out";
+  FakeClock clock;
+  TestStarter starter(1);
+  const RotatingTraceWriter::Options o = WriterOptions(dir, FileLimits{});
+  // What the first file would be called: taken by a link to another file.
+  std::filesystem::create_directory(dir);
+  const std::string victim = static_cast<const std::string&>(scoped) + "/victim";
+  std::ofstream(victim) << "not the monitor's";
+  const std::string taken = dir + "/" + MonitorFileName(o.prefix, clock.realtime_ns, 0);
+  ASSERT_EQ(symlink(victim.c_str(), taken.c_str()), 0);
+  const mode_t old = umask(022);
+  RotatingTraceWriter w(o, clock.clocks(), &starter, nullptr);
+  std::string error;
+  const bool opened = w.Open(&error);
+  umask(old);
+  ASSERT_TRUE(opened) << error;
+  EXPECT_NE(w.current_path(), taken);
+  w.Room()->AddMetricSample(format::MetricSample{clock.realtime_ns, 1, 1});
+  w.Close(format::ProcessEndRecord{});
+  struct stat st;
+  ASSERT_EQ(lstat(w.current_path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+  EXPECT_EQ(ReadAlone(w.current_path()).samples, 1u);
+  std::ifstream in(victim);
+  std::string text;
+  std::getline(in, text);
+  EXPECT_EQ(text, "not the monitor's");
+  // Retention never deletes through (or the) link: it is not one of ours.
+  for (const TraceFileEntry& e : ListTraceFiles(dir, o.prefix)) EXPECT_NE(e.path, taken);
+}
+
+TEST(TraceFilesTest, AWorldWritableOutputDirectoryIsRefused) {
+  const ScopedDir scoped;
+  const std::string dir = static_cast<const std::string&>(scoped) + "/open";
+  std::filesystem::create_directory(dir);
+  ASSERT_EQ(chmod(dir.c_str(), 0777), 0);
+  FakeClock clock;
+  RotatingTraceWriter w(WriterOptions(dir, FileLimits{}), clock.clocks(), nullptr, nullptr);
+  std::string error;
+  EXPECT_FALSE(w.Open(&error));
+  EXPECT_NE(error.find("writable by every user"), std::string::npos) << error;
+}
+
 }  // namespace
 }  // namespace gpscope::monitor
