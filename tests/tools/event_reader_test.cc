@@ -194,6 +194,40 @@ TEST(EventReaderTest, TheOriginIsTheEarliestEventOnTheCommonTimebase) {
   EXPECT_EQ(ScanTimebase({path}).origin_realtime_ns(), r.timebase.origin_realtime_ns());
 }
 
+// trace.proto's text fields are bytes: a kernel name that is not valid
+// UTF-8 no longer makes the parser drop the whole chunk (its kernels, the
+// other names); the reader repairs the name (bad bytes -> U+FFFD) and says so.
+TEST(EventReaderTest, AKernelNameThatIsNotUtf8KeepsItsChunkAndIsRepaired) {
+  TraceBuilder trace;
+  TraceBuilder::Process& p = trace.AddProcess(0x31, 31);
+  p.WriteHeader();
+  const uint32_t bad = p.Intern(std::string("gemm_\xff\xfe_kernel"));
+  const uint32_t good = p.Intern("copy_kernel");
+  p.Add(Kernel(2'000 * kMs, bad, 0, 7));
+  p.Add(Kernel(2'001 * kMs, good, 0, 7));
+  p.WriteEnd();
+  const std::string path = Write(trace, "utf8");
+  RecordingSink sink;
+  const ReadResult r = ReadEvents({path}, {&sink});
+  const std::vector<std::string> want = {"header testhost devices 1",
+                                         "kernel gemm_\xef\xbf\xbd\xef\xbf\xbd_kernel blocks 0 stream 7",
+                                         "kernel copy_kernel blocks 0 stream 7", "end"};
+  EXPECT_EQ(sink.log, want);
+  EXPECT_EQ(r.index.files[0].bad_chunks, 0u);
+  bool warned = false;
+  for (const std::string& w : r.index.warnings) warned |= w.find("not valid UTF-8") != std::string::npos;
+  EXPECT_TRUE(warned);
+}
+
+TEST(Utf8Test, RepairReplacesOnlyTheBadBytes) {
+  std::string s = "ok";
+  EXPECT_FALSE(RepairUtf8(&s));
+  EXPECT_EQ(s, "ok");
+  s = "a\xc3\xa9" "b\x80" "c\xed\xa0\x80";  // é kept; a stray continuation; a surrogate
+  EXPECT_TRUE(RepairUtf8(&s));
+  EXPECT_EQ(s, "a\xc3\xa9" "b\xef\xbf\xbd" "c\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+}
+
 TEST(ClockAlignTest, InterpolatesAndStatesItsResidual) {
   ClockAlign c;
   EXPECT_EQ(c.residual_ns(), 0u);
@@ -206,6 +240,9 @@ TEST(ClockAlignTest, InterpolatesAndStatesItsResidual) {
   c.Add(7'000, 16'600);        // offset 9600: 5000 misses the line 9100..9600 through it by 150
   EXPECT_EQ(c.residual_ns(), 150u);
   EXPECT_EQ(c.drift_ns(), 600u);
+  c.Add(0, 7);  // a snapshot without CUPTI (cupti_ns 0) is no reading
+  EXPECT_EQ(c.size(), 4u);
+  EXPECT_EQ(c.ToRealtimeNs(2'000), 11'050u);
 }
 
 }  // namespace

@@ -40,6 +40,7 @@
 #include <map>
 #include <string>
 #include <utility>
+#include <memory>
 #include <vector>
 
 #include "gpscope/trace.pb.h"
@@ -49,7 +50,9 @@
 #include "tools/model/interval_union.h"
 #include "tools/model/log_histogram.h"
 #include "tools/model/timeline.h"
-#include "tools/reader/trace_reader.h"
+#include "tools/reader/process_tables.h"
+#include "tools/reader/timebase.h"
+#include "tools/reader/trace_index.h"
 
 namespace gpscope::model {
 
@@ -172,7 +175,7 @@ inline constexpr size_t kMaxWindowRows = 16384;
 // Counters a ProcessModel keeps over time (host-side events).
 enum ProcessField : int {
   kSyncCalls = 0,     // blocking sync API calls (at their start)
-  kSyncBlockedNs,
+  kSyncBlockedNs,     // time some thread was blocked in one (union over threads, spread by time)
   kSyncRecords,       // CUPTI synchronization records (cudaStreamWaitEvent excluded)
   kCommRangeCount,    // NVTX ranges in NCCL's domain (host side of collectives)
   kCommRangeNs,
@@ -581,6 +584,11 @@ struct ModelOptions {
 struct TraceModel {
   ModelOptions options;
   reader::TraceIndex index;  // files, reader warnings
+  // The reader's per-process tables (names, devices, clocks), in order of
+  // first appearance, and the common timebase with the time origin every
+  // output prints (reader/timebase.h).
+  std::vector<std::unique_ptr<reader::ProcessTables>> tables;
+  reader::Timebase timebase;
   std::vector<ProcessModel> processes;  // in order of first appearance
   std::vector<GpuModel> gpus;           // by (process order, device id)
   uint64_t events = 0;

@@ -69,11 +69,18 @@ struct ChunkCheck {
   uint64_t ids_dropped = 0;      // interned entries with an id past the limits
   uint64_t strings_cut = 0;      // strings longer than kMaxStringBytes
   uint64_t entries_dropped = 0;  // list entries past kMaxListEntries
+  // Text fields that were not valid UTF-8 (the schema's text fields are
+  // bytes): each bad byte is now U+FFFD, so every output is valid UTF-8.
+  uint64_t strings_repaired = 0;
   bool changed() const { return ids_dropped + strings_cut + entries_dropped > 0; }
 };
 
 // Brings `chunk` within the limits above, in place.
 ChunkCheck CheckChunk(proto::Chunk* chunk);
+
+// Replaces every byte of `s` that does not start a well-formed UTF-8
+// sequence with U+FFFD; returns whether it changed anything.
+bool RepairUtf8(std::string* s);
 
 // Cuts `s` to at most `max_bytes`, at a UTF-8 character boundary.
 void CutUtf8(std::string* s, size_t max_bytes);

@@ -49,8 +49,12 @@ void ProcessTables::AddDefinitions(const proto::EventBatch& b) {
   for (const proto::InternedString& s : b.strings()) {
     const uint32_t id = s.id();
     if (id == 0 || id > kMaxStringId) continue;  // CheckChunk drops these; never size by them
-    if (id >= strings_.size()) strings_.resize(std::max<size_t>(id + 1, strings_.size() * 3 / 2));
+    if (id >= strings_.size()) {
+      strings_.resize(std::max<size_t>(id + 1, strings_.size() * 3 / 2));
+      defined_.resize(strings_.size(), false);
+    }
     strings_[id] = s.value();
+    defined_[id] = true;
   }
   for (const proto::LaunchConfig& c : b.launch_configs()) {
     const uint32_t id = c.id();

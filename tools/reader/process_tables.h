@@ -81,6 +81,8 @@ class ProcessTables {
   const std::string& String(uint32_t id) const {
     return id < strings_.size() ? strings_[id] : Empty();
   }
+  // Whether the trace defined string `id` (a defined string may be "").
+  bool HasString(uint32_t id) const { return id < defined_.size() && defined_[id]; }
   // One past the largest string id defined so far (a table of per-name
   // data indexed by id needs this many entries).
   size_t string_ids() const { return strings_.size(); }
@@ -127,6 +129,7 @@ class ProcessTables {
   uint32_t pid_;
   size_t index_;
   std::vector<std::string> strings_;  // by InternedString id
+  std::vector<bool> defined_;         // by InternedString id
   std::vector<LaunchShape> launches_;  // by LaunchConfig id
   std::vector<bool> launch_defined_;
   absl::flat_hash_map<uint32_t, proto::MetricDescriptor> metrics_;  // by id
