@@ -13,9 +13,10 @@ gpscope's, and gpscope's added time over NAME's (`tests/e2e/gpu_session.sh OUT
 overhead_compare` runs the bundle's libgpscope_inject_base.so, built from 54d91a1).
 
 Which part of gpscope's per-launch cost is whose: --env-variant NAME:K=V adds gpscope with
-extra environment to the launch-bound suites, e.g. no-api:GPSCOPE_API=0,
+extra environment to every suite, e.g. no-api:GPSCOPE_API=0, stacks-off:GPSCOPE_STACKS=0,
 no-sync:GPSCOPE_DIAG_OFF=sync (GPSCOPE_DIAG_OFF takes memcpy, memset, sync, overhead);
-`tests/e2e/gpu_session.sh OUT overhead_parts` runs the usual set.
+`tests/e2e/gpu_session.sh OUT overhead_parts` runs the usual set, `... overhead_stacks`
+call-site stacks on against off (--only-configs keeps the run short).
 
 Targets (issue 3): launch-bound loop, gpscope's added time <= 1.15x the
 floor's added time; training loop, <= 1% step-time increase (medians).
@@ -64,6 +65,9 @@ def main():
     ap.add_argument("--compare", action="append", default=[], metavar="NAME=PATH",
                     help="another libgpscope_inject.so as configuration NAME in every suite")
     ap.add_argument("--suites", default="cuda,torch_tiny,torch_train")
+    ap.add_argument("--only-configs", default="",
+                    help="comma-separated configurations to run (baseline always runs), e.g. "
+                         "baseline,gpscope,stacks-off")
     ap.add_argument("--no-profiler", action="store_true", help="leave torch.profiler out")
     ap.add_argument("--train-args", default="--batch 16384 --hidden 8192",
                     help="model size of the realistic training loop")
@@ -106,7 +110,7 @@ def main():
             [py, TRAIN, "--mode", "train", "--steps", str(a.steps)] + a.train_args.split(),
             "step_ms_median",
             dict({"baseline": ({}, []), "floor": (fl, []), "gpscope": (gp, []),
-                  "torch.profiler": ({}, ["--profiler"])}, **compares)),
+                  "torch.profiler": ({}, ["--profiler"])}, **variants, **compares)),
     }
     wanted = {"cuda": "cuda_tiny_kernels (us/launch)", "torch_tiny": "torch_tiny_ops (us/op)",
               "torch_train": "torch_train (ms/step)"}
@@ -114,6 +118,11 @@ def main():
     if a.no_profiler:
         for _, _, configs in suites.values():
             configs.pop("torch.profiler", None)
+    if a.only_configs:
+        keep = set(a.only_configs.split(",")) | {"baseline"}
+        for _, _, configs in suites.values():
+            for c in [c for c in configs if c not in keep]:
+                configs.pop(c)
     results = {}
     for name, (cmd, key, configs) in suites.items():
         samples = {c: [] for c in configs}
@@ -138,7 +147,7 @@ def main():
         r = {"samples": samples, "median": med, "added": added,
              "increase_pct": {c: 100.0 * added[c] / base for c in med},
              "paired_increase_pct": {c: 100.0 * (paired[c] - 1.0) for c in med}}
-        if added["floor"] > 0:
+        if added.get("floor", 0) > 0:
             r["gpscope_over_floor_added"] = added["gpscope"] / added["floor"]
             for c in compares:
                 r[f"{c}_over_floor_added"] = added[c] / added["floor"]

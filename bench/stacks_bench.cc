@@ -24,6 +24,7 @@
 #include <string>
 #include <thread>
 
+#include "inject/stack_capture.h"
 #include "inject/stacks/fast_unwind.h"
 #include "inject/stacks/native_stacks.h"
 #include "inject/stacks/python_stacks.h"
@@ -172,6 +173,70 @@ static void BM_NativeFramePointers(benchmark::State& state) { NativeBench(state,
 BENCHMARK(BM_NativeFastUnwind)->Arg(10)->Arg(30);
 BENCHMARK(BM_NativeUnwindBacktrace)->Arg(10)->Arg(30);
 BENCHMARK(BM_NativeFramePointers)->Arg(10)->Arg(30);
+
+// ---- the collector's path (inject/stack_capture.h) ---------------------------
+// What a CUDA call costs in the collector's API callback: a launch that takes
+// no stack (entry + exit: pthread_getspecific, clock_gettime, the trigger
+// test), and a synchronizing call that takes a native stack at depth N
+// (slot claim, fast unwind, publish), plus the writer's copy of the slot out
+// of the ring (Drain with nothing done per capture).
+
+namespace {
+
+gpscope::inject::StackCapturer* Capturer() {
+  static gpscope::inject::StackCapturer* c = [] {
+    auto* x = new gpscope::inject::StackCapturer();
+    gpscope::inject::StackCapturer::Options o;
+    o.settings.mode = StackMode::kNative;
+    o.settings.sample_interval_ms = 60000;  // no time-based samples in the launch bench
+    std::string why;
+    InitFastUnwind(&why);
+    if (!x->Init(o, &why)) fprintf(stderr, "StackCapturer: %s\n", why.c_str());
+    return x;
+  }();
+  return c;
+}
+
+__attribute__((noinline)) int NestCollector(int n, bool sync, benchmark::State& state) {
+  if (n > 0) {
+    const int r = NestCollector(n - 1, sync, state);
+    g_sink = r;
+    return r + 1;
+  }
+  using gpscope::inject::ApiClass;
+  gpscope::inject::StackCapturer* c = Capturer();
+  uint32_t corr = 0;
+  size_t drained = 0;
+  c->OnEnter(true, ApiClass::kLaunch, 2, 13, ++corr);  // the thread's first: attaches
+  c->OnExit(true);
+  c->Drain([&](const StackCapture&) { ++drained; });
+  for (auto _ : state) {
+    c->OnEnter(true, sync ? ApiClass::kSync : ApiClass::kLaunch, 2, sync ? 131 : 13, ++corr);
+    c->OnExit(true);
+    if (sync) c->Drain([&](const StackCapture&) { ++drained; });
+  }
+  state.counters["captured"] = static_cast<double>(drained);
+  return 0;
+}
+
+void CollectorBench(benchmark::State& state, bool sync) {
+  std::thread t([&state, sync] {
+    StackBounds b;
+    CurrentThreadStackBounds(&b);
+    FrameRef out[kMaxStackDepth];
+    const int base = CaptureNativeStackUnwind(out, kMaxStackDepth, 0).depth;
+    const int k = static_cast<int>(state.range(0)) - base - 3;
+    NestCollector(k > 0 ? k : 0, sync, state);
+  });
+  t.join();
+}
+
+}  // namespace
+
+static void BM_CollectorLaunchNoStack(benchmark::State& state) { CollectorBench(state, false); }
+static void BM_CollectorSyncNativeStack(benchmark::State& state) { CollectorBench(state, true); }
+BENCHMARK(BM_CollectorLaunchNoStack)->Arg(10);
+BENCHMARK(BM_CollectorSyncNativeStack)->Arg(10)->Arg(30);
 
 // ---- the writer: interning a repeated stack -----------------------------
 

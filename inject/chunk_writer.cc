@@ -187,6 +187,16 @@ void ChunkWriter::AddCuptiRefusal(const format::CuptiRefusalRecord& r) {
   AddWith(0, [&](BatchBuilder& b) { return b.AddCuptiRefusal(r); });
 }
 
+void ChunkWriter::AddStackFrame(const format::StackFrameRecord& r) {
+  AddWith(0, [&](BatchBuilder& b) { return b.AddStackFrame(r); });
+}
+void ChunkWriter::AddStack(const format::StackRecord& r) {
+  AddWith(0, [&](BatchBuilder& b) { return b.AddStack(r); });
+}
+void ChunkWriter::AddStackSample(const format::StackSampleEvent& e) {
+  AddWith(e.timestamp_ns, [&](BatchBuilder& b) { return b.AddStackSample(e); });
+}
+
 bool ChunkWriter::Ship(const uint8_t* raw, size_t raw_bytes, size_t events) {
   const uint8_t* frame = nullptr;
   size_t frame_bytes = raw_bytes ? encoder_.Encode(raw, raw_bytes, &frame) : 0;

@@ -88,6 +88,11 @@ class ChunkWriter {
   void AddClock(const format::ClockRecord& r);
   void AddCapability(const format::CapabilityRecord& r);
   void AddCuptiRefusal(const format::CuptiRefusalRecord& r);
+  // Call stacks: frames before the stacks that use them, stacks before the
+  // samples that name them (a batch shipped between keeps that order).
+  void AddStackFrame(const format::StackFrameRecord& r);
+  void AddStack(const format::StackRecord& r);
+  void AddStackSample(const format::StackSampleEvent& e);
 
   // Ships the open batch if it holds anything. False if the write failed.
   bool Flush();

@@ -26,6 +26,7 @@
 #include "inject/buffer_pool.h"
 #include "inject/chunk_writer.h"
 #include "inject/api_cbids.h"
+#include "inject/api_classes.h"
 #include "inject/config.h"
 #include "inject/control/capture_window.h"
 #include "inject/control/control_channel.h"
@@ -38,6 +39,13 @@
 #include "inject/metrics/sampler_thread.h"
 #include "inject/raw_log.h"
 #include "inject/safe_path.h"
+#include "inject/stack_capture.h"
+#include "inject/stacks/fast_unwind.h"
+#include "inject/stacks/memory_reader.h"
+#include "inject/stacks/native_stacks.h"
+#include "inject/stacks/python_resolver.h"
+#include "inject/stacks/python_stacks.h"
+#include "inject/stacks/stack_table.h"
 #include "inject/wake_word.h"
 #include "proto/framing.h"
 
@@ -55,6 +63,7 @@ constexpr uint32_t kDropCuptiReported = 2, kDropIncomplete = 3, kDropPoolEmpty =
 constexpr uint32_t kLostYielded = 1, kLostTracingDisabled = 3;
 constexpr uint32_t kEndExit = 1, kEndSignal = 2;
 constexpr uint32_t kDropExitFlushTimeout = 8;  // DROP_EXIT_FLUSH_TIMEOUT
+constexpr uint32_t kDropStacks = 9;            // DROP_STACKS
 
 uint64_t ClockNs(clockid_t id) {
   timespec ts;
@@ -100,14 +109,31 @@ constexpr uint32_t kSamplerStopTimeoutMs = 500;
 std::atomic<uint64_t> g_context_devices{0};
 std::atomic<decltype(&::cuptiGetDeviceId)> g_get_device_id{nullptr};
 
+// Call-site stacks (inject/stack_capture.h): CUPTI's API callbacks capture
+// into per-thread rings, the writer drains them. Constant-initialized.
+StackCapturer g_stacks;
+
 void NoteContextDevice(uint32_t device_id, bool known) {
   const uint64_t bits = known && device_id < 64 ? uint64_t{1} << device_id : ~uint64_t{0};
   g_context_devices.fetch_or(bits, std::memory_order_release);
 }
 
-// Application thread creating a context (CUPTI resource domain).
+// Application threads: a CUDA call's entry and exit (runtime and driver
+// API domains, for call-site stacks), a context's creation (resource domain).
 void CUPTIAPI SubscriberCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                  const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    const auto* d = static_cast<const CUpti_CallbackData*>(data);
+    if (d == nullptr) return;
+    const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+    if (d->callbackSite == CUPTI_API_ENTER) {
+      g_stacks.OnEnter(runtime, ClassifyApi(domain, cbid), static_cast<uint8_t>(domain), cbid,
+                       d->correlationId);
+    } else {
+      g_stacks.OnExit(runtime);
+    }
+    return;
+  }
   if (domain != CUPTI_CB_DOMAIN_RESOURCE || cbid != CUPTI_CBID_RESOURCE_CONTEXT_CREATED ||
       data == nullptr) {
     return;
@@ -253,6 +279,28 @@ class Collector : public control::ControlHandler, public ExitFinisher::Hooks {
   void StartSampler();
   void DrainMetrics();
   uint32_t ApiNameId(uint32_t domain, uint32_t cbid);
+  // Call-site stacks: start-up (before CUDA runs), and the writer's drain.
+  void StartStacks();
+  void DrainStacks();
+
+  // Writer-thread state of the call-site stacks (null when they are off).
+  stacks::PythonInfo py_info_;
+  std::unique_ptr<stacks::SelfMemoryReader> stack_memory_;
+  std::unique_ptr<stacks::PythonResolver> python_resolver_;
+  std::unique_ptr<stacks::NativeSymbolizer> native_symbolizer_;
+  std::unique_ptr<stacks::ProcessFrameResolver> frame_resolver_;
+  std::unique_ptr<stacks::StackTable> stack_table_;
+  std::vector<format::StackSampleEvent> stack_samples_;
+  std::vector<stacks::StackFrameEntry> new_frames_;
+  std::vector<stacks::StackEntry> new_stacks_;
+  uint64_t frames_failed_seen_ = 0;   // writer->frames_failed() at the last drain
+  uint64_t reported_ring_drops_ = 0;
+  uint64_t reported_table_drops_ = 0;
+  // stack_table_->dropped() as of the last drain: ReportLosses may run on
+  // the finisher while the writer is inside the table (a blocking section).
+  uint64_t table_drops_ = 0;
+  uint64_t reported_thread_drops_ = 0;
+  bool python_fault_reported_ = false;
 
   // Writer-thread state.
   uint64_t reported_cupti_dropped_ = 0;
@@ -699,6 +747,7 @@ bool Collector::Start() {
       SetHoldingCupti(true);
       GPSCOPE_LOG_DEBUG("CUPTI entry points hooked in %zu GOT slots", PatchedCuptiSlots());
     }
+    StartStacks();
     if (!subscribe_error_.empty()) {
       GPSCOPE_LOG_WARNING("%s; tracing without CUPTI's callbacks (the trace file opens now, every "
                           "GPU is sampled)",
@@ -710,6 +759,7 @@ bool Collector::Start() {
   open_at_context = cupti_active && context_callback_ && config.open_at_context;
   if (!open_at_context && !OpenOutput(&error)) {
     GPSCOPE_LOG_ERROR("%s; the application runs untraced", error.c_str());
+    g_stacks.Disable();
     g_collector.store(nullptr, std::memory_order_release);
     if (cupti_active) ReleaseCupti();
     return false;
@@ -1151,6 +1201,158 @@ void Collector::DrainMetrics() {
   }
 }
 
+namespace {
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+}  // namespace
+
+// Start-up thread, inside InitializeInjection (before CUDA runs), when we
+// hold the subscriber: call-site stacks (docs/stacks.md). Every outcome is
+// one line at info level and a capability notice in the trace.
+void Collector::StartStacks() {
+  const stacks::StackSettings& s = config.stacks;
+  auto off = [&](const std::string& why) {
+    GPSCOPE_LOG_INFO("call-site stacks off: %s", why.c_str());
+    writer->AddCapability({format::MakeStringRef("stacks"), false, {why.data(), why.size()}});
+  };
+  if (!s.enabled()) return off("GPSCOPE_STACKS=0");
+  if (subscriber == nullptr) {
+    return off("no CUPTI subscriber of our own: CUPTI's API callbacks are unavailable");
+  }
+  if (!config.api_records) return off("GPSCOPE_API=0: stacks are joined to the API records");
+  bool python = false;
+  if (s.python()) {
+    py_info_ = stacks::InitPythonStacks();
+    python = py_info_.enabled;
+    GPSCOPE_LOG_INFO("python stacks: %s", py_info_.reason.c_str());
+    writer->AddCapability({format::MakeStringRef("stacks.python"), python,
+                           {py_info_.reason.data(), py_info_.reason.size()}});
+  }
+  if (s.native()) {
+    std::string why;
+    if (!stacks::InitFastUnwind(&why)) {
+      why = "fast unwinder unavailable (" + why + "): native stacks through libgcc, slower";
+      GPSCOPE_LOG_INFO("%s", why.c_str());
+      writer->AddCapability({format::MakeStringRef("stacks.native"), true, {why.data(), why.size()}});
+    }
+  }
+  StackCapturer::Options o;
+  o.settings = s;
+  o.python = python;
+  o.gate = &tracing;
+  o.wake = &wake;
+  // Tests: a smaller capture ring, to see it fill (GPSCOPE_DIAG_STACK_RING).
+  if (const char* ring = getenv("GPSCOPE_DIAG_STACK_RING")) {
+    o.ring_slots = static_cast<uint32_t>(strtoul(ring, nullptr, 10));
+  }
+  std::string why;
+  if (!g_stacks.Init(o, &why)) return off(why);
+  size_t enabled = 0, asked = 0;
+  // Diagnosis (bench: overhead_stacks): the synchronizing calls' callbacks
+  // only, so the launch callbacks' cost shows apart.
+  const char* no_launch = getenv("GPSCOPE_DIAG_STACK_NO_LAUNCH");
+  const bool launches = no_launch == nullptr || strcmp(no_launch, "1") != 0;
+  for (CUpti_CallbackId id : kRuntimeCbids) {
+    if (!launches && ClassifyApi(CUPTI_CB_DOMAIN_RUNTIME_API, id) == ApiClass::kLaunch) continue;
+    ++asked;
+    enabled += api.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id) ==
+               CUPTI_SUCCESS;
+  }
+  for (CUpti_CallbackId id : kDriverCbids) {
+    if (!launches && ClassifyApi(CUPTI_CB_DOMAIN_DRIVER_API, id) == ApiClass::kLaunch) continue;
+    ++asked;
+    enabled += api.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id) ==
+               CUPTI_SUCCESS;
+  }
+  if (enabled == 0) {
+    g_stacks.Disable();
+    return off("CUPTI refused the API callbacks");
+  }
+  stack_memory_ = std::make_unique<stacks::SelfMemoryReader>();
+  if (python) {
+    python_resolver_ = std::make_unique<stacks::PythonResolver>(*py_info_.layout, py_info_.types,
+                                                                stack_memory_.get());
+  }
+  native_symbolizer_ = std::make_unique<stacks::NativeSymbolizer>();
+  frame_resolver_ = std::make_unique<stacks::ProcessFrameResolver>(python_resolver_.get(),
+                                                                   native_symbolizer_.get());
+  // Native stacks start in our own callback and CUPTI's dispatch: dropped.
+  // Raw stacks remembered: at most 32768 (their frames: <= 32 MiB at 64
+  // deep); past that a new raw stack is resolved each time (cached per code
+  // object and address) instead of remembered.
+  stacks::StackTable::Limits limits;
+  limits.max_raw = 1 << 15;
+  Dl_info self{};
+  if (dladdr(reinterpret_cast<void*>(&SubscriberCallback), &self) != 0 && self.dli_fname) {
+    limits.drop_leading_native_modules.push_back(BaseName(self.dli_fname));
+  }
+  limits.drop_leading_native_modules.push_back(BaseName(api.path));
+  stack_table_ = std::make_unique<stacks::StackTable>(frame_resolver_.get(), limits);
+  GPSCOPE_LOG_INFO("call-site stacks on (GPSCOPE_STACKS=%s, GPSCOPE_STACK_SAMPLE_MS=%u): %zu of "
+                   "%zu API callbacks enabled",
+                   stacks::StackModeName(s.mode), s.sample_interval_ms, enabled, asked);
+}
+
+// Writer thread, at every drain, before the CUPTI buffers: the captures the
+// application threads published, interned, then their rows (frames, stacks,
+// samples: in that order, so a reader meets every id after its definition).
+void Collector::DrainStacks() {
+  if (stack_table_ == nullptr) return;
+  if (writer->frames_failed() != frames_failed_seen_) {
+    // A lost chunk may have held definitions: send them all again.
+    frames_failed_seen_ = writer->frames_failed();
+    stack_table_->ResendAll();
+  }
+  {
+    // Resolution reads memory with process_vm_readv and takes the loader
+    // lock (dladdr): the finisher may take over meanwhile (no ChunkWriter here).
+    BlockingSection section(&finisher);
+    g_stacks.Drain([&](const stacks::StackCapture& c) {
+      format::StackSampleEvent e{};
+      e.timestamp_ns = c.timestamp_ns;
+      e.thread_id = c.thread_id;
+      e.correlation_id = static_cast<uint32_t>(c.correlation_id);
+      e.stack_id = stack_table_->Intern(c);
+      e.trigger = static_cast<uint32_t>(c.trigger);
+      stack_samples_.push_back(e);
+    });
+    stack_table_->TakeNew(&new_frames_, &new_stacks_);
+  }
+  table_drops_ = stack_table_->dropped();
+  for (const stacks::StackFrameEntry& f : new_frames_) {
+    format::StackFrameRecord r{};
+    r.id = f.id;
+    r.kind = static_cast<uint32_t>(f.frame.kind);
+    r.file_id = writer->InternString(f.frame.file);
+    r.function_id = writer->InternString(f.frame.function);
+    r.line = f.frame.line > 0 ? static_cast<uint32_t>(f.frame.line) : 0;
+    r.qualname_id = writer->InternString(f.frame.qualname);
+    r.build_id_id = writer->InternString(f.frame.build_id);
+    r.module_offset = f.frame.module_offset;
+    writer->AddStackFrame(r);
+  }
+  for (const stacks::StackEntry& st : new_stacks_) {
+    writer->AddStack({st.id, st.frame_ids.data(), st.frame_ids.size(), st.truncated});
+  }
+  for (const format::StackSampleEvent& e : stack_samples_) {
+    if (!InWindow(e.timestamp_ns)) continue;  // like the API records outside a window
+    writer->AddStackSample(e);
+  }
+  new_frames_.clear();
+  new_stacks_.clear();
+  stack_samples_.clear();
+  if (!python_fault_reported_ && stacks::PythonStacksFault() != stacks::WalkFault::kNone) {
+    python_fault_reported_ = true;
+    const std::string why = std::string("turned off at run time: ") +
+                            stacks::WalkFaultName(stacks::PythonStacksFault());
+    GPSCOPE_LOG_WARNING("python stacks %s (an unexpected frame layout; the application is not "
+                        "affected)", why.c_str());
+    writer->AddCapability({format::MakeStringRef("stacks.python"), false, {why.data(), why.size()}});
+  }
+}
+
 uint32_t Collector::ApiNameId(uint32_t domain, uint32_t cbid) {
   uint64_t key = (static_cast<uint64_t>(domain) << 32) | cbid;
   auto it = api_names_.find(key);
@@ -1463,6 +1665,7 @@ void Collector::FlushCupti(uint32_t flag) {
 
 void Collector::Drain() {
   DrainMetrics();
+  DrainStacks();
   uint8_t* buffer;
   size_t valid;
   // In the final flush the end record must make the exit deadline: past it,
@@ -1508,14 +1711,35 @@ void Collector::ReportLosses(bool final) {
     report(kDropRingFull, metric_sink->samples_dropped(), &reported_metric_drops_,
            "metric samples dropped: the writer fell behind the sampler");
   }
+  if (stack_table_ != nullptr) {
+    report(kDropStacks, g_stacks.ring_drops(), &reported_ring_drops_,
+           "call stacks not taken: a thread's capture ring was full (the writer fell behind); "
+           "the API records are kept");
+    report(kDropStacks, table_drops_, &reported_table_drops_,
+           "call stacks not kept (stack id 0): the stack table reached its limit");
+    report(kDropStacks, g_stacks.thread_drops(), &reported_thread_drops_,
+           "call stacks not taken at synchronizing calls of threads beyond the collector's "
+           "thread limit (256)");
+  }
   if (final && pool.outstanding() > 0) {
     format::DropRecord d{};
-    d.reason = kDropBufferStolen;
     d.count = static_cast<uint64_t>(pool.outstanding());
     d.last_ns = last_event_ns_;
-    d.detail = format::MakeStringRef(
-        "activity buffers never returned to gpscope (count = buffers, not records): another "
-        "CUPTI client registered its own buffer callbacks");
+    if (end_reason.load() == kEndSignal) {
+      // Seen on the H200: a signal that lands inside a CUDA call leaves
+      // CUPTI holding that thread's buffer through the forced flush. No
+      // other client is involved; saying "stolen" would send the user
+      // looking for one.
+      d.reason = kDropExitFlushTimeout;
+      d.detail = format::MakeStringRef(
+          "activity buffers CUPTI still held when the process was ended by a signal (count = "
+          "buffers, not records): a CUDA call was in progress; their records are lost");
+    } else {
+      d.reason = kDropBufferStolen;
+      d.detail = format::MakeStringRef(
+          "activity buffers never returned to gpscope (count = buffers, not records): another "
+          "CUPTI client registered its own buffer callbacks");
+    }
     writer->AddDrop(d);
   }
 }
@@ -1653,6 +1877,16 @@ void Collector::WriterLoop() {
                    static_cast<long long>(pool.peak_outstanding()),
                    static_cast<unsigned long long>(pool.acquire_failures()),
                    static_cast<unsigned long long>(pressure_flushes_));
+  if (stack_table_ != nullptr) {
+    GPSCOPE_LOG_INFO("call-site stacks: %llu captured on %u threads (%llu native ones through "
+                     "libgcc, the slow path), %llu lost to full rings, %zu stacks of %zu frames "
+                     "(%llu frames unresolved)",
+                     static_cast<unsigned long long>(g_stacks.captures()), g_stacks.threads_seen(),
+                     static_cast<unsigned long long>(g_stacks.native_slow_path()),
+                     static_cast<unsigned long long>(g_stacks.ring_drops()), stack_table_->stacks(),
+                     stack_table_->frames(),
+                     static_cast<unsigned long long>(stack_table_->unresolved_frames()));
+  }
   final_done.store(true, std::memory_order_release);
 }
 

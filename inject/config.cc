@@ -216,6 +216,7 @@ Config ParseConfig(GetEnvFn get_env, std::vector<std::string>* problems) {
     }
     c.max_buffer_mb = (2 * c.buffer_kb + 1023) / 1024;
   }
+  c.stacks = stacks::ParseStackSettings(get_env, problems);
   return c;
 }
 
@@ -234,7 +235,7 @@ std::string MetricSourcesText(const Config& c) {
 }
 
 std::vector<std::pair<std::string, std::string>> Config::AsKeyValues() const {
-  return {
+  std::vector<std::pair<std::string, std::string>> out = {
       {"GPSCOPE_ENABLE", enabled ? "1" : "0"},
       {"GPSCOPE_OUTPUT", output_dir},
       {"GPSCOPE_FILE_MODE", kFileModes[static_cast<int>(file_mode)]},
@@ -254,6 +255,8 @@ std::vector<std::pair<std::string, std::string>> Config::AsKeyValues() const {
       {"GPSCOPE_METRICS_INTERVAL_MS", std::to_string(metrics_interval_ms)},
       {"GPSCOPE_DIAG_OFF", DiagOffText(*this)},
   };
+  for (auto& kv : stacks::StackSettingsAsKeyValues(stacks)) out.push_back(std::move(kv));
+  return out;
 }
 
 std::string DiagOffText(const Config& c) {

@@ -31,6 +31,9 @@
 //                             default 0 with GPSCOPE_CUPTI_MODE=yield (see collector.h)
 //   GPSCOPE_METRICS_INTERVAL_MS 10..1000           default 100
 //   GPSCOPE_NVML_PATH         path to libnvidia-ml default: libnvidia-ml.so.1
+//   GPSCOPE_STACKS            1|0|python|native    default 1: call-site stacks at CUDA calls
+//                             (inject/stacks/stack_settings.h, docs/stacks.md)
+//   GPSCOPE_STACK_SAMPLE_MS   0..60000             default 1: time-based launch samples
 //   GPSCOPE_DIAG_OFF          LIST of memcpy,memset,sync,overhead: those activity kinds
 //                             stay off (overhead diagnosis: bench/overhead.py
 //                             --env-variant); unknown names are named and ignored
@@ -43,6 +46,7 @@
 #include <vector>
 
 #include "inject/raw_log.h"
+#include "inject/stacks/stack_settings.h"
 
 namespace gpscope::inject {
 
@@ -84,6 +88,7 @@ struct Config {
   uint32_t metrics_interval_ms = 100;
   std::string nvml_path;
   uint32_t diag_off = 0;  // DiagOff bits (GPSCOPE_DIAG_OFF)
+  stacks::StackSettings stacks;  // GPSCOPE_STACKS, GPSCOPE_STACK_SAMPLE_MS
 
   // Every effective setting as (GPSCOPE_NAME, value), for the trace header.
   std::vector<std::pair<std::string, std::string>> AsKeyValues() const;

@@ -9,7 +9,8 @@
 namespace gpscope::format {
 namespace {
 
-constexpr uint32_t kKindField[BatchBuilder::kNumKinds] = {6, 7, 8, 9, 10, 11, 12, 13, 14};
+using Kind = BatchBuilder::Kind;
+constexpr const uint32_t* kKindField = BatchBuilder::kKindField;
 
 constexpr uint32_t SumOfColumns() {
   uint32_t n = 0;
@@ -17,15 +18,17 @@ constexpr uint32_t SumOfColumns() {
   return n;
 }
 static_assert(SumOfColumns() == BatchBuilder::kNumColumns);
-// FinishChunk and the estimate count one byte per kind and column tag.
-static_assert(kKindField[BatchBuilder::kNumKinds - 1] <= 15);
+// FinishChunk and the estimate count KindTagBytes per kind tag and one byte
+// per column tag.
+static_assert(BatchBuilder::kColumnsPerKind[BatchBuilder::kStackSamples] <= 15);
+static_assert(BatchBuilder::kKindField[BatchBuilder::kStackSamples] == 23);
 
 // EventBatch sub-message fields.
 enum BatchField : uint32_t {
   kBatchBaseNs = 1, kBatchStrings = 2, kBatchLaunchConfigs = 3, kBatchDevices = 4,
   kBatchContexts = 5, kBatchMetricDescriptors = 15, kBatchDrops = 16,
   kBatchLostIntervals = 17, kBatchClocks = 18, kBatchCapabilities = 19,
-  kBatchCuptiRefusals = 20,
+  kBatchCuptiRefusals = 20, kBatchStackFrames = 21, kBatchStacks = 22,
 };
 enum ChunkField : uint32_t {
   kChunkProcessUid = 1, kChunkPid = 2, kChunkSequence = 3,
@@ -131,7 +134,8 @@ BatchBuilder::Column* BatchBuilder::BeginEvent(Kind k) {
   // Worst case of the event itself plus, for a kind's first event, its tag,
   // 4-byte length and every column's tag and 4-byte length.
   const size_t header_bytes =
-      count_[k] == 0 ? (1 + kNestedLengthBytes) * (1 + kColumnsPerKind[k]) : 0;
+      count_[k] == 0 ? (1 + kNestedLengthBytes) * (1 + kColumnsPerKind[k]) + KindTagBytes(k) - 1
+                     : 0;
   const size_t need = kColumnsPerKind[k] * kMaxVarintBytes + header_bytes;
   if (used_bytes_ + need > max_chunk_bytes_ || num_blocks_ - next_free_block_ < kColumnsPerKind[k]) {
     return nullptr;
@@ -288,6 +292,17 @@ bool BatchBuilder::AddMetricSample(const MetricSample& e) {
   return true;
 }
 
+bool BatchBuilder::AddStackSample(const StackSampleEvent& e) {
+  Column* c = BeginEvent(kStackSamples);
+  if (c == nullptr) return false;
+  PutSint(c[0], TimeDelta(kStackSamples, e.timestamp_ns));
+  Put(c[1], e.thread_id);
+  PutSint(c[2], CorrelationDelta(kStackSamples, e.correlation_id));
+  Put(c[3], e.stack_id);
+  PutEnumColumn(c[4], e.trigger);
+  return true;
+}
+
 template <typename Fn>
 bool BatchBuilder::AddSide(Fn encode) {
   // side_ holds max_chunk_bytes_ and used_bytes_ >= side_bytes_, so the
@@ -401,6 +416,37 @@ bool BatchBuilder::AddCuptiRefusal(const CuptiRefusalRecord& r) {
   });
 }
 
+bool BatchBuilder::AddStackFrame(const StackFrameRecord& r) {
+  return AddSide([&](WireWriter& w) {
+    auto n = w.BeginNested(kBatchStackFrames);
+    PutU(w, 1, r.id);
+    PutEnum(w, 2, r.kind);
+    PutU(w, 3, r.file_id);
+    PutU(w, 4, r.function_id);
+    PutU(w, 5, r.line);
+    PutU(w, 6, r.qualname_id);
+    PutU(w, 7, r.build_id_id);
+    PutU(w, 8, r.module_offset);
+    w.EndNested(n);
+  });
+}
+
+bool BatchBuilder::AddStack(const StackRecord& r) {
+  return AddSide([&](WireWriter& w) {
+    auto n = w.BeginNested(kBatchStacks);
+    PutU(w, 1, r.id);
+    if (r.frame_count != 0) {  // packed, as proto3 writes repeated scalars
+      size_t len = 0;
+      for (size_t i = 0; i < r.frame_count; ++i) len += VarintSize(r.frame_ids[i]);
+      w.Tag(2, WireType::kLengthDelimited);
+      w.Varint(len);
+      for (size_t i = 0; i < r.frame_count; ++i) w.Varint(r.frame_ids[i]);
+    }
+    PutBool(w, 3, r.truncated);
+    w.EndNested(n);
+  });
+}
+
 size_t BatchBuilder::FinishChunk(uint64_t process_uid, uint32_t pid, uint64_t sequence,
                                  uint8_t* out, size_t out_cap) const {
   if (!ok()) return 0;
@@ -414,7 +460,7 @@ size_t BatchBuilder::FinishChunk(uint64_t process_uid, uint32_t pid, uint64_t se
       const size_t b = columns_[first_column_[k] + i].bytes;
       kind_bytes[k] += 1 + VarintSize(b) + b;
     }
-    batch_bytes += 1 + VarintSize(kind_bytes[k]) + kind_bytes[k];
+    batch_bytes += KindTagBytes(static_cast<Kind>(k)) + VarintSize(kind_bytes[k]) + kind_bytes[k];
   }
 
   WireWriter w(out, out_cap);

@@ -26,7 +26,8 @@
 // Capacity: the constructor's max_chunk_bytes bounds FinishChunk()'s output.
 // Every Add*() returns false and adds nothing when the item might not fit.
 // Sub-messages are admitted exactly; events when a worst-case event of their
-// kind (10 bytes a column, <= 130) still fits, plus 5 bytes per column for
+// kind (10 bytes a column, <= 130) still fits, plus 5 bytes per column and
+// the kind's own tag and length (5 bytes; 6 for stack_samples, field 23) for
 // the kind's first event. encoded_bytes_estimate() exceeds the real size
 // only by the 4-byte length slots it assumes (a few hundred bytes at most).
 // Memory: about 2 x max_chunk_bytes + 90 KiB, all taken by the constructor.
@@ -72,6 +73,8 @@ class BatchBuilder {
   bool AddClock(const ClockRecord& r);
   bool AddCapability(const CapabilityRecord& r);
   bool AddCuptiRefusal(const CuptiRefusalRecord& r);
+  bool AddStackFrame(const StackFrameRecord& r);
+  bool AddStack(const StackRecord& r);
 
   // Columnar events.
   bool AddKernel(const KernelEvent& e);
@@ -83,6 +86,7 @@ class BatchBuilder {
   bool AddNvtxMark(const NvtxMarkEvent& e);
   bool AddOverhead(const OverheadEvent& e);
   bool AddMetricSample(const MetricSample& e);
+  bool AddStackSample(const StackSampleEvent& e);
 
   // Columnar events added since Begin() (sub-messages not counted).
   size_t event_count() const { return event_count_; }
@@ -97,10 +101,14 @@ class BatchBuilder {
 
   enum Kind : uint32_t {
     kKernels, kMemcpys, kMemsets, kSyncs, kApiCalls,
-    kNvtxRanges, kNvtxMarks, kOverheads, kMetrics, kNumKinds
+    kNvtxRanges, kNvtxMarks, kOverheads, kMetrics, kStackSamples, kNumKinds
   };
-  static constexpr uint32_t kColumnsPerKind[kNumKinds] = {10, 13, 11, 8, 8, 6, 4, 5, 3};
-  static constexpr uint32_t kNumColumns = 68;
+  static constexpr uint32_t kColumnsPerKind[kNumKinds] = {10, 13, 11, 8, 8, 6, 4, 5, 3, 5};
+  static constexpr uint32_t kNumColumns = 73;
+  // EventBatch field of each kind (6..14, stack_samples 23: a 2-byte tag).
+  static constexpr uint32_t kKindField[kNumKinds] = {6, 7, 8, 9, 10, 11, 12, 13, 14, 23};
+  // Bytes of a kind's tag in the batch (its columns' tags are 1 byte each).
+  static constexpr size_t KindTagBytes(Kind k) { return kKindField[k] < 16 ? 1 : 2; }
   // Chunk fields other than the batch body: uid, pid, sequence, the batch's
   // tag and 4-byte length, base_ns.
   static constexpr size_t kChunkOverheadBytes = 9 + 6 + 11 + 5 + 9;

@@ -111,6 +111,15 @@ struct MetricSample {
   double value;
 };
 
+// A call stack taken at a CUDA API call (EventBatch.stack_samples).
+struct StackSampleEvent {
+  uint64_t timestamp_ns;    // CUPTI ns at API entry
+  uint32_t thread_id;       // gettid()
+  uint32_t correlation_id;  // the API call's CUPTI correlation id
+  uint32_t stack_id;        // Stack id; 0: not kept (counted as DROP_STACKS)
+  uint32_t trigger;         // proto StackTrigger
+};
+
 }  // namespace gpscope::format
 
 #endif  // GPSCOPE_PROTO_EVENTS_H_

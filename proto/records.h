@@ -104,6 +104,26 @@ struct CapabilityRecord {
   StringRef reason;
 };
 
+// Call stacks (issue 20; docs/stacks.md): EventBatch.stack_frames and
+// EventBatch.stacks rows, interned by the collector's writer thread.
+struct StackFrameRecord {
+  uint32_t id;
+  uint32_t kind;         // proto FrameKind
+  uint32_t file_id;      // InternedString ids
+  uint32_t function_id;
+  uint32_t line;
+  uint32_t qualname_id;
+  uint32_t build_id_id;
+  uint64_t module_offset;
+};
+
+struct StackRecord {
+  uint32_t id;
+  const uint32_t* frame_ids;  // innermost first
+  size_t frame_count;
+  bool truncated;
+};
+
 struct CuptiRefusalRecord {
   uint64_t first_ns;
   uint64_t last_ns;

@@ -7,7 +7,8 @@ pkgs=(cmake g++ make pkg-config git
       libgtest-dev libgmock-dev libbenchmark-dev
       clang libclang-rt-14-dev binutils python3
       prometheus curl  # the node monitor's Prometheus integration test
-      dpkg-dev file lintian)  # scripts/package.sh (CPack's .deb) and its checks
+      dpkg-dev file lintian  # scripts/package.sh (CPack's .deb) and its checks
+      debootstrap)  # scripts/sysroot.sh: the Debian 11 root the release is built against
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

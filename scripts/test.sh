@@ -8,7 +8,12 @@
 #   5. the reader's libFuzzer target for 60 s and the structure-aware
 #      analyzer fuzzer (every command) for 60 s (clang);
 #   6. the release packages (scripts/package.sh: the tarball and the .deb,
-#      static tools) checked as a user gets them (tests/install/check_package.sh),
+#      static tools, built against a Debian 11 root that it debootstraps,
+#      about 3 minutes cold) checked as a user gets them
+#      (tests/install/check_package.sh: layout, ldd, the glibc 2.31 floor
+#      symbol by symbol, ...) and run inside that root, on glibc 2.31
+#      (tests/install/check_old_glibc.sh: the collector dlopen'ed with the
+#      stand-in CUPTI and without CUPTI, summary, report, gpscope run),
 #      the Kubernetes manifests against the API schemas and the Dockerfile
 #      (tests/install/check_manifests.sh);
 #   7. the GPU e2e tests, only with --gpu (on the GPU machine; they report
@@ -70,6 +75,10 @@ step "release packages: tarball and .deb, checked as a user gets them"
 bash scripts/package.sh --no-setup -- -DGPSCOPE_WERROR=ON >/dev/null
 bash tests/install/check_package.sh build-release/packages/gpscope-*-linux-x86_64.tar.gz \
   build-release/packages/gpscope_*_amd64.deb
+
+step "release packages on the oldest supported glibc (2.31, the Debian 11 root they were built against)"
+bash tests/install/check_old_glibc.sh build-release/packages/gpscope-*-linux-x86_64.tar.gz \
+  build-release/sysroot-bullseye
 
 step "Kubernetes manifests (API schemas) and the Dockerfile (lint, dry run of its stages)"
 bash tests/install/check_manifests.sh --release-tree build-release

@@ -23,10 +23,10 @@
 // Ids are dense from 1 per process, like InternedString; 0 means "no stack"
 // (empty capture, or a table at its limit: counted in dropped()).
 //
-// Proposed trace schema (docs/stacks.md has it with the field numbers, for
-// the lead to add to proto/gpscope/trace.proto): EventBatch gets repeated
-// StackFrame stack_frames = 20, repeated Stack stacks = 21 and StackSamples
-// stack_samples = 22; TakeNew() returns exactly the rows of the first two.
+// Trace schema (proto/gpscope/trace.proto, docs/stacks.md): EventBatch's
+// repeated StackFrame stack_frames = 21, repeated Stack stacks = 22 and
+// StackSamples stack_samples = 23; TakeNew() returns exactly the rows of the
+// first two.
 //
 // Thread model: single-threaded (the collector's writer thread). Allocates.
 #ifndef GPSCOPE_INJECT_STACKS_STACK_TABLE_H_

@@ -36,6 +36,13 @@
 #                sleep (PyTorch and CUDA C++, 5 runs each), 64 threads on their own
 #                streams and a JAX training loop without drops, torch.profiler's refused
 #                cuptiSubscribe in the trace (HARDENING_RUNS overrides the runs)
+#   stacks       tests/e2e/stacks_gpu.sh (issue 20): call-site stacks naming the right
+#                file:line in five workloads (STACKS_ONLY="a b" runs only those cases)
+#   overhead_stacks  bench/overhead.py, the launch-bound CUDA loop and the training loop
+#                with call-site stacks on (gpscope) and off (stacks-off: GPSCOPE_STACKS=0),
+#                interleaved rounds; then one PASS/FAIL line per loop: on/off medians
+#                within 2%; stacks-sync-only (GPSCOPE_DIAG_STACK_NO_LAUNCH=1: no launch
+#                callbacks) shows their share (OVERHEAD_ARGS overrides --rounds 4 --steps 100)
 #   overhead_compare  bench/overhead.py, launch-bound CUDA loop and PyTorch tiny ops, with
 #                the collector of 54d91a1 (.carry/bin/libgpscope_inject_base.so) as
 #                configuration "base" beside this one, interleaved
@@ -141,6 +148,34 @@ for spec in "$@"; do
         --env-variant no-copies:GPSCOPE_DIAG_OFF=memcpy,memset --env-variant no-metrics:GPSCOPE_METRICS=0 \
         --env-variant standby-no-metrics:GPSCOPE_STANDBY=1,GPSCOPE_METRICS=0 \
         ${OVERHEAD_ARGS:-} --out "$d/overhead.json" >"$d/stdout.txt" 2>&1 ;;
+    stacks)
+      timeout -k 10 "$limit" bash "$repo/tests/e2e/stacks_gpu.sh" "$carry/bin" "$d" \
+        ${STACKS_ONLY:-} >"$d/stdout.txt" 2>&1 ;;
+    overhead_stacks)  # call-site stacks on vs off (issue 20: within 2%)
+      timeout -k 10 "$limit" python3 "$repo/bench/overhead.py" --inject "$carry/bin/libgpscope_inject.so" \
+        --floor "$carry/bin/libgpscope_cupti_floor.so" --tiny "$carry/bin/tiny_kernels" \
+        --suites cuda,torch_train --no-profiler --env-variant stacks-off:GPSCOPE_STACKS=0 \
+        --env-variant stacks-sync-only:GPSCOPE_DIAG_STACK_NO_LAUNCH=1 \
+        --only-configs baseline,gpscope,stacks-off,stacks-sync-only \
+        ${OVERHEAD_ARGS:---rounds 4 --steps 100} \
+        --out "$d/overhead.json" >"$d/stdout.txt" 2>&1 &&
+      python3 - "$d/overhead.json" >>"$d/stdout.txt" 2>&1 <<'PY'
+import json, sys
+fail = 0
+for name, r in json.load(open(sys.argv[1])).items():
+    on, off = r["median"]["gpscope"], r["median"]["stacks-off"]
+    paired = [a / b for a, b in zip(r["samples"]["gpscope"], r["samples"]["stacks-off"])]
+    paired.sort()
+    ratio = paired[len(paired) // 2]
+    ok = on / off <= 1.02
+    fail += not ok
+    print("%s %s: stacks on %.4f, off %.4f, on/off %.4f (paired median %.4f), sync-only %.4f, "
+          "baseline %.4f; budget <= 1.02" % ("PASS" if ok else "FAIL", name, on, off, on / off,
+                                             ratio, r["median"]["stacks-sync-only"],
+                                             r["median"]["baseline"]))
+sys.exit(1 if fail else 0)
+PY
+      ;;
     sigterm_loop|threads64|jax_drops|profiler_refusal)
       timeout -k 10 "$limit" bash "$repo/tests/e2e/hardening_gpu.sh" "$carry/bin" "$d" "$name" \
         ${HARDENING_RUNS:-} >"$d/stdout.txt" 2>&1 ;;

@@ -97,6 +97,15 @@ struct Trace : reader::ChunkVisitor {
   std::vector<format::OverheadEvent> overheads;
   std::optional<proto::ProcessHeader> header;
   std::optional<proto::ProcessEnd> end;
+  // Call stacks, with the index (chunks so far) of the batch that brought each.
+  struct StackSample {
+    uint64_t timestamp_ns;
+    uint32_t thread_id, correlation_id, stack_id, trigger;
+    uint64_t chunk;
+  };
+  std::map<uint32_t, std::pair<proto::StackFrame, uint64_t>> stack_frames;
+  std::map<uint32_t, std::pair<proto::Stack, uint64_t>> stacks;
+  std::vector<StackSample> stack_samples;
   uint64_t chunks = 0;
   uint64_t events = 0;
 
@@ -114,6 +123,19 @@ struct Trace : reader::ChunkVisitor {
     capabilities.insert(capabilities.end(), b.capabilities().begin(), b.capabilities().end());
     clocks.insert(clocks.end(), b.clocks().begin(), b.clocks().end());
     lost.insert(lost.end(), b.lost_intervals().begin(), b.lost_intervals().end());
+    for (const auto& f : b.stack_frames()) stack_frames[f.id()] = {f, chunks};
+    for (const auto& st : b.stacks()) stacks[st.id()] = {st, chunks};
+    if (b.has_stack_samples()) {
+      const proto::StackSamples& ss = b.stack_samples();
+      uint64_t ts = b.base_ns();
+      int64_t corr = 0;
+      for (int i = 0; i < ss.timestamp_delta_ns_size(); ++i) {
+        ts += static_cast<uint64_t>(ss.timestamp_delta_ns(i));
+        corr += ss.correlation_delta(i);
+        stack_samples.push_back({ts, ss.thread_id(i), static_cast<uint32_t>(corr), ss.stack_id(i),
+                                 static_cast<uint32_t>(ss.trigger(i)), chunks});
+      }
+    }
     reader::DecodedBatch d;
     absl::Status st = reader::DecodeBatch(b, &d);
     if (!st.ok()) return st;
@@ -226,7 +248,13 @@ enum class Then {
   // it calls cuptiSubscribe and cuptiActivityRegisterCallbacks, writes their
   // results to other.txt, and the child exits once the workload is written.
   kOtherProfiler,
+  // g_child_workload(fake library handle) on the main thread once the
+  // workload is started, then exit(0) once the fake's workload is written.
+  kWorkload,
 };
+
+// Then::kWorkload's code (set by the test before Start; the fork copies it).
+inline void (*g_child_workload)(void* fake) = nullptr;
 
 using Env = std::vector<std::pair<std::string, std::string>>;
 
@@ -302,6 +330,11 @@ class CollectorCuptiTest : public ::testing::Test {
       other = dlopen(other_path, other_flags);
       if (other == nullptr) _exit(30);
     }
+    // A library whose symbols the collector must find with dlsym(RTLD_DEFAULT)
+    // (an interpreter stand-in), loaded first.
+    if (const char* global = getenv("GPSCOPE_TEST_DLOPEN_GLOBAL")) {
+      if (dlopen(global, RTLD_NOW | RTLD_GLOBAL) == nullptr) _exit(33);
+    }
     void* lib = dlopen(GPSCOPE_INJECT_LIB, RTLD_NOW | RTLD_LOCAL);
     if (lib == nullptr) _exit(10);
     auto init = reinterpret_cast<int (*)()>(dlsym(lib, "InitializeInjection"));
@@ -333,6 +366,10 @@ class CollectorCuptiTest : public ::testing::Test {
         for (;;) call(50);
       }
       if (then == Then::kStuckInCall) stuck();
+      if (then == Then::kWorkload) {
+        if (g_child_workload == nullptr) _exit(17);
+        g_child_workload(fake);
+      }
       if (then == Then::kOtherProfiler) {
         if (other == nullptr) {
           other = dlopen(other_path, other_flags);

@@ -350,6 +350,31 @@ TEST_F(CollectorHardeningTest, SigtermInsideATightLoopOfCallsKeepsTheEndRecord) 
   }
 }
 
+// What the H200 showed after SIGTERM in a tight loop (10 of 10 runs): CUPTI
+// kept the buffer of the thread that was inside a call through the final
+// forced flush. That buffer is lost, and counted, as not flushed before the
+// exit: not as stolen by another CUPTI client, which there was none of.
+TEST_F(CollectorHardeningTest, ABufferCuptiKeepsAtASignalIsNotBlamedOnAnotherClient) {
+  ASSERT_NO_FATAL_FAILURE(Start({{"FAKE_CUPTI_KERNELS", "forever"},
+                                 {"FAKE_CUPTI_RATE", "20000"},
+                                 {"FAKE_CUPTI_FLUSH", "forced-keeps-running"},
+                                 {"GPSCOPE_EXIT_TIMEOUT_MS", "3000"}},
+                                Then::kTightLoop));
+  Trace live;
+  ASSERT_TRUE(WaitForKernels(1, 5000, &live)) << "no kernels within 5 s";
+  ASSERT_EQ(kill(child_, SIGTERM), 0);
+  bool hung = false;
+  const int status = WaitAtMost(10000, &hung);
+  ASSERT_FALSE(hung);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status << Stderr();
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  ASSERT_TRUE(t.end.has_value()) << "end MISSING; stderr:\n" << Stderr();
+  EXPECT_EQ(t.end->reason(), proto::END_SIGNAL);
+  EXPECT_EQ(t.Dropped(proto::DROP_BUFFER_STOLEN), 0u);
+  EXPECT_EQ(t.Dropped(proto::DROP_EXIT_FLUSH_TIMEOUT), 1u) << "the buffer CUPTI kept";
+}
+
 // A call that never returns: the final flush never can. The end record is
 // still written before the exit deadline (by the finisher), says the flush
 // timed out and counts the buffers it could not get; the process dies of

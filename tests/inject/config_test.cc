@@ -162,5 +162,23 @@ TEST(ConfigTest, KeyValuesListEffectiveSettings) {
   EXPECT_TRUE(found);
 }
 
+TEST(ConfigTest, StackSettingsAreParsedAndRecordedWithTheOthers) {
+  std::vector<std::string> problems;
+  Config c = Parse({{"GPSCOPE_STACKS", "native"}, {"GPSCOPE_STACK_SAMPLE_MS", "5"}}, &problems);
+  EXPECT_TRUE(problems.empty());
+  EXPECT_EQ(c.stacks.mode, stacks::StackMode::kNative);
+  EXPECT_EQ(c.stacks.sample_interval_ms, 5u);
+  std::map<std::string, std::string> kv;
+  for (auto& [k, v] : c.AsKeyValues()) kv[k] = v;
+  EXPECT_EQ(kv["GPSCOPE_STACKS"], "native");
+  EXPECT_EQ(kv["GPSCOPE_STACK_SAMPLE_MS"], "5");
+  // Defaults: on, 1 ms; a bad value is one line and keeps the default.
+  Config d = Parse({{"GPSCOPE_STACK_SAMPLE_MS", "fast"}}, &problems);
+  EXPECT_EQ(d.stacks.mode, stacks::StackMode::kAuto);
+  EXPECT_EQ(d.stacks.sample_interval_ms, 1u);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("GPSCOPE_STACK_SAMPLE_MS='fast'"), std::string::npos) << problems[0];
+}
+
 }  // namespace
 }  // namespace gpscope::inject

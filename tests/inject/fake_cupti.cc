@@ -68,6 +68,10 @@
 //   FAKE_CUPTI_FLUSH=full-only  cuptiActivityFlushAll(0) hands over no partly
 //                             filled buffer (as seen on the H200: records of a
 //                             slow application sat in one for seconds)
+//   FAKE_CUPTI_FLUSH=forced-keeps-running  a forced flush keeps the buffer of the
+//                             workload's thread while that workload runs (as seen on
+//                             the H200 after SIGTERM landed inside a CUDA call: CUPTI
+//                             kept one buffer through the final forced flush)
 //   FAKE_CUPTI_CONTEXTS=D,D|none  devices the application creates a context on
 //                             when it starts (fake_cupti_start), default "0": on
 //                             the starting thread, the subscriber's callback gets
@@ -99,6 +103,18 @@
 // after the current holder.
 //   void fake_cupti_app_call(uint32_t busy_us)  one "CUDA call": holds the lock busy_us
 //   void fake_cupti_app_call_forever(void)      a call that never returns
+//
+// API callbacks (cuptiEnableCallback on the subscriber, runtime and driver
+// domains): an application thread's "CUDA call" goes through
+//   uint32_t fake_cupti_api_call(uint32_t domain, uint32_t cbid, uint32_t busy_us,
+//                                uint32_t inner_driver_cbid)
+// on the calling thread: a fresh correlation id (from 50000), the
+// subscriber's callback at CUPTI_API_ENTER (when that id is enabled), busy_us
+// of work, an inner driver call (inner_driver_cbid != 0: as libcudart makes
+// one inside a runtime call, its own correlation id, callbacks when enabled,
+// no record), the callback at CUPTI_API_EXIT, then the API record (when its
+// id is on) stamped [entry, exit] with the calling thread's id. Returns the
+// correlation id.
 //
 // Control functions (dlsym them from the test's child):
 //   int fake_cupti_start(void)           start the device thread (0, or 1 if running)
@@ -147,6 +163,7 @@ struct FakeConfig {
   int64_t steal_after;  // -1: never
   bool late_kernels_dead;
   bool flush_full_only;
+  bool forced_keeps_running;
   uint64_t context_devices;  // bit per device, FAKE_CUPTI_CONTEXTS
   uint32_t threads;          // FAKE_CUPTI_THREADS
   uint64_t thread_kernels;   // FAKE_CUPTI_THREAD_KERNELS
@@ -190,6 +207,11 @@ int g_subscribers = 0;
 CUpti_CallbackFunc g_sub_callback = nullptr;
 void* g_sub_userdata = nullptr;
 bool g_context_callback_on = false;
+// API callbacks enabled per id (cuptiEnableCallback), read without g_mu by
+// the calling thread (set at start-up, before any call).
+bool g_cb_runtime[CUPTI_RUNTIME_TRACE_CBID_SIZE];
+bool g_cb_driver[CUPTI_DRIVER_TRACE_CBID_SIZE];
+uint32_t g_next_api_corr = 50000;
 char g_subscriber_name[96];
 uint32_t g_thread_id_type = 0;
 uint32_t g_zeroed_attr = 0;
@@ -311,6 +333,7 @@ __attribute__((constructor)) void ReadConfig() {
   g_cfg.late_kernels_dead = late != nullptr && strcmp(late, "dead") == 0;
   const char* flush = getenv("FAKE_CUPTI_FLUSH");
   g_cfg.flush_full_only = flush != nullptr && strcmp(flush, "full-only") == 0;
+  g_cfg.forced_keeps_running = flush != nullptr && strcmp(flush, "forced-keeps-running") == 0;
   g_cfg.context_devices = EnvBits("FAKE_CUPTI_CONTEXTS", 1);  // "none": no number, no bit
   g_cfg.threads = static_cast<uint32_t>(EnvU64("FAKE_CUPTI_THREADS", 0));
   if (g_cfg.threads > kMaxSlots - 1) g_cfg.threads = kMaxSlots - 1;
@@ -1077,6 +1100,9 @@ CUptiResult FlushAllLocked(uint32_t flag) {
   Buffer out[kMaxSlots];
   int n = 0;
   for (Slot& slot : g_slots) {
+    if (forced && g_cfg.forced_keeps_running && &slot == &g_slots[0] && g_started && !g_done) {
+      continue;
+    }
     if (slot.have && (forced || (slot.cur.used > 0 && !slot.cur.holds_in_flight &&
                                  !g_cfg.flush_full_only))) {
       out[n++] = slot.cur;
@@ -1163,6 +1189,12 @@ CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle
   if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
     g_context_callback_on = enable != 0;
   }
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE) {
+    __atomic_store_n(&g_cb_runtime[cbid], enable != 0, __ATOMIC_RELEASE);
+  }
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE) {
+    __atomic_store_n(&g_cb_driver[cbid], enable != 0, __ATOMIC_RELEASE);
+  }
   pthread_mutex_unlock(&g_mu);
   return CUPTI_SUCCESS;
 }
@@ -1239,6 +1271,75 @@ FAKE_EXPORT int fake_cupti_start(void) {
     pthread_detach(a);
   }
   return 0;
+}
+
+namespace {
+bool CallbackOn(CUpti_CallbackDomain domain, uint32_t cbid) {
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    return cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE && __atomic_load_n(&g_cb_runtime[cbid], __ATOMIC_ACQUIRE);
+  }
+  return cbid < CUPTI_DRIVER_TRACE_CBID_SIZE && __atomic_load_n(&g_cb_driver[cbid], __ATOMIC_ACQUIRE);
+}
+
+// One callback site of one call, without g_mu (the collector's callback
+// must not run under our lock).
+void ApiCallback(CUpti_CallbackDomain domain, uint32_t cbid, CUpti_ApiCallbackSite site,
+                 uint32_t correlation) {
+  if (!CallbackOn(domain, cbid)) return;
+  pthread_mutex_lock(&g_mu);
+  CUpti_CallbackFunc cb = g_sub_callback;
+  void* userdata = g_sub_userdata;
+  pthread_mutex_unlock(&g_mu);
+  if (cb == nullptr) return;
+  CUpti_CallbackData d;
+  memset(&d, 0, sizeof(d));
+  d.callbackSite = site;
+  d.functionName = "fake";
+  d.correlationId = correlation;
+  cb(userdata, domain, cbid, &d);
+}
+
+void BusyUs(uint32_t us) {
+  const uint64_t until = ClockNs(CLOCK_MONOTONIC) + uint64_t{us} * 1000;
+  while (ClockNs(CLOCK_MONOTONIC) < until) {
+  }
+}
+}  // namespace
+
+FAKE_EXPORT uint32_t fake_cupti_api_call(uint32_t domain, uint32_t cbid, uint32_t busy_us,
+                                         uint32_t inner_driver_cbid) {
+  const auto dom = static_cast<CUpti_CallbackDomain>(domain);
+  const uint32_t corr = __atomic_fetch_add(&g_next_api_corr, inner_driver_cbid ? 2 : 1,
+                                           __ATOMIC_RELAXED);
+  const uint64_t start = ClockNs(CLOCK_REALTIME);
+  ApiCallback(dom, cbid, CUPTI_API_ENTER, corr);
+  BusyUs(busy_us);
+  if (inner_driver_cbid != 0) {
+    ApiCallback(CUPTI_CB_DOMAIN_DRIVER_API, inner_driver_cbid, CUPTI_API_ENTER, corr + 1);
+    ApiCallback(CUPTI_CB_DOMAIN_DRIVER_API, inner_driver_cbid, CUPTI_API_EXIT, corr + 1);
+  }
+  ApiCallback(dom, cbid, CUPTI_API_EXIT, corr);
+  const uint64_t end = ClockNs(CLOCK_REALTIME);
+  const CUpti_ActivityKind kind =
+      dom == CUPTI_CB_DOMAIN_RUNTIME_API ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER;
+  pthread_mutex_lock(&g_mu);
+  bool on = KindOn(kind);
+  if (kind == CUPTI_ACTIVITY_KIND_RUNTIME && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE) on = g_runtime_cbid[cbid];
+  if (kind == CUPTI_ACTIVITY_KIND_DRIVER && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE) on = g_driver_cbid[cbid];
+  pthread_mutex_unlock(&g_mu);
+  if (on) {
+    CUpti_ActivityAPI a;
+    Zero(&a);
+    a.kind = kind;
+    a.cbid = cbid;
+    a.start = start;
+    a.end = end;
+    a.processId = static_cast<uint32_t>(getpid());
+    a.threadId = Tid();
+    a.correlationId = corr;
+    Emit(&a, sizeof(a));
+  }
+  return corr;
 }
 
 FAKE_EXPORT void fake_cupti_app_call(uint32_t busy_us) {

@@ -4,9 +4,14 @@
 # scratch root (dpkg-deb -x), each checked the same way:
 #   - the layout: bin/{gpscope,gpscope-analyze,gpscope-monitor},
 #     lib/libgpscope_inject.so, share/gpscope/{systemd,kubernetes,grafana,docs};
-#   - `ldd` of each tool shows only the C/C++ runtime (libc, libm, the loader;
-#     no abseil, protobuf, zstd or zlib) and the collector only libc
+#   - `ldd` of each tool shows only the C runtime (libc, libm, libdl,
+#     libpthread, the loader; no libstdc++, abseil, protobuf, zstd or zlib)
+#     and the collector only libc, libm, libdl, libpthread
 #     (scripts/check_exports.sh: its exports and DT_NEEDED);
+#   - the glibc floor: no binary needs a glibc symbol version newer than
+#     2.31 or any GLIBCXX/CXXABI one (tests/install/check_glibc_floor.sh,
+#     which names each symbol that breaks it); the .deb depends on libc6
+#     (>= 2.31) at most;
 #   - with a bare environment (env -i PATH=/usr/bin:/bin), from the unpacked
 #     tree: every tool's --version is the package's version;
 #     `gpscope-analyze summary` of the bundled trace equals the golden
@@ -32,6 +37,7 @@ passed=0 failed=0
 ok() { echo "ok: $*"; passed=$((passed + 1)); }
 bad() { echo "FAILED: $*"; failed=$((failed + 1)); }
 bare() { env -i PATH=/usr/bin:/bin "$@"; }
+glibc_floor=2.31  # README.md, "Install": Debian 11, Ubuntu 20.04, RHEL 9
 
 # The version in the file name: gpscope-<version>-linux-x86_64.tar.gz.
 version=$(basename "$tarball" | sed -n 's/^gpscope-\(.*\)-linux-x86_64\.tar\.gz$/\1/p')
@@ -53,27 +59,36 @@ check_tree() {
   done
   ok "$label: the layout (bin/, lib/, share/gpscope/{systemd,kubernetes,grafana,docs})"
 
-  # ldd: the tools only the C/C++ runtime; the collector only libc.
+  # ldd: the tools and the collector only the C runtime (glibc 2.31 still
+  # has libdl and libpthread apart from libc; libstdc++ is linked in).
+  local c_runtime='linux-vdso\.so\.1|libc\.so\.6|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0|/lib64/ld-linux-x86-64\.so\.2'
   for t in gpscope gpscope-analyze gpscope-monitor; do
     local libs unexpected
     libs=$(ldd "$root/bin/$t" 2>&1) || { bad "$label: ldd $t failed: $libs"; continue; }
-    unexpected=$(echo "$libs" | awk '{print $1}' |
-      grep -vE '^(linux-vdso\.so\.1|libc\.so\.6|libm\.so\.6|libstdc\+\+\.so\.6|libgcc_s\.so\.1|/lib64/ld-linux-x86-64\.so\.2)$')
+    unexpected=$(echo "$libs" | awk '{print $1}' | grep -vE "^($c_runtime)$")
     if [ -n "$unexpected" ]; then
-      bad "$label: $t loads more than the C/C++ runtime: $(echo $unexpected)"
+      bad "$label: $t loads more than the C runtime: $(echo $unexpected)"
     else
       ok "$label: ldd $t: $(echo "$libs" | awk '{print $1}' | grep -v vdso | tr '\n' ' ')"
     fi
   done
   local lib=$root/lib/libgpscope_inject.so unexpected
-  unexpected=$(ldd "$lib" | awk '{print $1}' |
-    grep -vE '^(linux-vdso\.so\.1|libc\.so\.6|libm\.so\.6|/lib64/ld-linux-x86-64\.so\.2)$')
+  unexpected=$(ldd "$lib" | awk '{print $1}' | grep -vE "^($c_runtime)$")
   if [ -n "$unexpected" ]; then
-    bad "$label: the collector loads more than libc: $(echo $unexpected)"
+    bad "$label: the collector loads more than the C runtime: $(echo $unexpected)"
   elif ! out=$(bash "$repo/scripts/check_exports.sh" "$lib"); then
     bad "$label: $out"
   else
     ok "$label: collector $out"
+  fi
+
+  # The glibc floor, symbol by symbol.
+  local floor_out
+  if floor_out=$(bash "$repo/tests/install/check_glibc_floor.sh" --floor "$glibc_floor" "$lib" \
+                   "$root/bin/gpscope" "$root/bin/gpscope-analyze" "$root/bin/gpscope-monitor"); then
+    ok "$label: glibc floor $glibc_floor: $(echo "$floor_out" | sed "s|$root/||; s/^ok: //" | tr '\n' ';' | sed 's/;$//; s/;/; /g')"
+  else
+    bad "$label: $(echo "$floor_out" | grep '^FAILED' | sed "s|$root/||g; s/^FAILED: //" | tr '\n' ' ')"
   fi
 
   # --version, bare environment.
@@ -158,8 +173,12 @@ for p in $paths; do [ -e "$work/deb$p" ] || missing="$missing $p"; done
 [ -s "$work/deb/usr/share/doc/gpscope/copyright" ] && ok "deb: /usr/share/doc/gpscope/copyright" ||
   bad "deb: no /usr/share/doc/gpscope/copyright"
 depends=$(dpkg-deb -f "$deb" Depends)
-echo "$depends" | grep -q 'libc6' && ! echo "$depends" | grep -qE 'absl|protobuf|zstd|zlib' &&
-  ok "deb: Depends: $depends" || bad "deb: Depends is '$depends' (expected libc6 only, no abseil/protobuf/zstd/zlib)"
+libc_min=$(echo "$depends" | sed -n 's/^libc6 (>= \([0-9.]*\))$/\1/p')
+if [ -n "$libc_min" ] && [ "$(printf '%s\n%s\n' "$libc_min" "$glibc_floor" | sort -V | tail -1)" = "$glibc_floor" ]; then
+  ok "deb: Depends: $depends (installs where glibc $glibc_floor is)"
+else
+  bad "deb: Depends is '$depends' (expected libc6 (>= X) alone, X at most $glibc_floor)"
+fi
 
 # lintian: every tag must be expected (packaging/debian/lintian-expected says why).
 if command -v lintian >/dev/null; then

@@ -210,9 +210,14 @@ class Arena {
     strings_.push_back(std::move(s));
     return StringRef{strings_.back().data(), strings_.back().size()};
   }
+  const uint32_t* Keep(std::vector<uint32_t> v) {
+    ids_.push_back(std::move(v));
+    return ids_.back().data();
+  }
 
  private:
   std::deque<std::string> strings_;
+  std::deque<std::vector<uint32_t>> ids_;
 };
 
 // ------------------------------------------------------------ generators --
@@ -262,6 +267,17 @@ struct RecordGen {
   DropRecord Drop() { return DropRecord{g.Enum(7), g.U64(), g.U64(), g.U64(), S()}; }
   LostIntervalRecord LostInterval() { return LostIntervalRecord{g.U64(), g.U64(), g.Enum(4), S()}; }
   CapabilityRecord Capability() { return CapabilityRecord{S(), g.Bool(), S()}; }
+  StackFrameRecord StackFrame() {
+    return StackFrameRecord{g.U32(), g.Enum(3), g.U32(), g.U32(), g.U32(), g.U32(), g.U32(),
+                            g.U64()};
+  }
+  StackRecord Stack() {
+    // Up to the collector's 64 frames, sometimes none; ids of any size.
+    std::vector<uint32_t> ids(g.OneIn(10) ? 0 : g.Below(65));
+    for (uint32_t& id : ids) id = g.U32();
+    const size_t n = ids.size();
+    return StackRecord{g.U32(), a.Keep(std::move(ids)), n, g.Bool()};
+  }
 };
 
 // Per-kind clocks and correlation ids so streams look like traces, with the
@@ -373,6 +389,15 @@ struct EventGen {
     e.value = g.Double();
     return e;
   }
+  StackSampleEvent StackSample() {
+    StackSampleEvent e{};
+    e.timestamp_ns = g.Time(clock_ns[9]);
+    e.thread_id = g.U32();
+    e.correlation_id = g.Correlation(correlation[9]);
+    e.stack_id = g.U32();
+    e.trigger = g.Enum(4);
+    return e;
+  }
 };
 
 // ------------------------------------------------------------- comparing --
@@ -452,6 +477,8 @@ struct Expected {
   std::vector<LostIntervalRecord> lost_intervals;
   std::vector<ClockRecord> clocks;
   std::vector<CapabilityRecord> capabilities;
+  std::vector<StackFrameRecord> stack_frames;
+  std::vector<StackRecord> stacks;
   std::vector<KernelEvent> kernels;
   std::vector<MemcpyEvent> memcpys;
   std::vector<MemsetEvent> memsets;
@@ -461,16 +488,20 @@ struct Expected {
   std::vector<NvtxMarkEvent> nvtx_marks;
   std::vector<OverheadEvent> overheads;
   std::vector<MetricSample> metrics;
+  std::vector<StackSampleEvent> stack_samples;
 
   size_t events() const {
     return kernels.size() + memcpys.size() + memsets.size() + syncs.size() + api_calls.size() +
-           nvtx_ranges.size() + nvtx_marks.size() + overheads.size() + metrics.size();
+           nvtx_ranges.size() + nvtx_marks.size() + overheads.size() + metrics.size() +
+           stack_samples.size();
   }
   // Kinds with events, and their columns: what the estimate pads.
   size_t padded_lengths() const {
     const size_t counts[] = {kernels.size(),     memcpys.size(),    memsets.size(),
                              syncs.size(),       api_calls.size(),  nvtx_ranges.size(),
-                             nvtx_marks.size(),  overheads.size(),  metrics.size()};
+                             nvtx_marks.size(),  overheads.size(),  metrics.size(),
+                             stack_samples.size()};
+    static_assert(std::size(counts) == BatchBuilder::kNumKinds);
     size_t n = 0;
     for (uint32_t k = 0; k < BatchBuilder::kNumKinds; ++k) {
       if (counts[k] != 0) n += 1 + BatchBuilder::kColumnsPerKind[k];
@@ -711,6 +742,44 @@ void ExpectBatch(const proto::EventBatch& b, const Expected& x) {
       EXPECT_EQ(Bits(c.value(i)), Bits(w.value)) << "metric " << i;  // NaN and -0.0 too
     }
   }
+  ASSERT_EQ(b.stack_frames_size(), static_cast<int>(x.stack_frames.size()));
+  for (int i = 0; i < b.stack_frames_size(); ++i) {
+    const proto::StackFrame& f = b.stack_frames(i);
+    const StackFrameRecord& w = x.stack_frames[i];
+    EXPECT_EQ(f.id(), w.id);
+    EXPECT_EQ(U(f.kind()), w.kind);
+    EXPECT_EQ(f.file_id(), w.file_id);
+    EXPECT_EQ(f.function_id(), w.function_id);
+    EXPECT_EQ(f.line(), w.line);
+    EXPECT_EQ(f.qualname_id(), w.qualname_id);
+    EXPECT_EQ(f.build_id_id(), w.build_id_id);
+    EXPECT_EQ(f.module_offset(), w.module_offset);
+  }
+  ASSERT_EQ(b.stacks_size(), static_cast<int>(x.stacks.size()));
+  for (int i = 0; i < b.stacks_size(); ++i) {
+    const proto::Stack& st = b.stacks(i);
+    const StackRecord& w = x.stacks[i];
+    EXPECT_EQ(st.id(), w.id);
+    EXPECT_EQ(st.truncated(), w.truncated);
+    ASSERT_EQ(st.frame_ids_size(), static_cast<int>(w.frame_count)) << "stack " << i;
+    for (size_t j = 0; j < w.frame_count; ++j) EXPECT_EQ(st.frame_ids(static_cast<int>(j)), w.frame_ids[j]);
+  }
+  ASSERT_EQ(b.has_stack_samples(), !x.stack_samples.empty());
+  {
+    const auto& c = b.stack_samples();
+    EXPECT_COLUMN_SIZES(stack_samples, x.stack_samples.size(), c.timestamp_delta_ns_size(),
+                        c.thread_id_size(), c.correlation_delta_size(), c.stack_id_size(),
+                        c.trigger_size());
+    Decoder d(x.base_ns);
+    for (int i = 0; i < c.timestamp_delta_ns_size(); ++i) {
+      const StackSampleEvent& w = x.stack_samples[i];
+      EXPECT_EQ(d.Time(c.timestamp_delta_ns(i)), w.timestamp_ns) << "stack sample " << i;
+      EXPECT_EQ(c.thread_id(i), w.thread_id);
+      EXPECT_EQ(d.Correlation(c.correlation_delta(i)), int64_t{w.correlation_id});
+      EXPECT_EQ(c.stack_id(i), w.stack_id);
+      EXPECT_EQ(U(c.trigger(i)), w.trigger);
+    }
+  }
 }
 
 // Checks out_cap below `needed` yields 0 and leaves everything past out_cap
@@ -749,12 +818,12 @@ TEST(EncoderPropertyTest, BatchChunksRoundTripThroughLibprotobuf) {
     RecordGen rec{g, arena, g.OneIn(20)};
     EventGen ev(g, x.base_ns);
 
-    // Each iteration uses a random subset of the 18 item kinds, so that
+    // Each iteration uses a random subset of the 21 item kinds, so that
     // absent columns are exercised as much as present ones.
-    const uint32_t mask = g.OneIn(4) ? 0x3ffff : static_cast<uint32_t>(g.Below(1 << 18));
+    const uint32_t mask = g.OneIn(4) ? 0x1fffff : static_cast<uint32_t>(g.Below(1 << 21));
     const size_t ops = g.OneIn(10) ? 0 : g.Below(600);
     for (size_t op = 0; op < ops; ++op) {
-      const uint32_t kind = static_cast<uint32_t>(g.Below(18));
+      const uint32_t kind = static_cast<uint32_t>(g.Below(21));
       if ((mask & (1u << kind)) == 0) continue;
       const size_t room = b.max_chunk_bytes() - b.encoded_bytes_estimate();
       // Side messages: must be rejected exactly when they do not fit.
@@ -782,7 +851,8 @@ TEST(EncoderPropertyTest, BatchChunksRoundTripThroughLibprotobuf) {
         }
         ++rejected_events;
         const size_t cols = BatchBuilder::kColumnsPerKind[k];
-        EXPECT_LT(room, cols * kMaxVarintBytes + (kind_count == 0 ? 5 * (1 + cols) : 0));
+        const size_t tag = BatchBuilder::KindTagBytes(static_cast<BatchBuilder::Kind>(k));
+        EXPECT_LT(room, cols * kMaxVarintBytes + (kind_count == 0 ? 5 * (1 + cols) + tag - 1 : 0));
       };
       switch (kind) {
         case 0: {
@@ -816,6 +886,9 @@ TEST(EncoderPropertyTest, BatchChunksRoundTripThroughLibprotobuf) {
         case 15: { auto e = ev.NvtxMark(); event(6, b.AddNvtxMark(e), x.nvtx_marks, e, x.nvtx_marks.size()); break; }
         case 16: { auto e = ev.Overhead(); event(7, b.AddOverhead(e), x.overheads, e, x.overheads.size()); break; }
         case 17: { auto e = ev.Metric(); event(8, b.AddMetricSample(e), x.metrics, e, x.metrics.size()); break; }
+        case 18: side([](BatchBuilder& bb, const StackFrameRecord& r) { return bb.AddStackFrame(r); }, x.stack_frames, rec.StackFrame()); break;
+        case 19: side([](BatchBuilder& bb, const StackRecord& r) { return bb.AddStack(r); }, x.stacks, rec.Stack()); break;
+        case 20: { auto e = ev.StackSample(); event(9, b.AddStackSample(e), x.stack_samples, e, x.stack_samples.size()); break; }
       }
     }
     ASSERT_FALSE(HasFailure());

@@ -10,12 +10,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <fstream>
 #include <memory>
 #include <set>
 #include <sstream>
+#include <system_error>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -386,8 +388,13 @@ std::vector<std::string> FindControlSockets(pid_t pid, const std::string& proc_r
     std::string num, refs, protocol, flags, type, st, inode, path;
     if (!(fields >> num >> refs >> protocol >> flags >> type >> st >> inode)) continue;
     std::getline(fields >> std::ws, path);
+    // Hex digits without a prefix ("00010000"). std::from_chars, not
+    // absl::SimpleHexAtoi: the release build's abseil (Debian 11's,
+    // 20200923) predates it.
     uint64_t flag_bits = 0;
-    if (!absl::SimpleHexAtoi(flags, &flag_bits) || (flag_bits & 0x10000) == 0) continue;
+    const char* const flags_end = flags.data() + flags.size();
+    const auto [parsed, ec] = std::from_chars(flags.data(), flags_end, flag_bits, 16);
+    if (ec != std::errc() || parsed != flags_end || (flag_bits & 0x10000) == 0) continue;
     if (path.empty() || path[0] != '/' || inodes.count(inode) == 0) continue;
     if (path.size() > suffix.size() &&
         path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0 &&

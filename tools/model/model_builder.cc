@@ -50,6 +50,7 @@ constexpr size_t kPauses = 16;
 constexpr size_t kMaxPendingGaps = 1024;
 // Pauses kept for step inference (leaving their intervals out).
 constexpr size_t kMaxPauseRecords = 4096;
+constexpr size_t kMaxNovelKernels = 65536;  // 512 KiB per GPU at most
 // Host call series (step inference) a process keeps at most.
 constexpr size_t kMaxHostSeries = 256;
 constexpr size_t kSlowestSteps = 5;
@@ -375,6 +376,10 @@ struct GpuState {
   TopK<Interval> pauses{kPauses};
   std::vector<Interval> pause_records;  // every pause and one-time gap, in time order (bounded)
   std::vector<Interval> one_time_records;  // the one-time gaps (bounded)
+  // Ends of the kernels this GPU had not run before (a name and launch shape
+  // first seen), in time order; bounded: past kMaxNovelKernels, unknown.
+  std::vector<uint64_t> novel_end_ns;
+  bool novel_overflow = false;
   std::deque<PendingGap> pending_gaps;
   bool has_long_gap = false;
   GapRecord first_long_gap;
@@ -1353,6 +1358,13 @@ class ModelBuilder::Impl {
         kernel_free = {closed.end_ns, op.start_ns};
       }
       KernelAfterGaps(p, g, novel, kernel_free.length_ns() > 0 ? &kernel_free : nullptr);
+      if (novel) {
+        if (g.novel_end_ns.size() < kMaxNovelKernels) {
+          g.novel_end_ns.push_back(op.end_ns);
+        } else {
+          g.novel_overflow = true;
+        }
+      }
       kernel->period.Add(op.start_ns);
       SweepComm(p, g, *kernel, op);
     } else if (kind == kOpMemcpy) {
@@ -1869,6 +1881,18 @@ class ModelBuilder::Impl {
         if (q.start_ns < k.interval.end_ns && q.end_ns > k.interval.start_ns) {
           out.steady_start_ns = std::max(out.steady_start_ns, k.interval.end_ns);
         }
+      }
+    }
+    // A steady state repeats code the GPU has run before. Compilation,
+    // autotuning and lazy loading run new kernels inside the first steps
+    // (XLA compiles and autotunes between its warm-up calls) with gaps
+    // too short to be one-time gaps, so the steady state starts after the
+    // last kernel never run before that lies in the first half of the
+    // steps' span (the bound above: before most of the steps).
+    if (!g.novel_overflow && out.last_start_ns > out.first_start_ns) {
+      const uint64_t mid = out.first_start_ns + (out.last_start_ns - out.first_start_ns) / 2;
+      for (uint64_t end : g.novel_end_ns) {
+        if (end > out.second_start_ns && end <= mid) out.steady_start_ns = std::max(out.steady_start_ns, end);
       }
     }
   }

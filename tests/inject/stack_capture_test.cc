@@ -1,0 +1,243 @@
+// inject/stack_capture.h on its own (CUDA-free, so it also runs under TSan,
+// label `concurrent`): the triggers a CUDA call's entry decides, a runtime
+// call's inner driver calls, the capture gate, the per-thread SPSC rings
+// drained while their threads fill them (every capture drained or counted),
+// and thread states reused after their threads exit.
+#include "inject/stack_capture.h"
+
+#include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <map>
+#include <thread>
+#include <vector>
+
+namespace gpscope::inject {
+namespace {
+
+using stacks::StackCapture;
+using stacks::StackTrigger;
+
+constexpr uint8_t kRuntimeDomain = 2, kDriverDomain = 1;  // CUpti_CallbackDomain
+
+void SleepMs(int ms) {
+  timespec ts{ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, nullptr);
+}
+
+void SpinUs(int us) {
+  timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  do {
+    clock_gettime(CLOCK_MONOTONIC, &b);
+  } while ((b.tv_sec - a.tv_sec) * 1000000 + (b.tv_nsec - a.tv_nsec) / 1000 < us);
+}
+
+StackCapturer::Options Opts(stacks::StackMode mode, uint32_t sample_ms, uint32_t ring = 0) {
+  StackCapturer::Options o;
+  o.settings.mode = mode;
+  o.settings.sample_interval_ms = sample_ms;
+  o.ring_slots = ring;
+  return o;
+}
+
+// One call: entry then exit.
+void Call(StackCapturer& c, bool runtime, ApiClass cls, uint32_t corr, int busy_us = 0) {
+  c.OnEnter(runtime, cls, runtime ? kRuntimeDomain : kDriverDomain, 7, corr);
+  if (busy_us > 0) SpinUs(busy_us);
+  c.OnExit(runtime);
+}
+
+std::map<uint32_t, StackCapture> DrainAll(StackCapturer& c) {
+  std::map<uint32_t, StackCapture> out;
+  c.Drain([&](const StackCapture& s) { out[static_cast<uint32_t>(s.correlation_id)] = s; });
+  return out;
+}
+
+TEST(StackCaptureTest, OffSettingsAndPythonOnlyWithoutPythonDoNotStart) {
+  StackCapturer off, py;
+  std::string why;
+  EXPECT_FALSE(off.Init(Opts(stacks::StackMode::kOff, 1), &why));
+  EXPECT_EQ(why, "GPSCOPE_STACKS=0");
+  EXPECT_FALSE(py.Init(Opts(stacks::StackMode::kPython, 1), &why));
+  EXPECT_EQ(why, "GPSCOPE_STACKS=python and Python stacks are unavailable");
+  Call(off, true, ApiClass::kSync, 1);
+  EXPECT_TRUE(DrainAll(off).empty());
+}
+
+TEST(StackCaptureTest, TriggersSyncAfterIdleAndSampledLaunches) {
+  StackCapturer c;
+  std::string why;
+  ASSERT_TRUE(c.Init(Opts(stacks::StackMode::kAuto, 1), &why)) << why;
+  // CLOCK_REALTIME (the capturer's clock) no later than the "last exit" the
+  // capturer sees before 6 and 12: before call 5 (its exit time is its
+  // entry's), before call 11's exit.
+  uint64_t before_5 = 0, before_exit_11 = 0;
+  auto realtime = [] {
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  };
+  std::thread([&] {
+    Call(c, true, ApiClass::kLaunch, 1);   // the thread's first launch: after "idle"
+    Call(c, true, ApiClass::kLaunch, 2);   // right after: nothing
+    Call(c, true, ApiClass::kSync, 3);     // a sync: always
+    Call(c, false, ApiClass::kSync, 4);    // a driver sync on its own: always
+    before_5 = realtime();
+    Call(c, true, ApiClass::kOther, 5);    // neither: never
+    SpinUs(1500);                          // busy elsewhere but < 5 ms: the sample is due
+    Call(c, true, ApiClass::kLaunch, 6);
+    Call(c, true, ApiClass::kLaunch, 7);   // within 1 ms of the last sample: nothing
+    SleepMs(8);                            // >= 5 ms outside CUDA
+    Call(c, false, ApiClass::kLaunch, 8);  // a driver launch (JAX): after idle
+    // A runtime sync whose inner driver sync is its own: one capture.
+    c.OnEnter(true, ApiClass::kSync, kRuntimeDomain, 7, 9);
+    c.OnEnter(false, ApiClass::kSync, kDriverDomain, 8, 10);
+    c.OnExit(false);
+    c.OnExit(true);
+    // A long sync ends 8 ms later: the next launch is not after idle.
+    c.OnEnter(true, ApiClass::kSync, kRuntimeDomain, 7, 11);
+    SleepMs(8);
+    before_exit_11 = realtime();
+    c.OnExit(true);
+    Call(c, true, ApiClass::kLaunch, 12);
+  }).join();
+  const auto got = DrainAll(c);
+  const std::map<uint32_t, StackTrigger> want = {
+      {1, StackTrigger::kAfterIdle}, {3, StackTrigger::kSync},    {4, StackTrigger::kSync},
+      {6, StackTrigger::kSampled},   {8, StackTrigger::kAfterIdle}, {9, StackTrigger::kSync},
+      {11, StackTrigger::kSync},
+  };
+  // 12: a sample (the last one was 8: > 1 ms ago), not after idle (the
+  // long sync ended just before). 2 and 7 come < 1 ms after a sample: none,
+  // unless this loaded machine preempted the thread for a millisecond. A
+  // thread held off >= 5 ms before 6 or 12 (TSan, load) is rightly after idle.
+  for (const auto& [corr, cap] : got) {
+    SCOPED_TRACE(corr);
+    const uint64_t before = corr == 6 ? before_5 : corr == 12 ? before_exit_11 : 0;
+    if (before != 0 && cap.timestamp_ns - before >= StackCapturer::kIdleThresholdNs) {
+      EXPECT_TRUE(cap.trigger == StackTrigger::kAfterIdle || cap.trigger == StackTrigger::kSampled);
+      continue;
+    }
+    if (corr == 12 || corr == 2 || corr == 7) {
+      EXPECT_EQ(cap.trigger, StackTrigger::kSampled);
+      continue;
+    }
+    ASSERT_TRUE(want.count(corr)) << "unexpected capture";
+    EXPECT_EQ(cap.trigger, want.at(corr));
+    EXPECT_EQ(cap.kind, stacks::StackKind::kNative);
+    EXPECT_GT(cap.depth, 2);
+  }
+  for (const auto& [corr, trigger] : want) EXPECT_TRUE(got.count(corr)) << corr;
+  EXPECT_TRUE(got.count(12));
+  EXPECT_FALSE(got.count(5)) << "neither a sync nor a launch";
+  EXPECT_FALSE(got.count(10)) << "the runtime call's inner driver call";
+  EXPECT_EQ(got.at(4).domain, kDriverDomain);
+  EXPECT_EQ(got.at(3).cbid, 7u);
+  EXPECT_EQ(c.ring_drops(), 0u);
+}
+
+TEST(StackCaptureTest, NoTimeSamplesWithIntervalZeroAndNothingWhileTheGateIsShut) {
+  StackCapturer c;
+  std::atomic<bool> gate{false};
+  StackCapturer::Options o = Opts(stacks::StackMode::kNative, 0);
+  o.gate = &gate;
+  std::string why;
+  ASSERT_TRUE(c.Init(o, &why)) << why;
+  std::thread([&] {
+    Call(c, true, ApiClass::kSync, 1);  // gate shut: nothing
+    gate.store(true);
+    Call(c, true, ApiClass::kLaunch, 2);  // last exit 0 us ago (call 1): not idle
+    for (uint32_t i = 0; i < 20; ++i) Call(c, true, ApiClass::kLaunch, 100 + i, 200);
+    Call(c, true, ApiClass::kSync, 3);
+  }).join();
+  const auto got = DrainAll(c);
+  EXPECT_FALSE(got.count(1)) << "taken while the gate was shut";
+  ASSERT_TRUE(got.count(3));
+  EXPECT_EQ(got.at(3).trigger, StackTrigger::kSync);
+  // Launches 50 us apart: no time-based samples with interval 0; a capture
+  // after idle only if this (loaded, maybe TSan-slowed) machine held the
+  // thread off for 5 ms.
+  for (const auto& [corr, cap] : got) {
+    if (corr != 3) {
+      EXPECT_EQ(cap.trigger, StackTrigger::kAfterIdle) << corr;
+    }
+  }
+  EXPECT_LE(got.size(), 3u);
+}
+
+// Four threads fill 4-slot rings while the writer drains: each capture is
+// drained once, in its thread's order, or counted as a drop.
+TEST(StackCaptureTest, RingsDrainWhileFilledAndCountWhatDidNotFit) {
+  StackCapturer c;
+  std::string why;
+  ASSERT_TRUE(c.Init(Opts(stacks::StackMode::kNative, 1, 4), &why)) << why;
+  constexpr int kThreads = 4, kCalls = 3000;
+  std::atomic<int> running{kThreads};
+  std::vector<std::thread> threads;
+  std::vector<uint32_t> tids(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      tids[t] = static_cast<uint32_t>(syscall(SYS_gettid));
+      for (int i = 0; i < kCalls; ++i) {
+        Call(c, true, ApiClass::kSync, static_cast<uint32_t>(t * 1000000 + i));
+      }
+      running.fetch_sub(1);
+    });
+  }
+  std::map<uint32_t, std::vector<uint32_t>> seen;  // tid -> correlation ids
+  auto drain = [&] {
+    c.Drain([&](const StackCapture& s) {
+      seen[s.thread_id].push_back(static_cast<uint32_t>(s.correlation_id));
+      EXPECT_GT(s.depth, 0);
+      EXPECT_EQ(s.trigger, StackTrigger::kSync);
+    });
+  };
+  while (running.load() > 0) drain();
+  for (auto& th : threads) th.join();
+  drain();
+  size_t drained = 0;
+  for (int t = 0; t < kThreads; ++t) {
+    const std::vector<uint32_t>& ids = seen[tids[t]];
+    drained += ids.size();
+    for (size_t i = 1; i < ids.size(); ++i) ASSERT_LT(ids[i - 1], ids[i]) << "thread order";
+    for (uint32_t id : ids) ASSERT_EQ(id / 1000000, static_cast<uint32_t>(t)) << "wrong thread";
+  }
+  EXPECT_EQ(drained + c.ring_drops(), static_cast<uint64_t>(kThreads) * kCalls);
+  EXPECT_EQ(c.captures(), drained);
+  EXPECT_EQ(c.threads_seen(), static_cast<uint32_t>(kThreads));
+}
+
+// Thread states come back once their threads exit and their rings are
+// drained; without drains, threads beyond the 256 states get no stacks and
+// their synchronizing calls are counted.
+TEST(StackCaptureTest, ExitedThreadsStatesAreReusedAndBeyondTheLimitCounted) {
+  StackCapturer c;
+  std::string why;
+  ASSERT_TRUE(c.Init(Opts(stacks::StackMode::kNative, 1), &why)) << why;
+  size_t drained = 0;
+  for (uint32_t i = 0; i < 400; ++i) {
+    std::thread([&] { Call(c, true, ApiClass::kSync, i); }).join();
+    drained += DrainAll(c).size();  // frees the exited thread's state
+  }
+  EXPECT_EQ(drained, 400u);
+  EXPECT_EQ(c.thread_drops(), 0u);
+  EXPECT_EQ(c.threads_seen(), 400u);
+
+  StackCapturer d;
+  ASSERT_TRUE(d.Init(Opts(stacks::StackMode::kNative, 1), &why)) << why;
+  for (uint32_t i = 0; i < StackCapturer::kMaxThreads + 10; ++i) {
+    std::thread([&] {
+      Call(d, true, ApiClass::kSync, i);
+      Call(d, true, ApiClass::kSync, i + 100000);
+    }).join();
+  }
+  EXPECT_EQ(DrainAll(d).size(), 2u * StackCapturer::kMaxThreads);
+  EXPECT_EQ(d.thread_drops(), 20u);
+}
+
+}  // namespace
+}  // namespace gpscope::inject
