@@ -181,7 +181,14 @@ function renderFindings(data) {
   const findings = s.findings || [];
   const body = h('div', { class: 'findings' });
   const more = h('div');
-  if (!findings.length) {
+  if (!findings.length && !(data.gpus || []).length) {
+    // A node monitor file (GPU metric samples only): nothing for the rules.
+    body.append(h('div', { class: 'card empty' },
+      h('strong', null, 'No GPU work traced.'),
+      ' These files hold no CUDA activity, so no rule can judge it. For a node monitor file, run ',
+      h('code', null, 'gpscope-analyze metrics FILE'),
+      ': idle GPUs, shared GPUs and trends, window by window.'));
+  } else if (!findings.length) {
     body.append(h('div', { class: 'card empty' },
       h('strong', null, 'No findings.'),
       ' No rule fired: the GPUs were kept busy, or the trace is too short to judge. The numbers below still describe the run.'));

@@ -17,7 +17,7 @@
 #include "tests/testing/trace_builder.h"
 #include "tools/analyze/cli.h"
 #include "tools/analyze/summary.h"
-#include "tools/reader/trace_reader.h"
+#include "tools/reader/event_reader.h"
 #include "tools/render/report_blob.h"
 #include "tools/render/report_data.h"
 #include "tools/render/report_html.h"
@@ -39,9 +39,9 @@ std::string TempPath(const std::string& name) {
 
 TimelineData Collect(const std::string& path, TimelineOptions options = {}) {
   TimelineCollector collector(options);
-  reader::TraceReader reader(collector);
-  EXPECT_TRUE(reader.ReadFile(path).ok());
-  return collector.Finish();
+  const reader::ReadResult read = reader::ReadEvents({path}, {&collector});
+  EXPECT_TRUE(read.index.FirstFileError().ok());
+  return collector.Finish(read.timebase);
 }
 
 const TimelineLane* FindLane(const TimelineData& t, size_t process, LaneKind kind) {

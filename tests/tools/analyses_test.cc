@@ -1378,5 +1378,45 @@ TEST(NamesTest, DemanglesAndShortensKernelNames) {
             "YOUR_PROGRAM");
 }
 
+// kSyncBlockedNs is the time in which some thread was blocked in a sync
+// call: overlapping calls on two threads count once, a call counts in the
+// windows it covers (not all at its start), and calls that arrive out of
+// order (two threads' records interleave) are still merged.
+TEST(ModelBuilderTest, SyncBlockedTimeIsTheUnionOverThreadsSpreadOverTime) {
+  TraceBuilder trace;
+  TraceBuilder::Process& p = trace.AddProcess(0x5AC, 12);
+  p.WriteHeader();
+  const uint32_t sync = p.Intern("cudaDeviceSynchronize_v3020");
+  format::KernelEvent k{};
+  k.start_ns = kT0;
+  k.end_ns = kT0 + 1 * kMs;
+  k.name_id = p.Intern("k");
+  k.context_id = 1;
+  k.stream_id = 7;
+  p.Add(k);
+  // Thread 2's call comes first in the file although it starts later.
+  p.Add(format::ApiCallEvent{kT0 + 50 * kMs, kT0 + 150 * kMs, proto::API_RUNTIME, 165, 2, 2, 0,
+                             sync});
+  p.Add(format::ApiCallEvent{kT0 + 10 * kMs, kT0 + 110 * kMs, proto::API_RUNTIME, 165, 1, 1, 0,
+                             sync});
+  p.Flush();
+  p.Add(format::ApiCallEvent{kT0 + 300 * kMs, kT0 + 310 * kMs, proto::API_RUNTIME, 165, 1, 3, 0,
+                             sync});
+  p.WriteEnd();
+  const std::string path = TempPath("sync_union");
+  ASSERT_TRUE(trace.WriteFile(path));
+  const model::TraceModel m = model::BuildModel({path});
+  unlink(path.c_str());
+  ASSERT_EQ(m.processes.size(), 1u);
+  const model::Timeline& t = m.processes[0].timeline;
+  // [10, 150) ms and [300, 310) ms: 150 ms, not 100 + 100 + 10.
+  EXPECT_NEAR(t.Total(model::kSyncBlockedNs), 150.0 * kMs, 1.0 * kMs);
+  // Within [kT0, kT0 + 100 ms) only 90 ms were blocked (the first call's
+  // whole 100 ms at its start read as more than the window).
+  EXPECT_LE(t.Sum(model::kSyncBlockedNs, kT0, kT0 + 100 * kMs), 91.0 * kMs);
+  EXPECT_GE(t.Sum(model::kSyncBlockedNs, kT0, kT0 + 100 * kMs), 89.0 * kMs);
+  EXPECT_NEAR(t.Total(model::kSyncCalls), 3.0, 1e-9);
+}
+
 }  // namespace
 }  // namespace gpscope

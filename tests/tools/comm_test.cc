@@ -22,7 +22,7 @@
 #include "tools/analyses/rules.h"
 #include "tools/analyze/cli.h"
 #include "tools/analyze/summary.h"
-#include "tools/model/clock_align.h"
+#include "tools/reader/clock_align.h"
 #include "tools/model/collectives.h"
 #include "tools/model/model_builder.h"
 
@@ -117,7 +117,7 @@ TEST(CollectivesTest, ClassifiesOldOlderAndNewNcclKernelNames) {
 // Offsets at the int64 limits (hostile clock snapshots; analyzer_fuzz found
 // the signed overflow in drift_ns): the drift and the mapping stay defined.
 TEST(ClockAlignTest, OffsetsAtTheLimitsDoNotOverflow) {
-  model::ClockAlign c;
+  reader::ClockAlign c;
   c.Add(1'000, 1'000 + 1'699'999'999'000'000'000ull);   // offset ~ +1.7e18
   c.Add(3'000, 3'000 + 0x8000000000000000ull);           // offset INT64_MIN
   EXPECT_EQ(c.drift_ns(), 1'699'999'999'000'000'000ull + 0x8000000000000000ull);
@@ -127,7 +127,7 @@ TEST(ClockAlignTest, OffsetsAtTheLimitsDoNotOverflow) {
 }
 
 TEST(ClockAlignTest, InterpolatesBetweenSnapshotsAndHoldsOutside) {
-  model::ClockAlign c;
+  reader::ClockAlign c;
   EXPECT_EQ(c.ToRealtimeNs(123), 123u);  // no snapshots: CUPTI is realtime-based
   c.Add(1'000 * kMs, kReal0);                       // offset kReal0 - 1 s
   c.Add(3'000 * kMs, kReal0 + 2'000 * kMs + 40 * kUs);  // 40 us of drift over 2 s
@@ -138,13 +138,13 @@ TEST(ClockAlignTest, InterpolatesBetweenSnapshotsAndHoldsOutside) {
   EXPECT_EQ(c.ToRealtimeNs(500 * kMs), kReal0 - 500 * kMs);                // before: first offset
   EXPECT_EQ(c.ToRealtimeNs(4'000 * kMs), kReal0 + 3'000 * kMs + 40 * kUs);  // after: last
   EXPECT_EQ(c.drift_ns(), 40 * kUs);
-  for (uint64_t i = 0; i < 3 * model::ClockAlign::kMaxPoints; ++i) {
+  for (uint64_t i = 0; i < 3 * reader::ClockAlign::kMaxPoints; ++i) {
     c.Add(4'000 * kMs + i * kMs, kReal0 + 3'000 * kMs + i * kMs + 40 * kUs);
   }
   // Thinned to every other snapshot: the first stays, and the mapping stays
   // within the drift.
-  EXPECT_LE(c.size(), model::ClockAlign::kMaxPoints);
-  EXPECT_GT(c.size(), model::ClockAlign::kMaxPoints / 4);
+  EXPECT_LE(c.size(), reader::ClockAlign::kMaxPoints);
+  EXPECT_GT(c.size(), reader::ClockAlign::kMaxPoints / 4);
   EXPECT_EQ(c.ToRealtimeNs(1'000 * kMs), kReal0);
   EXPECT_GE(c.ToRealtimeNs(2'000 * kMs), kReal0 + 1'000 * kMs);
   EXPECT_LE(c.ToRealtimeNs(2'000 * kMs), kReal0 + 1'000 * kMs + 40 * kUs);

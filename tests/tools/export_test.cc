@@ -58,7 +58,9 @@ TEST(ExportTest, WritesChromeTraceEventsWithTracksAndEscapedNames) {
   ASSERT_EQ(analyze::Run({"export", path}, out, err), kExitOk) << err.str();
   const std::string json = out.str();
   EXPECT_EQ(json.rfind("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", 0), 0u);
-  EXPECT_NE(json.find("]}"), std::string::npos);
+  // The document ends with its metadata: the time origin every command prints.
+  EXPECT_NE(json.find("],\"metadata\":{\"gpscope_time_origin\":{\"realtime_ns\":"),
+            std::string::npos);
   EXPECT_EQ(Count(json, "\"cat\":\"kernel\""), 6u);
   EXPECT_EQ(Count(json, "\"cat\":\"cuda_api\""), 2u);
   EXPECT_EQ(Count(json, "\"name\":\"GPU 0 stream 7\""), 2u);  // one track per process

@@ -168,6 +168,7 @@ class InfoTest : public ::testing::Test {
 };
 
 constexpr char kGoldenText[] = R"(gpscope trace info: 1 file, 2 processes
+time origin 2023-11-14T22:13:20.000500000Z (earliest event of all files; times are since it)
 
 file job.gps
   format      version 1, 1.2 KiB, 7 frames

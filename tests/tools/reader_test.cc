@@ -692,25 +692,6 @@ TEST(BatchDecodeTest, HostileDeltasWrapWithoutUndefinedBehaviour) {
   EXPECT_EQ(out.metrics[1].timestamp_ns, std::numeric_limits<uint64_t>::max() - 3);
 }
 
-TEST(ClockMapTest, UsesTheNearestSnapshotAndIgnoresSnapshotsWithoutCupti) {
-  ClockMap clocks;
-  EXPECT_EQ(clocks.ToRealtimeNs(123), 123u);  // nothing known: identity
-  proto::ClockSnapshot s;
-  s.set_cupti_ns(1000);
-  s.set_realtime_ns(51000);  // offset +50000
-  clocks.Add(s);
-  s.set_cupti_ns(2000);
-  s.set_realtime_ns(52100);  // offset +50100
-  clocks.Add(s);
-  s.set_cupti_ns(0);
-  s.set_realtime_ns(7);
-  clocks.Add(s);
-  EXPECT_EQ(clocks.ToRealtimeNs(0), 50000u);
-  EXPECT_EQ(clocks.ToRealtimeNs(1400), 51400u);
-  EXPECT_EQ(clocks.ToRealtimeNs(1600), 51700u);
-  EXPECT_EQ(clocks.ToRealtimeNs(9000), 59100u);
-}
-
 }  // namespace
 }  // namespace reader
 }  // namespace gpscope

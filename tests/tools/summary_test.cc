@@ -364,9 +364,10 @@ TEST_F(SummaryTest, JsonHasTheDocumentedStructure) {
   const Output o = RunCli({"summary", "--format", "json", path_});
   ASSERT_EQ(o.code, kExitOk) << o.err;
   const Json j = ParseJson(o.out);
-  EXPECT_EQ(j.Keys(), (std::vector<std::string>{"schema", "options", "events", "files", "findings",
-                                                "rules", "gpus", "processes", "ranks",
-                                                "warnings", "warnings_omitted"}));
+  EXPECT_EQ(j.Keys(), (std::vector<std::string>{"schema", "time_origin", "options", "events",
+                                                "files", "findings", "rules", "gpus",
+                                                "processes", "ranks", "warnings",
+                                                "warnings_omitted"}));
   EXPECT_EQ(j["schema"].string, "gpscope.summary/1");
   EXPECT_EQ(j["options"]["idle_gap_threshold_ns"].number, 5e6);
   ASSERT_EQ(j["gpus"].array.size(), 2u);

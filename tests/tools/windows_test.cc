@@ -235,7 +235,8 @@ TEST(CsvTest, EveryTableHasOneHeaderAndRowsOfTheSameWidth) {
        "gpu,rank,name,demangled,count,total_ns,share,mean_ns,p50_ns,p95_ns,p99_ns,min_ns,max_ns,"
        "stddev_ns,tiny_count,collective"},
       {"windows",
-       "gpu,rank,start_ns,end_ns,busy_ns,busy_share,kernel_count,kernel_mean_ns,h2d_bytes,"
+       "gpu,rank,start_ns,end_ns,since_origin_ns,time_origin_utc,busy_ns,busy_share,kernel_count,"
+       "kernel_mean_ns,h2d_bytes,"
        "d2h_bytes,d2d_bytes,other_copy_bytes,idle_gap_share,comm_busy_ns,sm_util_pct,"
        "dram_bw_util_pct,tensor_util_pct,cpu_user_pct,cpu_system_pct"},
       {"minutes", ""},
@@ -258,8 +259,12 @@ TEST(CsvTest, EveryTableHasOneHeaderAndRowsOfTheSameWidth) {
     if (table == "windows") {
       EXPECT_EQ(lines.size(), 1u + 10u + 1u);  // header, GPU 0's ten windows, GPU 1's one
       EXPECT_EQ(CsvFields(lines[1])[2], "2000000000");
-      EXPECT_EQ(CsvFields(lines[1])[16], "40");  // tensor_util_pct
-      EXPECT_EQ(CsvFields(lines[1])[15], "");    // dram_bw_util_pct: not sampled
+      EXPECT_EQ(CsvFields(lines[1])[18], "40");  // tensor_util_pct
+      EXPECT_EQ(CsvFields(lines[1])[17], "");    // dram_bw_util_pct: not sampled
+      // since_origin_ns: the window's start on the common timebase, from the
+      // origin the table names (the trace's first event starts the window).
+      EXPECT_EQ(CsvFields(lines[1])[4], "0");
+      EXPECT_EQ(CsvFields(lines[1])[5].size(), std::string("2023-11-14T22:13:21.000000000Z").size());
     }
     if (table == "kernels") {
       const std::vector<std::string> last = CsvFields(lines.back());

@@ -180,11 +180,14 @@ GpuReport ComputeGpu(const model::TraceModel& model, size_t index, const ReportO
   const uint64_t w1 = r.window.end_ns;
   const Timeline& t = g.timeline;
   auto sum = [&](int field) { return t.Sum(field, w0, w1); };
+  // A count of events is whole: the timeline shares a bucket's counts out
+  // by time at the window's edges (evidence read "156.15 gaps").
+  auto count = [&](int field) { return std::round(t.Sum(field, w0, w1)); };
   // Time between capture windows (or otherwise untraced) is neither busy nor
   // idle: shares are of the traced time.
   r.untraced_ns = sum(model::kUntracedNs);
   r.one_time_ns = sum(model::kOneTimeGapNs);
-  r.one_time_count = sum(model::kOneTimeGapCount);
+  r.one_time_count = count(model::kOneTimeGapCount);
   const double wlen = r.traced_window_ns();
 
   // Busy and idle.
@@ -199,8 +202,8 @@ GpuReport ComputeGpu(const model::TraceModel& model, size_t index, const ReportO
   r.short_gap_idle = {sum(model::kShortGapHostNs), sum(model::kShortGapSyncNs),
                       sum(model::kShortGapKernelNs), 0, sum(model::kShortGapImplicitNs)};
   r.long_gap_ns = sum(model::kLongGapNs);
-  r.long_gap_count = sum(model::kLongGapCount);
-  r.gap_count = sum(model::kGapCount);
+  r.long_gap_count = count(model::kLongGapCount);
+  r.gap_count = count(model::kGapCount);
   r.stream_idle = {sum(model::kStreamIdleHostNs), sum(model::kStreamIdleSyncNs),
                    sum(model::kStreamIdleKernelNs), sum(model::kStreamIdleOtherNs),
                    sum(model::kStreamIdleImplicitNs)};
@@ -208,7 +211,7 @@ GpuReport ComputeGpu(const model::TraceModel& model, size_t index, const ReportO
   r.after_sync_host_ns = sum(model::kGapAfterSyncHostNs);
   r.short_after_sync_host_ns = sum(model::kShortGapAfterSyncHostNs);
   r.pause_ns = sum(model::kPauseNs);
-  r.pause_count = sum(model::kPauseCount);
+  r.pause_count = count(model::kPauseCount);
   for (const model::Interval& pause : g.pauses) {
     const uint64_t a = std::max(pause.start_ns, w0), b = std::min(pause.end_ns, w1);
     if (b > a) r.pause_copy_ns += t.Sum(model::kBusyNs, a, b);
@@ -372,8 +375,8 @@ GpuReport ComputeGpu(const model::TraceModel& model, size_t index, const ReportO
   std::sort(r.memsets.begin(), r.memsets.end(), by_time);
   r.copy_share_of_gpu_time = static_cast<double>(copy_total_ns) / gpu_time;
   r.pageable_copy_ns = sum(model::kPageableCopyNs);
-  r.pageable_copy_count = sum(model::kPageableCopyCount);
-  r.d2h_copy_count = sum(model::kD2hCopyCount);
+  r.pageable_copy_count = count(model::kPageableCopyCount);
+  r.d2h_copy_count = count(model::kD2hCopyCount);
 
   // Host side.
   r.queue_delay = Describe(g.queue_delay_ns);

@@ -106,7 +106,7 @@ void MatchCollectives(const model::TraceModel& model, const SummaryReport& summa
         everywhere = false;
         break;
       }
-      const model::ClockAlign* clocks = procs[i] != nullptr ? &procs[i]->clocks : nullptr;
+      const reader::ClockAlign* clocks = procs[i] != nullptr ? &procs[i]->clocks : nullptr;
       records[i] = r;
       starts[i] = static_cast<double>(clocks ? clocks->ToRealtimeNs(r->start_ns) : r->start_ns);
       ends[i] = static_cast<double>(clocks ? clocks->ToRealtimeNs(r->end_ns) : r->end_ns);

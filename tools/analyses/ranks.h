@@ -3,7 +3,7 @@
 // launcher did not say) and the straggler ranking.
 //
 // Time base: each process's CUPTI times are mapped to CLOCK_REALTIME with its
-// own clock snapshots (model::ClockAlign: interpolated between snapshots), so
+// own clock snapshots (reader::ClockAlign: interpolated between snapshots), so
 // processes of different nodes line up to within the nodes' clock agreement.
 // The residual is measured, not assumed: a collective ends on all ranks at
 // nearly the same moment (the last arrival releases everyone), so the spread

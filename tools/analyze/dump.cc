@@ -10,7 +10,7 @@
 #include "gpscope/trace.pb.h"
 #include "tools/analyze/cli.h"
 #include "tools/reader/batch_decode.h"
-#include "tools/reader/trace_reader.h"
+#include "tools/reader/event_reader.h"
 #include "tools/render/json_writer.h"
 #include "tools/render/text_sanitize.h"
 
@@ -58,17 +58,25 @@ class Line {
   std::string s_;
 };
 
-class Dumper : public reader::ChunkVisitor {
+// An event sink of the reader's pass: names and launch shapes from the
+// process's tables; every timed event carries its CUPTI times as recorded
+// (start_ns, end_ns, timestamp_ns) and `t_ns`, ns since the time origin on
+// the common timebase (reader/timebase.h: the same number summary, the
+// report and export show for it).
+class Dumper : public reader::EventSink {
  public:
-  Dumper(std::ostream& out, std::ostream& err) : out_(out), err_(err) {}
+  Dumper(std::ostream& out, std::ostream& err, const reader::Timebase& timebase)
+      : out_(out), err_(err), timebase_(timebase) {
+    out_ << "{\"type\":\"time_origin\",\"realtime_ns\":" << timebase.origin_realtime_ns()
+         << ",\"utc\":" << JsonWriter::Quote(timebase.OriginUtc()) << "}\n";
+  }
 
-  absl::Status OnChunk(const reader::ChunkContext&, const proto::Chunk& chunk) override {
-    Names& names = names_[chunk.process_uid()];
-    const uint32_t pid = chunk.pid();
-    if (chunk.has_header()) {
-      const proto::ProcessHeader& h = chunk.header();
+  void OnHeader(const reader::ProcessTables& t, const proto::ProcessHeader& h,
+                const reader::ChunkPlace&) override {
+    const uint32_t pid = t.pid();
+    {
       Line l(out_, "process", pid);
-      l.S("uid", absl::StrCat(absl::Hex(chunk.process_uid(), absl::kZeroPad16)))
+      l.S("uid", absl::StrCat(absl::Hex(t.process_uid(), absl::kZeroPad16)))
           .S("host", h.hostname())
           .U("ppid", h.ppid())
           .I("rank", h.identity().rank())
@@ -80,11 +88,14 @@ class Dumper : public reader::ChunkVisitor {
           .B("fork_child", h.is_fork_child())
           .U("cupti_api_version", h.cupti_api_version())
           .U("cuda_driver_version", h.cuda_driver_version());
-      for (const proto::DeviceInfo& d : h.devices()) Device(pid, d);
-      return absl::OkStatus();
     }
-    if (chunk.has_end()) {
-      const proto::ProcessEnd& e = chunk.end();
+    for (const proto::DeviceInfo& d : h.devices()) Device(pid, d);
+  }
+
+  void OnEnd(const reader::ProcessTables& t, const proto::ProcessEnd& e,
+             const reader::ChunkPlace&) override {
+    const uint32_t pid = t.pid();
+    {
       Line(out_, "end", pid)
           .U("end_ns", e.end_ns())
           .S("reason", EnumName(proto::EndReason_Name<int>, e.reason(), "END_"))
@@ -93,12 +104,19 @@ class Dumper : public reader::ChunkVisitor {
           .U("events_written", e.events_written())
           .U("events_dropped", e.events_dropped())
           .B("flush_timed_out", e.flush_timed_out());
-      return absl::OkStatus();
     }
-    if (!chunk.has_batch()) return absl::OkStatus();
-    const proto::EventBatch& b = chunk.batch();
-    for (const proto::InternedString& s : b.strings()) names.strings[s.id()] = s.value();
-    for (const proto::LaunchConfig& c : b.launch_configs()) names.launches[c.id()] = c;
+  }
+
+  void OnBatch(const reader::ResolvedBatch& rb) override {
+    const proto::EventBatch& b = rb.batch;
+    const reader::ProcessTables& t = rb.tables;
+    const uint32_t pid = t.pid();
+    const uint64_t uid = t.process_uid();
+    auto str = [&t](uint32_t id) {
+      if (id == 0) return std::string();
+      return t.HasString(id) ? t.String(id) : absl::StrCat("<unknown name #", id, ">");
+    };
+    auto at = [this, uid](uint64_t cupti_ns) { return timebase_.ToOriginNs(uid, cupti_ns); };
     for (const proto::DeviceInfo& d : b.devices()) Device(pid, d);
     for (const proto::ContextInfo& c : b.contexts()) {
       Line(out_, "context", pid).U("context", c.context_id()).U("device", c.device_id())
@@ -122,26 +140,30 @@ class Dumper : public reader::ChunkVisitor {
       Line(out_, "capability", pid).S("component", c.component()).B("available", c.available())
           .S("reason", c.reason());
     }
-    absl::Status st = reader::DecodeBatch(b, &events_);
-    if (!st.ok()) {
-      err_ << kProgram << ": pid " << pid << ": " << st.message() << "\n";
-      return absl::OkStatus();  // one bad batch does not end the dump
+    if (!rb.decode_status.ok()) {
+      err_ << kProgram << ": pid " << pid << ": " << rb.decode_status.message() << "\n";
+      return;  // one bad batch does not end the dump
     }
+    const reader::DecodedBatch& events_ = rb.events;
+    static const reader::LaunchShape kNoShape;
     for (const format::KernelEvent& k : events_.kernels) {
-      const proto::LaunchConfig& c = names.Launch(k.launch_config_id);
+      const reader::LaunchShape* shape = t.Launch(k.launch_config_id);
+      const reader::LaunchShape& c = shape != nullptr ? *shape : kNoShape;
       Line(out_, "kernel", pid).U("start_ns", k.start_ns).U("end_ns", k.end_ns)
-          .S("name", names.Str(k.name_id))
-          .Triple("grid", c.grid_x(), c.grid_y(), c.grid_z())
-          .Triple("block", c.block_x(), c.block_y(), c.block_z())
-          .U("registers", c.registers_per_thread())
-          .U("static_smem", c.static_shared_memory_bytes())
-          .U("dynamic_smem", c.dynamic_shared_memory_bytes())
+          .U("t_ns", at(k.start_ns))
+          .S("name", str(k.name_id))
+          .Triple("grid", c.grid[0], c.grid[1], c.grid[2])
+          .Triple("block", c.block[0], c.block[1], c.block[2])
+          .U("registers", c.registers_per_thread)
+          .U("static_smem", c.static_shared_memory_bytes)
+          .U("dynamic_smem", c.dynamic_shared_memory_bytes)
           .U("device", k.device_id).U("context", k.context_id).U("stream", k.stream_id)
           .U("correlation", k.correlation_id).U("graph_id", k.graph_id)
           .U("graph_node", k.graph_node_id);
     }
     for (const format::MemcpyEvent& m : events_.memcpys) {
-      Line(out_, "memcpy", pid).U("start_ns", m.start_ns).U("end_ns", m.end_ns).U("bytes", m.bytes)
+      Line(out_, "memcpy", pid).U("start_ns", m.start_ns).U("end_ns", m.end_ns)
+          .U("t_ns", at(m.start_ns)).U("bytes", m.bytes)
           .S("copy_kind", EnumName(proto::MemcpyKind_Name<int>, m.copy_kind, "MEMCPY_"))
           .S("src_kind", EnumName(proto::MemoryKind_Name<int>, m.src_kind, "MEMORY_"))
           .S("dst_kind", EnumName(proto::MemoryKind_Name<int>, m.dst_kind, "MEMORY_"))
@@ -150,7 +172,8 @@ class Dumper : public reader::ChunkVisitor {
           .U("correlation", m.correlation_id).U("graph_id", m.graph_id);
     }
     for (const format::MemsetEvent& m : events_.memsets) {
-      Line(out_, "memset", pid).U("start_ns", m.start_ns).U("end_ns", m.end_ns).U("bytes", m.bytes)
+      Line(out_, "memset", pid).U("start_ns", m.start_ns).U("end_ns", m.end_ns)
+          .U("t_ns", at(m.start_ns)).U("bytes", m.bytes)
           .U("value", m.value)
           .S("memory_kind", EnumName(proto::MemoryKind_Name<int>, m.memory_kind, "MEMORY_"))
           .B("async", m.flags & 1).U("device", m.device_id).U("context", m.context_id)
@@ -158,36 +181,39 @@ class Dumper : public reader::ChunkVisitor {
     }
     for (const format::SyncEvent& s : events_.syncs) {
       Line(out_, "sync", pid).U("start_ns", s.start_ns).U("end_ns", s.end_ns)
+          .U("t_ns", at(s.start_ns))
           .S("sync_kind", EnumName(proto::SyncKind_Name<int>, s.sync_kind, "SYNC_"))
           .U("context", s.context_id).U("stream", s.stream_id).U("event", s.event_id)
           .U("correlation", s.correlation_id).U("thread", s.thread_id);
     }
     for (const format::ApiCallEvent& a : events_.api_calls) {
       Line(out_, "api", pid).U("start_ns", a.start_ns).U("end_ns", a.end_ns)
-          .S("name", names.Str(a.api_name_id))
+          .U("t_ns", at(a.start_ns))
+          .S("name", str(a.api_name_id))
           .S("domain", EnumName(proto::ApiDomain_Name<int>, a.domain, "API_"))
           .U("cbid", a.cbid).U("thread", a.thread_id).U("correlation", a.correlation_id)
           .U("return_value", a.return_value);
     }
     for (const format::NvtxRangeEvent& r : events_.nvtx_ranges) {
       Line(out_, "nvtx_range", pid).U("start_ns", r.start_ns).U("end_ns", r.end_ns)
-          .S("name", names.Str(r.name_id)).S("domain", names.Str(r.domain_id))
+          .U("t_ns", at(r.start_ns))
+          .S("name", str(r.name_id)).S("domain", str(r.domain_id))
           .U("thread", r.thread_id).U("depth", r.depth);
     }
     for (const format::NvtxMarkEvent& m : events_.nvtx_marks) {
-      Line(out_, "nvtx_mark", pid).U("timestamp_ns", m.timestamp_ns).S("name", names.Str(m.name_id))
-          .S("domain", names.Str(m.domain_id)).U("thread", m.thread_id);
+      Line(out_, "nvtx_mark", pid).U("timestamp_ns", m.timestamp_ns).U("t_ns", at(m.timestamp_ns))
+          .S("name", str(m.name_id)).S("domain", str(m.domain_id)).U("thread", m.thread_id);
     }
     for (const format::OverheadEvent& o : events_.overheads) {
       Line(out_, "overhead", pid).U("start_ns", o.start_ns).U("end_ns", o.end_ns)
+          .U("t_ns", at(o.start_ns))
           .S("overhead_kind", EnumName(proto::OverheadKind_Name<int>, o.overhead_kind, "OVERHEAD_"))
           .U("thread", o.thread_id).U("device", o.device_id);
     }
     for (const format::MetricSample& m : events_.metrics) {
-      Line(out_, "metric", pid).U("timestamp_ns", m.timestamp_ns).U("metric", m.metric_id)
-          .D("value", m.value);
+      Line(out_, "metric", pid).U("timestamp_ns", m.timestamp_ns).U("t_ns", at(m.timestamp_ns))
+          .U("metric", m.metric_id).D("value", m.value);
     }
-    return absl::OkStatus();
   }
 
   void OnWarning(std::string_view warning) override {
@@ -195,20 +221,6 @@ class Dumper : public reader::ChunkVisitor {
   }
 
  private:
-  struct Names {
-    absl::flat_hash_map<uint32_t, std::string> strings;
-    absl::flat_hash_map<uint32_t, proto::LaunchConfig> launches;
-    std::string Str(uint32_t id) const {
-      if (id == 0) return "";
-      auto it = strings.find(id);
-      return it != strings.end() ? it->second : absl::StrCat("<unknown name #", id, ">");
-    }
-    const proto::LaunchConfig& Launch(uint32_t id) const {
-      auto it = launches.find(id);
-      return it != launches.end() ? it->second : proto::LaunchConfig::default_instance();
-    }
-  };
-
   void Device(uint32_t pid, const proto::DeviceInfo& d) {
     Line(out_, "device", pid).U("device", d.device_id()).S("name", d.name()).S("uuid", d.uuid())
         .U("cc_major", d.compute_capability_major()).U("cc_minor", d.compute_capability_minor())
@@ -217,8 +229,7 @@ class Dumper : public reader::ChunkVisitor {
 
   std::ostream& out_;
   std::ostream& err_;
-  absl::flat_hash_map<uint64_t, Names> names_;
-  reader::DecodedBatch events_;
+  const reader::Timebase& timebase_;
 };
 
 }  // namespace
@@ -232,15 +243,18 @@ int RunDump(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   if (parsed->has("help") || parsed->positional.empty()) {
     (parsed->has("help") ? out : err)
         << "usage: " << kProgram << " dump FILE...\n\n"
-        << "Writes every event as one JSON object per line (names resolved, absolute ns).\n";
+        << "Writes every event as one JSON object per line: names resolved, CUPTI ns as\n"
+           "recorded (start_ns, end_ns, timestamp_ns) and t_ns, ns since the time origin\n"
+           "(the first line: the earliest event of all files on the common timebase, as\n"
+           "every command prints it).\n";
     return parsed->has("help") ? kExitOk : kExitUsage;
   }
-  Dumper dumper(out, err);
-  absl::StatusOr<reader::TraceIndex> index = reader::ReadTraces(parsed->positional, dumper);
-  if (!index.ok()) {
-    err << kProgram << ": " << index.status().message() << "\n";
-    return kExitFailed;
-  }
+  // Lines are written as they are read: the timebase (final clocks, the
+  // origin) comes from a first pass.
+  const reader::Timebase timebase = reader::ScanTimebase(parsed->positional);
+  Dumper dumper(out, err, timebase);
+  reader::ReadResult read = reader::ReadEvents(parsed->positional, {&dumper});
+  const reader::TraceIndex* index = &read.index;
   ReportMissingEnds(*index, err);
   if (index->partial) {
     const reader::PartialRead& p = *index->partial;

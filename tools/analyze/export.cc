@@ -12,7 +12,7 @@
 #include "tools/analyses/names.h"
 #include "tools/analyze/cli.h"
 #include "tools/reader/batch_decode.h"
-#include "tools/reader/trace_reader.h"
+#include "tools/reader/event_reader.h"
 #include "tools/render/chrome_stacks.h"
 #include "tools/render/json_writer.h"
 #include "tools/render/text_sanitize.h"
@@ -48,58 +48,60 @@ const char* MemoryName(uint32_t kind) {
   }
 }
 
-class Exporter : public reader::ChunkVisitor {
+// An event sink of the reader's pass. Every ts is microseconds since the
+// time origin on the common timebase (reader/timebase.h), the same origin
+// every command prints; the metadata names it.
+class Exporter : public reader::EventSink {
  public:
-  explicit Exporter(std::ostream& out, std::ostream& err) : out_(out), err_(err) {
+  Exporter(std::ostream& out, std::ostream& err, const reader::Timebase& timebase)
+      : out_(out), err_(err), timebase_(timebase) {
     out_ << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
   }
 
-  // Ends the document; a partial read is said in its metadata.
+  // Ends the document: the time origin, and a partial read, in its metadata.
   void Finish(const reader::TraceIndex* index) {
     out_ << "\n]";
     stacks_.WriteDictionary(out_);  // call stacks (issue 20): only when the trace has them
+    out_ << ",\"metadata\":{\"gpscope_time_origin\":{\"realtime_ns\":"
+         << timebase_.origin_realtime_ns()
+         << ",\"utc\":" << JsonWriter::Quote(timebase_.OriginUtc()) << "}";
     if (index != nullptr && index->partial) {
       const reader::PartialRead& p = *index->partial;
-      out_ << ",\"metadata\":{\"gpscope_partial\":{\"reason\":\"memory budget\",\"file\":"
+      out_ << ",\"gpscope_partial\":{\"reason\":\"memory budget\",\"file\":"
            << JsonWriter::Quote(p.path) << ",\"offset\":" << p.offset
            << ",\"budget_bytes\":" << p.budget_bytes
-           << ",\"message\":" << JsonWriter::Quote(p.Message()) << "}}";
+           << ",\"message\":" << JsonWriter::Quote(p.Message()) << "}";
     }
-    out_ << "}\n";
+    out_ << "}}\n";
   }
   uint64_t events() const { return events_written_; }
 
-  absl::Status OnChunk(const reader::ChunkContext&, const proto::Chunk& chunk) override {
-    Process& p = processes_[chunk.process_uid()];
-    p.pid = chunk.pid();
-    if (chunk.has_header()) {
-      const proto::ProcessHeader& h = chunk.header();
-      for (const proto::ClockSnapshot& c : h.clocks()) p.clocks.Add(c);
-      if (t0_ns_ == 0) t0_ns_ = h.start_realtime_ns();
+  void OnHeader(const reader::ProcessTables& t, const proto::ProcessHeader& h,
+                const reader::ChunkPlace&) override {
+    Process& p = Of(t);
+    {
       std::string label = "pid " + std::to_string(p.pid) + " on " + h.hostname();
       if (h.identity().rank() >= 0) label = "rank " + std::to_string(h.identity().rank()) + " · " + label;
       Meta("process_name", p.pid, 0, label);
-      return absl::OkStatus();
     }
-    if (!chunk.has_batch()) return absl::OkStatus();
-    const proto::EventBatch& b = chunk.batch();
-    for (const proto::ClockSnapshot& c : b.clocks()) p.clocks.Add(c);
-    for (const proto::InternedString& s : b.strings()) p.strings[s.id()] = s.value();
+  }
+
+  void OnBatch(const reader::ResolvedBatch& rb) override {
+    Process& p = Of(rb.tables);
+    const proto::EventBatch& b = rb.batch;
     for (const proto::MetricDescriptor& m : b.metric_descriptors()) {
       p.metrics[m.id()] = m.name() + (m.scope() == proto::SCOPE_DEVICE
                                           ? " gpu" + std::to_string(m.device_id())
                                           : (m.pid() ? " pid" + std::to_string(m.pid()) : ""));
     }
     // Call stacks (issue 20): the tables of this batch, before its API events.
-    stacks_.AddBatch(chunk.process_uid(), p.pid, b, [&p](uint32_t id) {
-      auto it = p.strings.find(id);
-      return it != p.strings.end() ? it->second : std::string();
-    });
-    absl::Status st = reader::DecodeBatch(b, &batch_);
-    if (!st.ok()) {
-      err_ << kProgram << ": pid " << p.pid << ": " << st.message() << "\n";
-      return absl::OkStatus();
+    stacks_.AddBatch(rb.tables.process_uid(), p.pid, b,
+                     [&rb](uint32_t id) { return rb.tables.String(id); });
+    if (!rb.decode_status.ok()) {
+      err_ << kProgram << ": pid " << p.pid << ": " << rb.decode_status.message() << "\n";
+      return;
     }
+    const reader::DecodedBatch& batch_ = rb.events;
     for (const format::KernelEvent& k : batch_.kernels) {
       const uint64_t track = GpuTrack(p, k.device_id, k.stream_id);
       Complete(p, "kernel", p.KernelName(k.name_id), track, k.start_ns, k.end_ns,
@@ -127,7 +129,7 @@ class Exporter : public reader::ChunkVisitor {
     for (const format::ApiCallEvent& a : batch_.api_calls) {
       Name(p, a.thread_id, "tid " + std::to_string(a.thread_id) + " CUDA API", 3);
       const std::string sf =
-          stacks_.any() ? stacks_.Take(chunk.process_uid(), a.thread_id, a.correlation_id) : "";
+          stacks_.any() ? stacks_.Take(rb.tables.process_uid(), a.thread_id, a.correlation_id) : "";
       Event(p, "cuda_api", p.Str(a.api_name_id), "X", a.thread_id, a.start_ns,
             a.end_ns > a.start_ns ? a.end_ns - a.start_ns : 0,
             "\"correlation\":" + std::to_string(a.correlation_id),
@@ -155,7 +157,6 @@ class Exporter : public reader::ChunkVisitor {
       }
       Event(p, "metric", name, "C", 0, m.timestamp_ns, 0, value, "");
     }
-    return absl::OkStatus();
   }
 
   void OnWarning(std::string_view warning) override {
@@ -165,14 +166,14 @@ class Exporter : public reader::ChunkVisitor {
  private:
   struct Process {
     uint32_t pid = 0;
-    reader::ClockMap clocks;
-    absl::flat_hash_map<uint32_t, std::string> strings;
-    absl::flat_hash_map<uint32_t, std::string> metrics;
+    uint64_t uid = 0;
+    const reader::ProcessTables* tables = nullptr;
+    absl::flat_hash_map<uint32_t, std::string> metrics;  // display names, by id
     absl::flat_hash_set<uint64_t> named_tracks;
     absl::flat_hash_map<uint32_t, std::string> kernel_names;  // demangled, by id
     std::string Str(uint32_t id) const {
-      auto it = strings.find(id);
-      return it != strings.end() ? it->second : "<unknown name #" + std::to_string(id) + ">";
+      return tables->HasString(id) ? tables->String(id)
+                                   : "<unknown name #" + std::to_string(id) + ">";
     }
     // Demangled once per name: Perfetto shows names as given.
     const std::string& KernelName(uint32_t id) {
@@ -181,6 +182,14 @@ class Exporter : public reader::ChunkVisitor {
       return it->second;
     }
   };
+
+  Process& Of(const reader::ProcessTables& t) {
+    Process& p = processes_[t.process_uid()];
+    p.pid = t.pid();
+    p.uid = t.process_uid();
+    p.tables = &t;
+    return p;
+  }
 
   uint64_t GpuTrack(Process& p, uint32_t device, uint32_t stream) {
     const uint64_t track = kGpuTrackBase | (static_cast<uint64_t>(device) << 32) | stream;
@@ -214,7 +223,7 @@ class Exporter : public reader::ChunkVisitor {
              const char* extra) {
     // Microseconds with ns fractions; a double holds them exactly for
     // spans of weeks.
-    const int64_t rel_ns = static_cast<int64_t>(p.clocks.ToRealtimeNs(cupti_ns) - t0_ns_);
+    const int64_t rel_ns = static_cast<int64_t>(timebase_.ToOriginNs(p.uid, cupti_ns));
     char ts[64];
     snprintf(ts, sizeof(ts), "%.3f", static_cast<double>(rel_ns) / 1000.0);
     Separator();
@@ -238,11 +247,10 @@ class Exporter : public reader::ChunkVisitor {
 
   std::ostream& out_;
   std::ostream& err_;
+  const reader::Timebase& timebase_;
   bool first_ = true;
-  uint64_t t0_ns_ = 0;
   uint64_t events_written_ = 0;
   absl::flat_hash_map<uint64_t, Process> processes_;
-  reader::DecodedBatch batch_;
   render::ChromeStacks stacks_;
 };
 
@@ -264,7 +272,8 @@ int RunExport(const std::vector<std::string>& raw_args, std::ostream& out, std::
                        << " export [--format chrome|perfetto] [-o OUT.json] FILE...\n\n"
                        << "Writes Chrome trace-event JSON (opens in ui.perfetto.dev and "
                           "chrome://tracing;\n'perfetto' writes the same JSON, which Perfetto "
-                          "imports). Default output: stdout.\n";
+                          "imports). Default output: stdout. Times (ts) are microseconds since\n"
+                          "the time origin every command prints (metadata.gpscope_time_origin).\n";
     return help ? kExitOk : kExitUsage;
   }
   std::string path = parsed->has("output") ? parsed->flags.at("output") : "-";
@@ -278,13 +287,13 @@ int RunExport(const std::vector<std::string>& raw_args, std::ostream& out, std::
     }
     sink = &file;
   }
-  Exporter exporter(*sink, err);
-  absl::StatusOr<reader::TraceIndex> index = reader::ReadTraces(parsed->positional, exporter);
-  exporter.Finish(index.ok() ? &*index : nullptr);
-  if (!index.ok()) {
-    err << kProgram << ": " << index.status().message() << "\n";
-    return kExitFailed;
-  }
+  // Events are written as they are read: the timebase (final clocks, the
+  // origin) comes from a first pass.
+  const reader::Timebase timebase = reader::ScanTimebase(parsed->positional);
+  Exporter exporter(*sink, err, timebase);
+  reader::ReadResult read = reader::ReadEvents(parsed->positional, {&exporter});
+  const reader::TraceIndex* index = &read.index;
+  exporter.Finish(index);
   ReportMissingEnds(*index, err);
   const bool partial = ReportPartial(*index, err);
   if (absl::Status st = index->FirstFileError(); !st.ok()) {

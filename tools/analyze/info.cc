@@ -11,6 +11,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "tools/analyze/cli.h"
+#include "tools/reader/event_reader.h"
+#include "tools/render/time_origin.h"
 #include "tools/render/json_writer.h"
 #include "tools/render/text_sanitize.h"
 
@@ -27,34 +29,40 @@ constexpr size_t kMaxLostIntervalsKept = 4096;
 
 // ------------------------------------------------------------- collecting --
 
-class InfoCollector : public reader::ChunkVisitor {
+// An event sink of the reader's pass; devices and clocks are the reader's
+// tables'.
+class InfoCollector : public reader::EventSink {
  public:
-  absl::Status OnChunk(const reader::ChunkContext& context, const proto::Chunk& chunk) override {
-    auto [it, inserted] = slot_.try_emplace(chunk.process_uid(), processes_.size());
-    if (inserted) processes_.emplace_back();
-    ProcessReport& p = processes_[it->second];
-    if (chunk.has_header()) {
-      for (const proto::ClockSnapshot& c : chunk.header().clocks()) p.clocks.Add(c);
-    } else if (chunk.has_end()) {
-      if (chunk.end().has_clock()) p.clocks.Add(chunk.end().clock());
-    } else if (chunk.has_batch()) {
-      AddBatch(context, chunk.batch(), p);
-    }
-    return absl::OkStatus();
+  void OnHeader(const reader::ProcessTables& t, const proto::ProcessHeader&,
+                const reader::ChunkPlace&) override {
+    Of(t);
+  }
+  void OnBatch(const reader::ResolvedBatch& b) override { AddBatch(b, Of(b.tables)); }
+  void OnEnd(const reader::ProcessTables& t, const proto::ProcessEnd&,
+             const reader::ChunkPlace&) override {
+    Of(t);
   }
 
   void OnWarning(std::string_view warning) override { Warn(std::string(warning)); }
 
-  InfoReport Finish(reader::TraceIndex index) {
+  InfoReport Finish(reader::ReadResult read) {
     InfoReport report;
+    reader::TraceIndex& index = read.index;
     index.warnings = std::move(warnings_);
     index.warnings_omitted = warnings_omitted_;
     for (const reader::ProcessInfo& info : index.processes) {
-      ProcessReport p = std::move(processes_[slot_.at(info.process_uid)]);
+      auto it = slot_.find(info.process_uid);
+      ProcessReport p;
+      if (it != slot_.end()) p = std::move(processes_[it->second]);
       p.info = info;
+      if (const reader::ProcessTables* t = read.FindTables(info.process_uid)) {
+        p.clocks = t->clocks();
+        p.devices = t->devices();
+      }
       report.processes.push_back(std::move(p));
     }
     report.index = std::move(index);
+    report.timebase = std::move(read.timebase);
     return report;
   }
 
@@ -67,9 +75,14 @@ class InfoCollector : public reader::ChunkVisitor {
     }
   }
 
-  void AddBatch(const reader::ChunkContext& context, const proto::EventBatch& batch,
-                ProcessReport& p) {
-    for (const proto::ClockSnapshot& c : batch.clocks()) p.clocks.Add(c);
+  ProcessReport& Of(const reader::ProcessTables& t) {
+    auto [it, inserted] = slot_.try_emplace(t.process_uid(), processes_.size());
+    if (inserted) processes_.emplace_back();
+    return processes_[it->second];
+  }
+
+  void AddBatch(const reader::ResolvedBatch& b, ProcessReport& p) {
+    const proto::EventBatch& batch = b.batch;
     for (const proto::DropNotice& d : batch.drops()) p.dropped[d.reason()] += d.count();
     for (const proto::LostInterval& l : batch.lost_intervals()) {
       ++p.lost_intervals_total;
@@ -80,13 +93,13 @@ class InfoCollector : public reader::ChunkVisitor {
       proto::CuptiClientRefusal& kept = p.cupti_refusals[{r.api(), r.caller()}];
       if (r.count() >= kept.count()) kept = r;
     }
-    const absl::Status status = reader::DecodeBatch(batch, &events_);
-    if (!status.ok()) {
+    if (!b.decode_status.ok()) {
       ++p.undecodable_batches;
-      Warn(absl::StrCat(context.file->path, ": offset ", context.offset, ": ", status.message(),
-                        "; batch skipped"));
+      Warn(absl::StrCat(b.place.file->path, ": offset ", b.place.offset, ": ",
+                        b.decode_status.message(), "; batch skipped"));
       return;
     }
+    const reader::DecodedBatch& events_ = b.events;
     EventCounts& n = p.events;
     n.kernels += events_.kernels.size();
     n.memcpys += events_.memcpys.size();
@@ -115,7 +128,6 @@ class InfoCollector : public reader::ChunkVisitor {
 
   absl::flat_hash_map<uint64_t, size_t> slot_;  // process_uid -> processes_
   std::vector<ProcessReport> processes_;
-  reader::DecodedBatch events_;  // reused across batches
   std::vector<std::string> warnings_;
   uint64_t warnings_omitted_ = 0;
 };
@@ -312,17 +324,28 @@ void RenderProcessText(const ProcessReport& p, TextOut& t) {
       t.Row("fork",
             absl::StrCat("child of uid ", Uid(h.parent_process_uid()), " (ppid ", h.ppid(), ")"));
     }
-    t.Row("versions", absl::StrFormat("gpscope %s, CUDA driver API %d.%d, CUPTI %d, driver %s",
-                                      h.gpscope_version(), h.cuda_driver_version() / 1000,
-                                      h.cuda_driver_version() % 1000 / 10, h.cupti_api_version(),
-                                      h.driver_version()));
-    for (const proto::DeviceInfo& d : h.devices()) {
-      t.Row(absl::StrCat("device ", d.device_id()),
-            absl::StrFormat("%s, %d SMs, %s, sm_%d%d", d.name(), d.sm_count(),
-                            Bytes(d.global_memory_bytes()), d.compute_capability_major(),
-                            d.compute_capability_minor()));
-      t.Row("", absl::StrCat(d.uuid(), d.pci_bus_id().empty() ? "" : ", PCI ", d.pci_bus_id()));
-    }
+    // A version the collector could not read is 0 or empty: said so, not
+    // shown as "CUDA driver API 0.0" or a blank.
+    t.Row("versions",
+          absl::StrCat("gpscope ", h.gpscope_version().empty() ? "unknown" : h.gpscope_version(),
+                       ", CUDA driver API ",
+                       h.cuda_driver_version() == 0
+                           ? std::string("unknown")
+                           : absl::StrFormat("%d.%d", h.cuda_driver_version() / 1000,
+                                             h.cuda_driver_version() % 1000 / 10),
+                       ", CUPTI ",
+                       h.cupti_api_version() == 0 ? std::string("unknown")
+                                                  : absl::StrCat(h.cupti_api_version()),
+                       ", driver ", h.driver_version().empty() ? "unknown" : h.driver_version()));
+  }
+  // Devices from the header and the batches (a collector that attached
+  // late, or a node monitor, defines them in batches).
+  for (const auto& [id, d] : p.devices) {
+    t.Row(absl::StrCat("device ", d.device_id()),
+          absl::StrFormat("%s, %d SMs, %s, sm_%d%d", d.name(), d.sm_count(),
+                          Bytes(d.global_memory_bytes()), d.compute_capability_major(),
+                          d.compute_capability_minor()));
+    t.Row("", absl::StrCat(d.uuid(), d.pci_bus_id().empty() ? "" : ", PCI ", d.pci_bus_id()));
   }
   if (p.has_events) {
     t.Row("time span", absl::StrCat(TextSpan(p.clocks.ToRealtimeNs(p.first_event_ns),
@@ -465,21 +488,21 @@ void RenderProcessJson(const ProcessReport& p, render::JsonWriter& j) {
     j.Key("cuda_driver_version").Uint(h.cuda_driver_version());
     j.Key("cupti_api_version").Uint(h.cupti_api_version());
     j.Key("driver_version").String(h.driver_version());
-    j.Key("devices").BeginArray();
-    for (const proto::DeviceInfo& d : h.devices()) {
-      j.BeginObject();
-      j.Key("device_id").Uint(d.device_id());
-      j.Key("name").String(d.name());
-      j.Key("uuid").String(d.uuid());
-      j.Key("pci_bus_id").String(d.pci_bus_id());
-      j.Key("compute_capability")
-          .String(absl::StrCat(d.compute_capability_major(), ".", d.compute_capability_minor()));
-      j.Key("sm_count").Uint(d.sm_count());
-      j.Key("global_memory_bytes").Uint(d.global_memory_bytes());
-      j.EndObject();
-    }
-    j.EndArray();
   }
+  j.Key("devices").BeginArray();
+  for (const auto& [id, d] : p.devices) {
+    j.BeginObject();
+    j.Key("device_id").Uint(d.device_id());
+    j.Key("name").String(d.name());
+    j.Key("uuid").String(d.uuid());
+    j.Key("pci_bus_id").String(d.pci_bus_id());
+    j.Key("compute_capability")
+        .String(absl::StrCat(d.compute_capability_major(), ".", d.compute_capability_minor()));
+    j.Key("sm_count").Uint(d.sm_count());
+    j.Key("global_memory_bytes").Uint(d.global_memory_bytes());
+    j.EndObject();
+  }
+  j.EndArray();
   if (p.has_events) {
     j.Key("first_event_ns").Uint(p.first_event_ns);
     j.Key("last_event_ns").Uint(p.last_event_ns);
@@ -572,9 +595,7 @@ InfoReport CollectInfo(const std::vector<std::string>& paths) {
   InfoCollector collector;
   reader::ReadOptions options;
   options.max_warnings = kMaxWarnings;
-  // The collector never stops the reader, so this cannot fail.
-  absl::StatusOr<reader::TraceIndex> index = reader::ReadTraces(paths, collector, options);
-  return collector.Finish(std::move(index).value());
+  return collector.Finish(reader::ReadEvents(paths, {&collector}, options));
 }
 
 std::string RenderInfoText(const InfoReport& report) {
@@ -583,6 +604,7 @@ std::string RenderInfoText(const InfoReport& report) {
   t.Line(absl::StrFormat("gpscope trace info: %d %s, %d %s", index.files.size(),
                          index.files.size() == 1 ? "file" : "files", report.processes.size(),
                          report.processes.size() == 1 ? "process" : "processes"));
+  t.Line("", render::TimeOriginText(report.timebase));
   if (index.partial) {
     t.Line("");
     t.Line("", PartialText(index));
@@ -635,6 +657,7 @@ std::string RenderInfoJson(const InfoReport& report) {
   render::JsonWriter j(&out);
   const reader::TraceIndex& index = report.index;
   j.BeginObject();
+  render::WriteTimeOrigin(report.timebase, j);
   j.Key("files").BeginArray();
   for (const reader::FileInfo& f : index.files) {
     j.BeginObject();

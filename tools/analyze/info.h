@@ -21,8 +21,9 @@
 #include <vector>
 
 #include "gpscope/trace.pb.h"
-#include "tools/reader/batch_decode.h"
-#include "tools/reader/trace_reader.h"
+#include "tools/reader/clock_align.h"
+#include "tools/reader/timebase.h"
+#include "tools/reader/trace_index.h"
 
 namespace gpscope::analyze {
 
@@ -44,7 +45,9 @@ struct ProcessReport {
   bool has_events = false;
   uint64_t first_event_ns = 0;      // CUPTI ns, valid when has_events
   uint64_t last_event_ns = 0;       // the latest end (or timestamp) of any event
-  reader::ClockMap clocks;          // header, batch and end snapshots
+  reader::ClockAlign clocks;        // the reader's (header, batch and end snapshots)
+  // Devices from the header and from batches (the reader's tables).
+  std::map<uint32_t, proto::DeviceInfo> devices;
   std::map<int, uint64_t> dropped;  // proto::DropReason -> records (frames for WRITE_FAILED)
   std::vector<proto::LostInterval> lost_intervals;  // the first kMaxLostIntervalsKept
   uint64_t lost_intervals_total = 0;
@@ -57,6 +60,7 @@ struct ProcessReport {
 
 struct InfoReport {
   reader::TraceIndex index;              // files, warnings
+  reader::Timebase timebase;             // the time origin every command prints
   std::vector<ProcessReport> processes;  // in order of first appearance
 };
 

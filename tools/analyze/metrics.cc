@@ -13,8 +13,10 @@
 #include "absl/time/time.h"
 #include "tools/analyze/cli.h"
 #include "tools/reader/batch_decode.h"
+#include "tools/reader/event_reader.h"
 #include "tools/render/json_writer.h"
 #include "tools/render/text_sanitize.h"
+#include "tools/render/time_origin.h"
 
 namespace gpscope::analyze {
 namespace {
@@ -44,48 +46,50 @@ constexpr FieldName kFields[] = {
     {"nvml.process_memory_bytes", kScopeProcess, Field::kProcMemory},
 };
 
-class MetricsCollector : public reader::ChunkVisitor {
+// An event sink of the reader's pass: devices, metric descriptors and the
+// clock alignment are the reader's tables'. A sample goes to CLOCK_REALTIME
+// through the alignment of the snapshots read so far (windows are a minute
+// wide; later snapshots move a sample by microseconds).
+class MetricsCollector : public reader::EventSink {
  public:
   explicit MetricsCollector(const MetricsOptions& options) : options_(options) {}
 
-  absl::Status OnChunk(const reader::ChunkContext& context, const proto::Chunk& chunk) override {
-    Process& p = processes_[chunk.process_uid()];
-    if (chunk.has_header()) {
-      const proto::ProcessHeader& h = chunk.header();
-      p.host = h.hostname();
-      for (const proto::ClockSnapshot& c : h.clocks()) p.clocks.Add(c);
-      for (const proto::DeviceInfo& d : h.devices()) AddDevice(p, d);
-      std::string backend, replay;
-      for (const proto::KeyValue& kv : h.config()) {
-        if (kv.key() == "backend") backend = kv.value();
-        if (kv.key() == "replay") replay = kv.value();
-      }
-      if (backend == "replay") replayed_.insert(replay.empty() ? context.file->path : replay);
-    } else if (chunk.has_batch()) {
-      const proto::EventBatch& b = chunk.batch();
-      for (const proto::ClockSnapshot& c : b.clocks()) p.clocks.Add(c);
-      for (const proto::DeviceInfo& d : b.devices()) AddDevice(p, d);
-      for (const proto::MetricDescriptor& d : b.metric_descriptors()) Define(p, d);
-      if (b.metrics().metric_id_size() > 0) {
-        samples_.clear();
-        const absl::Status status = reader::DecodeMetrics(b, &samples_);
-        if (!status.ok()) {
-          Warn(absl::StrCat(context.file->path, ": offset ", context.offset, ": ",
-                            status.message(), "; metric samples skipped"));
-          return absl::OkStatus();
-        }
-        for (const format::MetricSample& s : samples_) Add(p, s);
-      }
+  void OnHeader(const reader::ProcessTables& t, const proto::ProcessHeader& h,
+                const reader::ChunkPlace& place) override {
+    Process& p = Of(t);
+    p.host = h.hostname();
+    std::string backend, replay;
+    for (const proto::KeyValue& kv : h.config()) {
+      if (kv.key() == "backend") backend = kv.value();
+      if (kv.key() == "replay") replay = kv.value();
     }
-    return absl::OkStatus();
+    if (backend == "replay") replayed_.insert(replay.empty() ? place.file->path : replay);
+  }
+
+  void OnBatch(const reader::ResolvedBatch& rb) override {
+    Process& p = Of(rb.tables);
+    const proto::EventBatch& b = rb.batch;
+    for (const proto::MetricDescriptor& d : b.metric_descriptors()) {
+      if (const proto::MetricDescriptor* kept = rb.tables.Metric(d.id())) Define(p, *kept);
+    }
+    if (b.metrics().metric_id_size() > 0) {
+      if (!rb.decode_status.ok()) {
+        Warn(absl::StrCat(rb.place.file->path, ": offset ", rb.place.offset, ": ",
+                          rb.decode_status.message(), "; metric samples skipped"));
+        return;
+      }
+      for (const format::MetricSample& s : rb.events.metrics) Add(p, s);
+    }
   }
 
   void OnWarning(std::string_view warning) override { Warn(std::string(warning)); }
 
-  MetricsReport Finish(reader::TraceIndex index) {
+  MetricsReport Finish(reader::ReadResult read) {
     MetricsReport r;
+    reader::TraceIndex& index = read.index;
     index.warnings = std::move(warnings_);
     r.index = std::move(index);
+    r.timebase = std::move(read.timebase);
     r.options = options_;
     r.samples = sample_count_;
     r.first_ns = first_ns_;
@@ -112,25 +116,25 @@ class MetricsCollector : public reader::ChunkVisitor {
   };
   struct Process {
     std::string host;
-    reader::ClockMap clocks;
-    std::map<uint32_t, std::pair<std::string, std::string>> devices;  // id -> (uuid, name)
-    absl::flat_hash_map<uint32_t, Target> targets;                   // metric id -> where
+    const reader::ProcessTables* tables = nullptr;  // devices, clocks
+    absl::flat_hash_map<uint32_t, Target> targets;  // metric id -> where
   };
+
+  Process& Of(const reader::ProcessTables& t) {
+    Process& p = processes_[t.process_uid()];
+    p.tables = &t;
+    return p;
+  }
 
   void Warn(std::string w) {
     if (warnings_.size() < 1000) warnings_.push_back(std::move(w));
   }
 
-  static void AddDevice(Process& p, const proto::DeviceInfo& d) {
-    p.devices[d.device_id()] = {d.uuid(), d.name()};
-  }
-
   size_t GpuSlot(const Process& p, uint32_t device_id, std::string uuid) {
     std::string name;
-    auto dev = p.devices.find(device_id);
-    if (dev != p.devices.end()) {
-      if (uuid.empty()) uuid = dev->second.first;
-      name = dev->second.second;
+    if (const proto::DeviceInfo* dev = p.tables->Device(device_id)) {
+      if (uuid.empty()) uuid = dev->uuid();
+      name = dev->name();
     }
     const std::string key = absl::StrCat(p.host, "\n", uuid.empty() ? absl::StrCat("#", device_id)
                                                                     : uuid);
@@ -179,7 +183,7 @@ class MetricsCollector : public reader::ChunkVisitor {
     auto it = p.targets.find(s.metric_id);
     if (it == p.targets.end()) return;
     const Target& t = it->second;
-    const uint64_t ts = p.clocks.ToRealtimeNs(s.timestamp_ns);
+    const uint64_t ts = p.tables->clocks().ToRealtimeNs(s.timestamp_ns);
     ++sample_count_;
     first_ns_ = first_ns_ == 0 ? ts : std::min(first_ns_, ts);
     last_ns_ = std::max(last_ns_, ts);
@@ -232,7 +236,6 @@ class MetricsCollector : public reader::ChunkVisitor {
   absl::flat_hash_map<std::string, size_t> proc_slots_;
   std::vector<GpuSeries> gpus_;
   std::vector<ProcessSeries> procs_;
-  std::vector<format::MetricSample> samples_;  // reused across batches
   std::vector<std::string> warnings_;
   std::set<std::string> replayed_;
   uint64_t sample_count_ = 0;
@@ -250,7 +253,12 @@ bool IsIdle(const GpuWindow& w, double threshold) {
 
 // The utilization trend in percent per hour: least squares over the
 // windows' mean utilization (GPM SM utilization where NVML's is missing).
+// Not computed (false) over less than kMinTrendSpanNs of samples or fewer
+// than kMinTrendWindows windows: a slope there is noise, not a trend.
 bool Trend(const GpuSeries& g, uint64_t window_ns, double* pct_per_hour) {
+  if (g.last_ns < g.first_ns + kMinTrendSpanNs || g.windows.size() < kMinTrendWindows) {
+    return false;
+  }
   double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (const auto& [w, gw] : g.windows) {
     const Accumulator& a = gw.util.count > 0 ? gw.util : gw.sm;
@@ -360,9 +368,7 @@ std::string PidList(const std::set<uint32_t>& pids) { return absl::StrJoin(pids,
 
 MetricsReport CollectMetrics(const std::vector<std::string>& paths, const MetricsOptions& options) {
   MetricsCollector collector(options);
-  reader::TraceReader reader(collector);
-  for (const std::string& path : paths) (void)reader.ReadFile(path);
-  return collector.Finish(reader.TakeIndex());
+  return collector.Finish(reader::ReadEvents(paths, {&collector}));
 }
 
 std::string RenderMetricsText(const MetricsReport& r) {
@@ -376,6 +382,7 @@ std::string RenderMetricsText(const MetricsReport& r) {
       r.processes.size(),
       wns % 60000000000ull == 0 ? absl::StrCat(wns / 60000000000ull, " min")
                                 : absl::StrCat(wns / 1000000000ull, " s"));
+  absl::StrAppend(&out, "  ", render::TimeOriginText(r.timebase), "\n");
   if (r.index.partial) absl::StrAppend(&out, "  ", PartialText(r.index), "\n");
   if (r.samples == 0) {
     out += "  no GPU metric samples in these files\n";
@@ -468,10 +475,15 @@ std::string RenderMetricsText(const MetricsReport& r) {
   out += "\nTrend per window: utilization% / SM% / memory used / processes\n";
   for (const GpuSeries& g : r.gpus) {
     double slope = 0;
-    out += absl::StrFormat("  %s%s\n", GpuName(g, many_hosts),
-                           Trend(g, wns, &slope)
-                               ? absl::StrFormat(" (trend %+.1f%% utilization per hour)", slope)
-                               : "");
+    std::string trend;
+    if (Trend(g, wns, &slope)) {
+      trend = absl::StrFormat(" (trend %+.1f%% utilization per hour)", slope);
+    } else if (!g.windows.empty()) {
+      trend = absl::StrFormat(" (no trend: %.0f s of samples; a trend needs %d min and %d windows)",
+                              static_cast<double>(g.last_ns - g.first_ns) / 1e9,
+                              kMinTrendSpanNs / 60000000000ull, kMinTrendWindows);
+    }
+    out += absl::StrFormat("  %s%s\n", GpuName(g, many_hosts), trend);
     size_t shown = 0;
     for (const auto& [w, gw] : g.windows) {
       if (++shown > 60) {
@@ -500,6 +512,7 @@ std::string RenderMetricsJson(const MetricsReport& r) {
     }
   };
   j.BeginObject();
+  render::WriteTimeOrigin(r.timebase, j);
   WritePartialJson(r.index, j);
   j.Key("window_s").Double(static_cast<double>(wns) / 1e9);
   j.Key("idle_below_pct").Double(r.options.idle_util_pct);

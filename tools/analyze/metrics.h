@@ -28,9 +28,18 @@
 #include <string>
 #include <vector>
 
-#include "tools/reader/trace_reader.h"
+#include "tools/reader/timebase.h"
+#include "tools/reader/trace_index.h"
 
 namespace gpscope::analyze {
+
+// A GPU's utilization trend (percent per hour) is a least-squares slope
+// over its windows; over a short span it is noise extrapolated to an hour
+// (28 s of data gave "+4271.8% per hour"). It is stated only when the GPU's
+// samples span at least this long, and at least 3 windows; otherwise the
+// output says how much data there was.
+inline constexpr uint64_t kMinTrendSpanNs = 10ull * 60 * 1000000000ull;
+inline constexpr size_t kMinTrendWindows = 3;
 
 struct MetricsOptions {
   uint64_t window_ns = 60ull * 1000000000ull;
@@ -93,6 +102,7 @@ struct ProcessSeries {
 
 struct MetricsReport {
   reader::TraceIndex index;
+  reader::Timebase timebase;  // the time origin every command prints
   MetricsOptions options;
   uint64_t samples = 0;           // metric samples read
   uint64_t first_ns = 0, last_ns = 0;

@@ -114,45 +114,36 @@ int RunReport(const std::vector<std::string>& raw_args, std::ostream& out, std::
     return kExitUsage;
   }
 
-  // The page is built in memory after reading (two passes, the model kept
-  // while the timeline is read, then the JSON and HTML): reading gets a
-  // quarter of the budget.
+  // The page is built in memory after reading (one pass feeding the model
+  // and the timeline, then the JSON and HTML): reading gets a quarter of
+  // the budget.
   reader::SetReadingShare(0.25);
   struct RestoreShare {
     ~RestoreShare() { reader::SetReadingShare(0.5); }
   } restore;
 
-  // Pass 1: the analyzer.
+  // One pass: the analyzer's model and the timeline's exact events are
+  // sinks of the same read (each file read and decoded once).
   analyses::ReportOptions options;
   options.top_kernels = top;
+  render::TimelineOptions timeline_options;
+  timeline_options.max_events = max_events;
+  render::TimelineCollector collector(timeline_options);
   std::unique_ptr<SummaryResult>& result = *analysis;
-  result = ComputeSummaryResult(parsed->positional, model_options, options);
+  result = ComputeSummaryResult(parsed->positional, model_options, options, {&collector});
   int code = kExitOk;
   size_t readable = 0;
-  std::vector<std::string> readable_paths;
   for (const reader::FileInfo& f : result->model.index.files) {
     if (f.status.ok()) {
       ++readable;
-      readable_paths.push_back(f.path);
     } else {
       err << kProgram << ": " << f.status.message() << "\n";
       code = kExitFailed;
     }
   }
   if (readable == 0) return code;
-  bool partial = ReportPartial(result->model.index, err);
-
-  // Pass 2: the timeline's exact events (no further than pass 1 read).
-  render::TimelineOptions timeline_options;
-  timeline_options.max_events = max_events;
-  render::TimelineCollector collector(timeline_options);
-  absl::StatusOr<reader::TraceIndex> index = reader::ReadTraces(readable_paths, collector);
-  if (!index.ok()) {
-    err << kProgram << " report: " << index.status().message() << "\n";
-    return kExitFailed;
-  }
-  const render::TimelineData timeline = collector.Finish();
-  if (!partial) partial = ReportPartial(*index, err);
+  const bool partial = ReportPartial(result->model.index, err);
+  const render::TimelineData timeline = collector.Finish(result->model.timebase);
   if (partial) code = kExitFailed;
 
   render::ReportInputs inputs;

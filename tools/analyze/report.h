@@ -8,8 +8,9 @@
 //   gpscope-analyze report --idle-gap-ms 2 --top 50 node*.gpscope -o job.html
 //   gpscope-analyze report --data-only run.gpscope -o report.json   # for tests
 //
-// Two streaming passes over the files: the analyzer's (summary.h:
-// ComputeSummaryResult) and the timeline's (render/report_timeline.h), then
+// One streaming pass over the files (each read and decoded once): the
+// analyzer's model (summary.h: ComputeSummaryResult) and the timeline
+// (render/report_timeline.h) are two event sinks of the same read, then
 // render/report_data.h builds the JSON and render/report_html.h puts it into
 // the page built from report/ (see report/README.md for how that page is
 // built and embedded).

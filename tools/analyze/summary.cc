@@ -22,6 +22,7 @@
 #include "tools/render/sites_render.h"
 #include "tools/render/text_format.h"
 #include "tools/render/text_sanitize.h"
+#include "tools/render/time_origin.h"
 
 namespace gpscope::analyze {
 namespace {
@@ -47,11 +48,10 @@ constexpr size_t kTextMaxStreams = 8;
 
 // ------------------------------------------------------------- formatting --
 
-// "+5.443 s" from an origin.
-std::string Offset(uint64_t t_ns, uint64_t origin_ns) {
-  const double d = t_ns >= origin_ns ? static_cast<double>(t_ns - origin_ns) / 1e9
-                                     : -static_cast<double>(origin_ns - t_ns) / 1e9;
-  return absl::StrFormat("%+.3f s", d);
+// "+5.443 s": a CUPTI time of process `uid` as seconds since the time
+// origin (reader/timebase.h), the one every output uses and prints.
+std::string At(const reader::Timebase& tb, uint64_t uid, uint64_t cupti_ns) {
+  return absl::StrFormat("%+.3f s", static_cast<double>(tb.ToOriginNs(uid, cupti_ns)) / 1e9);
 }
 
 std::string Uid(uint64_t uid) { return absl::StrFormat("%016x", uid); }
@@ -189,6 +189,14 @@ void RenderFindings(const SummaryResult& r, Text& t) {
   for (const Finding& f : findings) shown += f.severity != analyses::Severity::kInfo ? 1 : 0;
   t.Line(absl::StrCat("FINDINGS (", findings.size(), "; ", shown,
                       " at warning level or above; most severe first, then most costly)"));
+  if (findings.empty() && r.model.gpus.empty() && r.model.events > 0) {
+    // A node monitor file (or a process that never used a GPU): the rules
+    // judge traced GPU work, and there is none; the samples are metrics'.
+    t.Line("  none: no GPU work was traced in these files, so no rule can judge it. For a");
+    t.Line("  node monitor file (GPU metric samples), run `gpscope-analyze metrics FILE...`:");
+    t.Line("  idle GPUs, shared GPUs and trends, window by window.");
+    return;
+  }
   if (findings.empty()) {
     t.Line("  none: no rule fired. See the numbers below.");
     return;
@@ -215,15 +223,15 @@ void RenderFindings(const SummaryResult& r, Text& t) {
       evidence.push_back(absl::StrCat(EvidenceKey(e), " ", EvidenceValue(e)));
     }
     if (!evidence.empty()) t.Row("evidence", absl::StrJoin(evidence, ", "), 5, 15);
-    uint64_t origin = 0;
+    uint64_t uid = 0;
     if (f.gpu >= 0) {
-      origin = r.report.gpus[static_cast<size_t>(f.gpu)].gpu->first_ns;
+      uid = r.report.gpus[static_cast<size_t>(f.gpu)].gpu->process_uid;
     } else if (f.process >= 0) {
-      origin = r.report.processes[static_cast<size_t>(f.process)].process->first_ns;
+      uid = r.report.processes[static_cast<size_t>(f.process)].process->process_uid;
     }
     std::vector<std::string> where;
     for (const analyses::TimeRange& range : f.ranges) {
-      where.push_back(absl::StrCat(Offset(range.start_ns, origin), " for ",
+      where.push_back(absl::StrCat(At(r.model.timebase, uid, range.start_ns), " for ",
                                    Time(range.end_ns - std::min(range.end_ns, range.start_ns)),
                                    range.note.empty() ? "" : " (", range.note,
                                    range.note.empty() ? "" : ")"));
@@ -401,7 +409,7 @@ void RenderHost(const SummaryResult& r, const GpuReport& g, Text& t) {
   }
 }
 
-void RenderSteps(const GpuReport& g, Text& t) {
+void RenderSteps(const SummaryResult& r, const GpuReport& g, Text& t) {
   if (!g.has_steps) {
     t.Row("steps",
           "no step markers (NVTX ranges named like \"step N\", \"ProfilerStep#N\", "
@@ -444,7 +452,7 @@ void RenderSteps(const GpuReport& g, Text& t) {
   for (const model::StepRecord& s : g.slowest_steps) {
     if (slow.size() >= 3) break;
     slow.push_back(absl::StrCat("#", s.index, " ", Time(s.period_ns()), " at ",
-                                Offset(s.start_ns, g.gpu->first_ns)));
+                                At(r.model.timebase, g.gpu->process_uid, s.start_ns)));
   }
   t.Row("", absl::StrCat("warm-up (first) step ", Time(g.warmup_step.period_ns()),
                          slow.empty() ? "" : "; slowest: ", absl::StrJoin(slow, ", ")));
@@ -487,11 +495,11 @@ void RenderEmptyWindows(const model::TraceModel& m, Text& t) {
     if (at < p.last_ns) traced.push_back({at, p.last_ns});
     std::vector<std::string> windows;
     for (const auto& [a, b] : traced) {
-      windows.push_back(absl::StrCat(Offset(a, p.first_ns), " for ", Time(b - a)));
+      windows.push_back(absl::StrCat(At(m.timebase, p.process_uid, a), " for ", Time(b - a)));
     }
     std::string text = absl::StrCat(
         "pid ", p.pid, ": traced in ", windows.empty() ? "no capture window" : "capture window ",
-        absl::StrJoin(windows, ", "), " (times from its first event)");
+        absl::StrJoin(windows, ", "));
     // gpm.sm_util where the GPU has it (nvml.gpu_util also counts copies
     // and the driver's own set-up work).
     const int i = p.gpu_work_samples[0] > 0 ? 0 : 1;
@@ -505,7 +513,8 @@ void RenderEmptyWindows(const model::TraceModel& m, Text& t) {
       bool inside = false;  // [first, last] reaches into a window
       for (const auto& [a, b] : traced) inside |= first < b && last >= a;
       absl::StrAppend(&text, "; the sampled ", metric, " saw the GPU at work from ",
-                      Offset(first, p.first_ns), " to ", Offset(last, p.first_ns),
+                      At(m.timebase, p.process_uid, first), " to ",
+                      At(m.timebase, p.process_uid, last),
                       inside ? ", a span that includes the window although no CUDA work "
                                "of this process was traced in it (another process's work?)"
                              : ", outside the window: move it (a later --delay, or "
@@ -579,7 +588,8 @@ void RenderGpu(const SummaryResult& r, const GpuReport& g, Text& t) {
                                                        '=')));
   t.Row("span", absl::StrCat(Time(g.span_ns), " of GPU activity; steady window ",
                              Time(g.window.length_ns()), " from ",
-                             Offset(g.window.start_ns, m.first_ns), ": ", g.window.basis,
+                             At(r.model.timebase, m.process_uid, g.window.start_ns), ": ",
+                             g.window.basis,
                              g.untraced_ns > 0
                                  ? absl::StrCat("; ", Time(g.untraced_ns),
                                                 " of it untraced (between capture windows or "
@@ -650,7 +660,7 @@ void RenderGpu(const SummaryResult& r, const GpuReport& g, Text& t) {
   t.Line();
   RenderHost(r, g, t);
   t.Line();
-  RenderSteps(g, t);
+  RenderSteps(r, g, t);
   if (m.streams.size() > 1) {
     std::vector<model::StreamModel> streams = m.streams;
     std::sort(streams.begin(), streams.end(),
@@ -722,7 +732,7 @@ void RenderCompleteness(const SummaryResult& r, Text& t) {
                         absl::StrJoin(parts, ", "), "; ", Count(p.events), " events"),
            4);
     for (const proto::LostInterval& l : p.lost_intervals) {
-      t.Para(4, absl::StrCat("lost at ", Offset(l.start_ns(), p.first_ns), " ",
+      t.Para(4, absl::StrCat("lost at ", At(r.model.timebase, p.process_uid, l.start_ns()), " ",
                              l.end_ns() == 0 ? std::string("to the end")
                                              : absl::StrCat("for ", Time(l.end_ns() - std::min(l.end_ns(), l.start_ns()))),
                              ": ", Spaced(LostName(l.reason())),
@@ -736,7 +746,7 @@ void RenderCompleteness(const SummaryResult& r, Text& t) {
              absl::StrCat("another profiler REFUSED: ", c.api(), " from ",
                           c.caller().empty() ? std::string("an unknown library") : c.caller(),
                           ", ", Count(c.count()), c.count() == 1 ? " call" : " calls",
-                          " from ", Offset(c.first_ns(), p.first_ns),
+                          " from ", At(r.model.timebase, p.process_uid, c.first_ns()),
                           " (gpscope held CUPTI; that profiler recorded no GPU events: "
                           "GPSCOPE_CUPTI_MODE=yield leaves CUPTI to it)"),
              6);
@@ -870,15 +880,17 @@ void FindingJson(const SummaryResult& r, JsonWriter& j, const Finding& f) {
     j.Key("unit").String(e.unit).EndObject();
   }
   j.EndArray();
-  uint64_t origin = 0;
-  if (f.gpu >= 0) origin = r.report.gpus[static_cast<size_t>(f.gpu)].gpu->first_ns;
+  uint64_t uid = 0;
+  if (f.gpu >= 0) uid = r.report.gpus[static_cast<size_t>(f.gpu)].gpu->process_uid;
   if (f.gpu < 0 && f.process >= 0) {
-    origin = r.report.processes[static_cast<size_t>(f.process)].process->first_ns;
+    uid = r.report.processes[static_cast<size_t>(f.process)].process->process_uid;
   }
   j.Key("ranges").BeginArray();
   for (const analyses::TimeRange& range : f.ranges) {
     j.BeginObject().Key("start_ns").Uint(range.start_ns).Key("end_ns").Uint(range.end_ns);
-    j.Key("offset_ns").Int(static_cast<int64_t>(range.start_ns - origin));
+    // ns since the time origin (time_origin at the top): the report's,
+    // export's and dump's time of the same instant.
+    j.Key("offset_ns").Uint(r.model.timebase.ToOriginNs(uid, range.start_ns));
     j.Key("note").String(range.note).EndObject();
   }
   j.EndArray();
@@ -1257,12 +1269,17 @@ void KernelsCsv(const SummaryResult& r, CsvWriter& csv) {
 }
 
 void WindowsCsv(const SummaryResult& r, CsvWriter& csv, bool minutes) {
-  csv.Field("gpu").Field("rank").Field("start_ns").Field("end_ns");
+  // start_ns/end_ns: the process's CUPTI ns; since_origin_ns: the start on
+  // the common timebase, ns since time_origin_utc (every output's origin).
+  csv.Field("gpu").Field("rank").Field("start_ns").Field("end_ns").Field("since_origin_ns");
+  csv.Field("time_origin_utc");
   for (int c = 0; c < analyses::kWindowColumns; ++c) csv.Field(analyses::WindowColumnName(c));
   csv.EndRow();
+  const std::string origin = r.model.timebase.OriginUtc();
   for (const GpuReport& g : r.report.gpus) {
     for (const analyses::WindowRow& row : (minutes ? g.minutes : g.windows).rows) {
       csv.Field(g.gpu_index).Field(RankOf(r, g)).Field(row.start_ns).Field(row.end_ns);
+      csv.Field(r.model.timebase.ToOriginNs(g.gpu->process_uid, row.start_ns)).Field(origin);
       for (double v : row.values) csv.Field(v);
       csv.EndRow();
     }
@@ -1359,9 +1376,10 @@ std::string RulesText() {
 
 std::unique_ptr<SummaryResult> ComputeSummaryResult(const std::vector<std::string>& paths,
                                                     const model::ModelOptions& model_options,
-                                                    const analyses::ReportOptions& options) {
+                                                    const analyses::ReportOptions& options,
+                                                    const std::vector<reader::EventSink*>& more_sinks) {
   auto result = std::make_unique<SummaryResult>();
-  result->model = model::BuildModel(paths, model_options);
+  result->model = model::BuildModel(paths, model_options, more_sinks);
   result->report = analyses::ComputeSummary(result->model, options);
   result->findings = analyses::EvaluateRules(result->model, result->report);
   return result;
@@ -1374,6 +1392,7 @@ std::string RenderSummaryText(const SummaryResult& r) {
                          m.index.files.size() == 1 ? "file" : "files", m.processes.size(),
                          m.processes.size() == 1 ? "process" : "processes", m.gpus.size(),
                          m.gpus.size() == 1 ? "GPU" : "GPUs", Count(m.events)));
+  t.Line(render::TimeOriginText(m.timebase));
   if (m.index.partial) t.Para(0, PartialText(m.index));
   t.Para(0,
          absl::StrCat("Ratios are over each GPU's steady window (start-up and the first step "
@@ -1469,6 +1488,7 @@ std::string RenderSummaryJson(const SummaryResult& r) {
   const model::TraceModel& m = r.model;
   j.BeginObject();
   j.Key("schema").String("gpscope.summary/1");
+  render::WriteTimeOrigin(m.timebase, j);
   WritePartialJson(m.index, j);
   j.Key("options").BeginObject();
   j.Key("idle_gap_threshold_ns").Uint(r.report.idle_gap_threshold_ns);

@@ -223,6 +223,7 @@
 #include "tools/analyses/gpu_report.h"
 #include "tools/analyses/rules.h"
 #include "tools/model/trace_model.h"
+#include "tools/reader/event_sink.h"
 
 namespace gpscope::analyze {
 
@@ -232,11 +233,12 @@ struct SummaryResult {
   std::vector<analyses::Finding> findings;
 };
 
-// Builds the model from `paths` and runs the analyses. The result is heap
-// allocated because the report points into the model.
-std::unique_ptr<SummaryResult> ComputeSummaryResult(const std::vector<std::string>& paths,
-                                                    const model::ModelOptions& model_options,
-                                                    const analyses::ReportOptions& options);
+// Builds the model from `paths` in one pass (beside `more_sinks`: the
+// report's timeline) and runs the analyses. The result is heap allocated
+// because the report points into the model.
+std::unique_ptr<SummaryResult> ComputeSummaryResult(
+    const std::vector<std::string>& paths, const model::ModelOptions& model_options,
+    const analyses::ReportOptions& options, const std::vector<reader::EventSink*>& more_sinks = {});
 
 std::string RenderSummaryText(const SummaryResult& result);
 std::string RenderSummaryJson(const SummaryResult& result);

@@ -20,6 +20,7 @@
 #include "tools/model/stack_builder.h"
 #include "tools/model/top_k.h"
 #include "tools/reader/batch_decode.h"
+#include "tools/reader/event_reader.h"
 #include "tools/reader/limits.h"
 
 namespace gpscope::model {
@@ -421,20 +422,21 @@ struct GpuState {
 
 struct ProcessState {
   explicit ProcessState(const ModelOptions& options)
-      : queue(options.reorder_window_ns), stacks(options.api_retention_ns) {}
+      : queue(options.reorder_window_ns), sync_queue(options.reorder_window_ns),
+        stacks(options.api_retention_ns) {}
 
   ProcessModel m;
-  std::vector<std::string> strings;  // by InternedString id
+  // The reader's tables of this process (strings, launch shapes, devices,
+  // metric descriptors, clocks): the model keeps none of its own, only
+  // caches derived from them by id.
+  const reader::ProcessTables* tables = nullptr;
   std::vector<uint8_t> api_class;    // by name id, ApiClass
   std::vector<int8_t> step_name;     // by name id: -1 unknown, 0 no, 1 yes
   std::vector<int8_t> nccl_domain;   // by name id: -1 unknown, 0 no, 1 NCCL's NVTX domain
-  std::vector<uint64_t> config_blocks;  // by LaunchConfig id: grid size, 0 unknown
-  std::vector<LaunchShape> config_shapes;  // by LaunchConfig id
   // By LaunchConfig id: theoretical occupancy on config_occupancy_gpu (-2:
   // not computed yet, -1: unknown).
   std::vector<float> config_occupancy;
   std::vector<uint32_t> config_occupancy_gpu;
-  absl::flat_hash_map<uint32_t, proto::DeviceInfo> devices;
   absl::flat_hash_map<uint32_t, uint32_t> gpu_of_device;
   std::vector<std::unique_ptr<GpuState>> gpus;
   bool has_last_device = false;  // a device id can be any value, 0xffffffff too
@@ -457,6 +459,12 @@ struct ProcessState {
   absl::flat_hash_map<uint64_t, size_t> host_series_slot;  // thread << 32 | name id
   std::vector<HostSeries> host_series;
   ReorderQueue<GpuOp> queue;
+  // Blocking sync API calls of all threads, back in start order, and their
+  // union: kSyncBlockedNs is time in which some thread was blocked, spread
+  // over the windows it covers (never a call's whole length at its start,
+  // never two overlapping calls counted twice).
+  ReorderQueue<Interval> sync_queue;
+  IntervalUnion sync_union;
   uint64_t watermark_ns = 0;
   bool swept_any = false;
   std::deque<PendingStep> steps;
@@ -482,10 +490,8 @@ struct ProcessState {
   bool has_events = false;
   StackBuilder stacks;  // call stacks (issue 20; stack_builder.h)
 
-  const std::string& String(uint32_t id) const {
-    static const std::string* const kEmpty = new std::string();
-    return id < strings.size() ? strings[id] : *kEmpty;
-  }
+  const std::string& String(uint32_t id) const { return tables->String(id); }
+  size_t string_ids() const { return tables->string_ids(); }
 };
 
 void AddThreadSync(std::map<uint32_t, ThreadSyncStats>& by_thread, uint32_t thread,
@@ -547,33 +553,28 @@ class ModelBuilder::Impl {
  public:
   explicit Impl(const ModelOptions& options) : options_(options) {}
 
-  absl::Status OnChunk(const reader::ChunkContext& context, const proto::Chunk& chunk) {
-    ProcessState& p = Process(chunk.process_uid(), chunk.pid());
-    if (chunk.has_header()) {
-      const proto::ProcessHeader& h = chunk.header();
-      p.m.has_header = true;
-      p.m.hostname = h.hostname();
-      p.m.cmdline.assign(h.cmdline().begin(), h.cmdline().end());
-      p.m.exe_path = h.exe_path();
-      p.m.rank = h.identity().rank();
-      p.m.local_rank = h.identity().local_rank();
-      p.m.world_size = h.identity().world_size();
-      p.m.job_id = h.identity().job_id();
-      p.m.env.clear();
-      for (const proto::KeyValue& kv : h.env()) p.m.env.emplace_back(kv.key(), kv.value());
-      for (const proto::ClockSnapshot& c : h.clocks()) p.m.clocks.Add(c.cupti_ns(), c.realtime_ns());
-      for (const proto::DeviceInfo& d : h.devices()) AddDevice(p, d);
-    } else if (chunk.has_end()) {
-      p.m.clean_end = true;
-      p.m.end_reason = chunk.end().reason();
-      if (chunk.end().has_clock()) {
-        p.m.clocks.Add(chunk.end().clock().cupti_ns(), chunk.end().clock().realtime_ns());
-      }
-    } else if (chunk.has_batch()) {
-      AddBatch(context, chunk.batch(), p);
-    }
-    return absl::OkStatus();
+  void OnHeader(const reader::ProcessTables& t, const proto::ProcessHeader& h) {
+    ProcessState& p = Process(t);
+    p.m.has_header = true;
+    p.m.hostname = h.hostname();
+    p.m.cmdline.assign(h.cmdline().begin(), h.cmdline().end());
+    p.m.exe_path = h.exe_path();
+    p.m.rank = h.identity().rank();
+    p.m.local_rank = h.identity().local_rank();
+    p.m.world_size = h.identity().world_size();
+    p.m.job_id = h.identity().job_id();
+    p.m.env.clear();
+    for (const proto::KeyValue& kv : h.env()) p.m.env.emplace_back(kv.key(), kv.value());
+    for (const proto::DeviceInfo& d : h.devices()) AddDevice(p, d.device_id());
   }
+
+  void OnEnd(const reader::ProcessTables& t, const proto::ProcessEnd& e) {
+    ProcessState& p = Process(t);
+    p.m.clean_end = true;
+    p.m.end_reason = e.reason();
+  }
+
+  void OnBatch(const reader::ResolvedBatch& b) { AddBatch(b, Process(b.tables)); }
 
   void Warn(std::string warning) {
     if (warnings_.size() < options_.max_warnings) {
@@ -592,7 +593,8 @@ class ModelBuilder::Impl {
       ProcessState& p = *processes_[it->second];
       if (options_.only_rank >= 0 && p.m.rank != options_.only_rank) continue;
       FinishProcess(p);
-      if (p.stacks.active()) p.m.stacks = p.stacks.Finish(p.strings);  // call stacks (issue 20)
+      p.m.clocks = p.tables->clocks();
+      if (p.stacks.active()) p.m.stacks = p.stacks.Finish(p.tables->strings());  // call stacks (issue 20)
       p.m.process_uid = info.process_uid;
       p.m.pid = info.pid;
       p.m.path = info.path;
@@ -616,25 +618,28 @@ class ModelBuilder::Impl {
   }
 
  private:
-  ProcessState& Process(uint64_t uid, uint32_t pid) {
-    auto [it, inserted] = slot_.try_emplace(uid, processes_.size());
+  ProcessState& Process(const reader::ProcessTables& t) {
+    auto [it, inserted] = slot_.try_emplace(t.process_uid(), processes_.size());
     if (inserted) {
       processes_.push_back(std::make_unique<ProcessState>(options_));
-      processes_.back()->m.process_uid = uid;
-      processes_.back()->m.pid = pid;
+      processes_.back()->m.process_uid = t.process_uid();
+      processes_.back()->m.pid = t.pid();
+      processes_.back()->tables = &t;
     }
     return *processes_[it->second];
   }
 
-  void AddDevice(ProcessState& p, const proto::DeviceInfo& d) {
-    p.devices[d.device_id()] = d;
-    auto it = p.gpu_of_device.find(d.device_id());
-    if (it != p.gpu_of_device.end()) {
+  // A device (re)defined in the tables: a GPU that already has ops takes
+  // its description.
+  void AddDevice(ProcessState& p, uint32_t device_id) {
+    const proto::DeviceInfo* d = p.tables->Device(device_id);
+    auto it = p.gpu_of_device.find(device_id);
+    if (d != nullptr && it != p.gpu_of_device.end()) {
       GpuState& g = *p.gpus[it->second];
-      g.m.device = d;
+      g.m.device = *d;
       g.m.has_device_info = true;
-      g.sm_count = d.sm_count();
-      g.limits = LimitsOf(d);
+      g.sm_count = d->sm_count();
+      g.limits = LimitsOf(*d);
     }
   }
 
@@ -649,7 +654,12 @@ class ModelBuilder::Impl {
     if (config >= p.config_occupancy.size()) return -1;
     float& occ = p.config_occupancy[config];
     if (occ < -1.5f || p.config_occupancy_gpu[config] != gpu) {
-      occ = static_cast<float>(TheoreticalOccupancy(p.config_shapes[config], p.gpus[gpu]->limits));
+      const reader::LaunchShape* l = p.tables->Launch(config);
+      const LaunchShape shape =
+          l == nullptr ? LaunchShape{}
+                       : LaunchShape{l->threads_per_block(), l->registers_per_thread,
+                                     l->shared_memory_bytes()};
+      occ = static_cast<float>(TheoreticalOccupancy(shape, p.gpus[gpu]->limits));
       p.config_occupancy_gpu[config] = gpu;
     }
     return occ;
@@ -673,12 +683,11 @@ class ModelBuilder::Impl {
       g->m.device_id = device_id;
       g->m.timeline = Timeline(kGpuFieldCount, p.anchor_ns);
       g->m.windows = Timeline(kWindowFieldCount, p.anchor_ns, kMaxWindowRows, options_.window_ns);
-      auto d = p.devices.find(device_id);
-      if (d != p.devices.end()) {
-        g->m.device = d->second;
+      if (const proto::DeviceInfo* d = p.tables->Device(device_id)) {
+        g->m.device = *d;
         g->m.has_device_info = true;
-        g->sm_count = d->second.sm_count();
-        g->limits = LimitsOf(d->second);
+        g->sm_count = d->sm_count();
+        g->limits = LimitsOf(*d);
       }
       if (p.gpus.size() < kMaxStepGpus) g->step_slot = p.gpus.size();
       p.gpus.push_back(std::move(g));
@@ -743,13 +752,16 @@ class ModelBuilder::Impl {
 
   // --------------------------------------------------------------- batch --
 
-  void AddBatch(const reader::ChunkContext& context, const proto::EventBatch& b, ProcessState& p) {
+  void AddBatch(const reader::ResolvedBatch& rb, ProcessState& p) {
+    const proto::EventBatch& b = rb.batch;
+    // The batch's definitions are in p.tables already (the reader applied
+    // them); the caches derived from them by id follow.
+    const size_t string_ids = p.string_ids();
     for (const proto::InternedString& s : b.strings()) {
       const uint32_t id = s.id();
-      if (id > reader::kMaxStringId) continue;  // the reader drops these; never size by them
-      if (id >= p.strings.size()) {
-        const size_t n = std::max<size_t>(id + 1, p.strings.size() * 3 / 2);
-        p.strings.resize(n);
+      if (id == 0 || id >= string_ids) continue;  // the reader dropped it
+      if (id >= p.api_class.size()) {
+        const size_t n = string_ids;
         p.api_class.resize(n, kApiUnknown);
         p.step_name.resize(n, -1);
         p.nccl_domain.resize(n, -1);
@@ -757,7 +769,6 @@ class ModelBuilder::Impl {
         p.async_copy.resize(n, -1);
         p.implicit_stats.resize(n, nullptr);
       }
-      p.strings[id] = s.value();
       p.api_class[id] = kApiUnknown;
       p.step_name[id] = -1;
       p.nccl_domain[id] = -1;
@@ -767,19 +778,14 @@ class ModelBuilder::Impl {
     }
     for (const proto::LaunchConfig& c : b.launch_configs()) {
       if (c.id() > reader::kMaxLaunchConfigId) continue;
-      if (c.id() >= p.config_blocks.size()) {
+      if (c.id() >= p.config_occupancy.size()) {
         const size_t n = c.id() + 1 + c.id() / 2;
-        p.config_blocks.resize(n, 0);
-        p.config_shapes.resize(n);
         p.config_occupancy.resize(n, -2.0f);
         p.config_occupancy_gpu.resize(n, kNoSlot);
       }
-      p.config_blocks[c.id()] = uint64_t{c.grid_x()} * c.grid_y() * c.grid_z();
-      p.config_shapes[c.id()] = {c.block_x() * c.block_y() * c.block_z(), c.registers_per_thread(),
-                                 c.static_shared_memory_bytes() + c.dynamic_shared_memory_bytes()};
       p.config_occupancy[c.id()] = -2.0f;
     }
-    for (const proto::DeviceInfo& d : b.devices()) AddDevice(p, d);
+    for (const proto::DeviceInfo& d : b.devices()) AddDevice(p, d.device_id());
     for (const proto::MetricDescriptor& d : b.metric_descriptors()) {
       if (d.id() > reader::kMaxMetricId) continue;
       if (d.id() >= p.metric_kind.size()) {
@@ -794,7 +800,6 @@ class ModelBuilder::Impl {
       p.metric_pid[d.id()] = d.pid();
       if (kind == kMetricOtherProcessSm) p.metric_label[d.id()] = d.label();
     }
-    for (const proto::ClockSnapshot& c : b.clocks()) p.m.clocks.Add(c.cupti_ns(), c.realtime_ns());
     for (const proto::DropNotice& d : b.drops()) p.m.dropped[d.reason()] += d.count();
     for (const proto::LostInterval& l : b.lost_intervals()) {
       ++p.m.lost_interval_count;
@@ -842,27 +847,28 @@ class ModelBuilder::Impl {
       }
     }
     // ---- call stacks (issue 20): the tables of this batch (stack_builder.h) ----
-    p.stacks.AddTables(b);
-    const absl::Status status = reader::DecodeBatch(b, &events_);
-    if (!status.ok()) {
+    p.stacks.AddTables(rb.batch);
+    if (!rb.decode_status.ok()) {
       ++p.m.undecodable_batches;
-      Warn(absl::StrCat(context.file->path, ": offset ", context.offset, ": ", status.message(),
-                        "; batch skipped"));
+      Warn(absl::StrCat(rb.place.file->path, ": offset ", rb.place.offset, ": ",
+                        rb.decode_status.message(), "; batch skipped"));
       return;
     }
-    const size_t n = events_.event_count();
+    ev_ = &rb.events;
+    const size_t n = ev_->event_count();
     if (n == 0) return;
     p.m.events += n;
     if (!p.anchored) Anchor(p);
     AddApiCalls(p);
+    p.sync_queue.Advance([this, &p](const Interval& s) { SyncBlocked(p, s); });
     AddSyncRecords(p);
     AddKernels(p);
     AddMemcpys(p);
     AddMemsets(p);
     AddNvtx(p);
     AddMetrics(p);
-    for (const format::NvtxMarkEvent& e : events_.nvtx_marks) Span(p, e.timestamp_ns, e.timestamp_ns);
-    for (const format::OverheadEvent& e : events_.overheads) Span(p, e.start_ns, e.end_ns);
+    for (const format::NvtxMarkEvent& e : ev_->nvtx_marks) Span(p, e.timestamp_ns, e.timestamp_ns);
+    for (const format::OverheadEvent& e : ev_->overheads) Span(p, e.start_ns, e.end_ns);
     p.queue.Advance([this, &p](const GpuOp& op) { Sweep(p, op); });
     AfterSweep(p);
   }
@@ -884,15 +890,15 @@ class ModelBuilder::Impl {
     auto min = [&t](uint64_t v) {
       if (v != 0) t = std::min(t, v);  // 0: an incomplete record, not a time
     };
-    for (const auto& e : events_.kernels) min(e.start_ns);
-    for (const auto& e : events_.memcpys) min(e.start_ns);
-    for (const auto& e : events_.memsets) min(e.start_ns);
-    for (const auto& e : events_.syncs) min(e.start_ns);
-    for (const auto& e : events_.api_calls) min(e.start_ns);
-    for (const auto& e : events_.nvtx_ranges) min(e.start_ns);
-    for (const auto& e : events_.metrics) min(e.timestamp_ns);
-    for (const auto& e : events_.overheads) min(e.start_ns);
-    for (const auto& e : events_.nvtx_marks) min(e.timestamp_ns);
+    for (const auto& e : ev_->kernels) min(e.start_ns);
+    for (const auto& e : ev_->memcpys) min(e.start_ns);
+    for (const auto& e : ev_->memsets) min(e.start_ns);
+    for (const auto& e : ev_->syncs) min(e.start_ns);
+    for (const auto& e : ev_->api_calls) min(e.start_ns);
+    for (const auto& e : ev_->nvtx_ranges) min(e.start_ns);
+    for (const auto& e : ev_->metrics) min(e.timestamp_ns);
+    for (const auto& e : ev_->overheads) min(e.start_ns);
+    for (const auto& e : ev_->nvtx_marks) min(e.timestamp_ns);
     if (t == std::numeric_limits<uint64_t>::max()) return;
     p.anchor_ns = t;
     p.anchored = true;
@@ -947,8 +953,8 @@ class ModelBuilder::Impl {
   }
 
   void AddApiCalls(ProcessState& p) {
-    p.m.api_calls += events_.api_calls.size();
-    for (format::ApiCallEvent a : events_.api_calls) {
+    p.m.api_calls += ev_->api_calls.size();
+    for (format::ApiCallEvent a : ev_->api_calls) {
       a.end_ns = std::max(a.end_ns, a.start_ns);
       Span(p, a.start_ns, a.end_ns);
       const uint64_t duration = a.end_ns - a.start_ns;
@@ -984,7 +990,8 @@ class ModelBuilder::Impl {
           p.syncs.Insert(a.start_ns, a.end_ns);
           AddThreadSync(p.sync_api_by_thread, a.thread_id, duration);
           p.m.timeline.Add(kSyncCalls, a.start_ns, 1);
-          p.m.timeline.Add(kSyncBlockedNs, a.start_ns, static_cast<double>(duration));
+          p.sync_queue.Push(Interval{a.start_ns, a.end_ns},
+                            [this, &p](const Interval& late) { SyncBlocked(p, late); });
           if (a.api_name_id != 0) AddHostSeries(p, a);
           break;
         default:
@@ -1001,7 +1008,7 @@ class ModelBuilder::Impl {
   }
 
   void AddSyncRecords(ProcessState& p) {
-    for (format::SyncEvent s : events_.syncs) {
+    for (format::SyncEvent s : ev_->syncs) {
       s.end_ns = std::max(s.end_ns, s.start_ns);
       Span(p, s.start_ns, s.end_ns);
       ++p.m.sync_records;
@@ -1018,7 +1025,7 @@ class ModelBuilder::Impl {
   }
 
   void AddKernels(ProcessState& p) {
-    for (format::KernelEvent k : events_.kernels) {
+    for (format::KernelEvent k : ev_->kernels) {
       k.end_ns = std::max(k.end_ns, k.start_ns);  // a corrupt duration wrapped
       Span(p, k.start_ns, k.end_ns);
       GpuState* gpu = Gpu(p, k.device_id);
@@ -1028,7 +1035,7 @@ class ModelBuilder::Impl {
       GpuState& g = *gpu;
       GpuModel& m = g.m;
       const uint64_t duration = k.end_ns - k.start_ns;
-      KernelStats& s = g.Kernel(k.name_id, p.strings.size());
+      KernelStats& s = g.Kernel(k.name_id, p.string_ids());
       if (s.duration_ns.empty()) s.collective = ClassifyCommKernel(p.String(k.name_id));
       s.duration_ns.Add(duration);
       if (duration > s.longest.length_ns() || s.duration_ns.count() == 1) {
@@ -1046,8 +1053,8 @@ class ModelBuilder::Impl {
       t.Add(kKernelCount, k.start_ns, 1);
       m.windows.Add(kWinKernelCount, k.start_ns, 1);
       m.windows.Add(kWinKernelNs, k.start_ns, static_cast<double>(duration));
-      const uint64_t blocks =
-          k.launch_config_id < p.config_blocks.size() ? p.config_blocks[k.launch_config_id] : 0;
+      const reader::LaunchShape* launch = p.tables->Launch(k.launch_config_id);
+      const uint64_t blocks = launch != nullptr ? launch->blocks() : 0;
       if (blocks > 0 && g.sm_count > 0) {
         const double fraction =
             std::min(1.0, static_cast<double>(blocks) / static_cast<double>(g.sm_count));
@@ -1070,7 +1077,7 @@ class ModelBuilder::Impl {
         if (occ >= 0) {
           s.occupancy_ns += occ * static_cast<double>(duration);
           s.occupancy_known_ns += duration;
-          if (p.config_shapes[k.launch_config_id].shared_memory_bytes >= kLargeTileSharedBytes) {
+          if (launch != nullptr && launch->shared_memory_bytes() >= kLargeTileSharedBytes) {
             s.large_tile_ns += duration;
             m.large_tile_ns += duration;
           } else {
@@ -1089,7 +1096,7 @@ class ModelBuilder::Impl {
   }
 
   void AddMemcpys(ProcessState& p) {
-    for (format::MemcpyEvent c : events_.memcpys) {
+    for (format::MemcpyEvent c : ev_->memcpys) {
       c.end_ns = std::max(c.end_ns, c.start_ns);
       Span(p, c.start_ns, c.end_ns);
       GpuState* gpu = Gpu(p, c.device_id);
@@ -1136,7 +1143,7 @@ class ModelBuilder::Impl {
   }
 
   void AddMemsets(ProcessState& p) {
-    for (format::MemsetEvent s : events_.memsets) {
+    for (format::MemsetEvent s : ev_->memsets) {
       s.end_ns = std::max(s.end_ns, s.start_ns);
       Span(p, s.start_ns, s.end_ns);
       GpuState* gpu = Gpu(p, s.device_id);
@@ -1163,7 +1170,7 @@ class ModelBuilder::Impl {
   }
 
   void AddNvtx(ProcessState& p) {
-    for (const format::NvtxRangeEvent& r : events_.nvtx_ranges) {
+    for (const format::NvtxRangeEvent& r : ev_->nvtx_ranges) {
       Span(p, r.start_ns, r.end_ns);
       if (IsNcclDomain(p, r.domain_id)) {
         const uint64_t length = r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0;
@@ -1200,7 +1207,7 @@ class ModelBuilder::Impl {
   }
 
   void AddMetrics(ProcessState& p) {
-    for (const format::MetricSample& s : events_.metrics) {
+    for (const format::MetricSample& s : ev_->metrics) {
       Span(p, s.timestamp_ns, s.timestamp_ns);
       if (s.metric_id >= p.metric_kind.size()) continue;
       if (!std::isfinite(s.value)) continue;  // NaN/inf: not a reading
@@ -1366,7 +1373,7 @@ class ModelBuilder::Impl {
       if (p.stacks.active()) {  // call stacks (issue 20): kernel time of sampled launches
         p.stacks.OnKernelSwept(op.correlation_id, op.end_ns - op.start_ns, p.watermark_ns);
       }
-      kernel = &g.Kernel(op.name_id, p.strings.size());
+      kernel = &g.Kernel(op.name_id, p.string_ids());
       const bool novel = kernel->period.count == 0 || (op.kind & kOpNovel) != 0;
       Interval kernel_free;
       if (g.kernels.Add(op.start_ns, op.end_ns, &closed)) {
@@ -1923,7 +1930,22 @@ class ModelBuilder::Impl {
     }
   }
 
+  // One sync call, in start order, into the union of blocked time.
+  void SyncBlocked(ProcessState& p, const Interval& s) {
+    Interval closed;
+    if (p.sync_union.Add(s.start_ns, s.end_ns, &closed)) {
+      p.m.timeline.AddSpan(kSyncBlockedNs, closed.start_ns, closed.end_ns);
+    }
+  }
+
   void FinishProcess(ProcessState& p) {
+    p.sync_queue.Drain([this, &p](const Interval& s) { SyncBlocked(p, s); });
+    {
+      Interval closed;
+      if (p.sync_union.Finish(&closed)) {
+        p.m.timeline.AddSpan(kSyncBlockedNs, closed.start_ns, closed.end_ns);
+      }
+    }
     p.queue.Drain([this, &p](const GpuOp& op) { Sweep(p, op); });
     for (auto& gp : p.gpus) {
       GpuState& g = *gp;
@@ -1999,7 +2021,7 @@ class ModelBuilder::Impl {
     bool window_off;  // LOST_TRACING_DISABLED
   };
   std::vector<OpenLost> open_lost_;  // lost until the end
-  reader::DecodedBatch events_;  // reused across batches
+  const reader::DecodedBatch* ev_ = nullptr;  // the batch being added (OnBatch)
   std::vector<std::string> warnings_;
   uint64_t warnings_omitted_ = 0;
 };
@@ -2009,26 +2031,40 @@ class ModelBuilder::Impl {
 ModelBuilder::ModelBuilder(const ModelOptions& options) : impl_(std::make_unique<Impl>(options)) {}
 ModelBuilder::~ModelBuilder() = default;
 
-absl::Status ModelBuilder::OnChunk(const reader::ChunkContext& context, const proto::Chunk& chunk) {
-  return impl_->OnChunk(context, chunk);
+void ModelBuilder::OnHeader(const reader::ProcessTables& tables, const proto::ProcessHeader& header,
+                            const reader::ChunkPlace&) {
+  impl_->OnHeader(tables, header);
+}
+void ModelBuilder::OnBatch(const reader::ResolvedBatch& batch) { impl_->OnBatch(batch); }
+void ModelBuilder::OnEnd(const reader::ProcessTables& tables, const proto::ProcessEnd& end,
+                         const reader::ChunkPlace&) {
+  impl_->OnEnd(tables, end);
 }
 
 // The reader keeps its warnings in the TraceIndex that Finish() receives;
 // storing them here too printed each one twice.
 void ModelBuilder::OnWarning(std::string_view) {}
 
-TraceModel ModelBuilder::Finish(reader::TraceIndex index) { return impl_->Finish(std::move(index)); }
+TraceModel ModelBuilder::Finish(reader::ReadResult read) {
+  TraceModel model = impl_->Finish(std::move(read.index));
+  model.timebase = std::move(read.timebase);
+  model.tables = std::move(read.tables);
+  return model;
+}
 
-TraceModel BuildModel(const std::vector<std::string>& paths, const ModelOptions& options) {
-  ModelBuilder builder(options);
+reader::ReadOptions ReadOptionsFor(const ModelOptions& options) {
   reader::ReadOptions read_options;
   read_options.max_warnings = options.max_warnings;
-  reader::TraceReader reader(builder, read_options);
-  for (const std::string& path : paths) {
-    // Unreadable files are recorded in the index; the builder never stops.
-    (void)reader.ReadFile(path);
-  }
-  return builder.Finish(reader.TakeIndex());
+  return read_options;
+}
+
+TraceModel BuildModel(const std::vector<std::string>& paths, const ModelOptions& options,
+                      const std::vector<reader::EventSink*>& more_sinks) {
+  ModelBuilder builder(options);
+  std::vector<reader::EventSink*> sinks = {&builder};
+  sinks.insert(sinks.end(), more_sinks.begin(), more_sinks.end());
+  // Unreadable files are recorded in the index; the builder never stops.
+  return builder.Finish(reader::ReadEvents(paths, sinks, ReadOptionsFor(options)));
 }
 
 }  // namespace gpscope::model

@@ -2,22 +2,24 @@
 // files in one streaming pass, in memory that does not grow with the number
 // of events.
 //
-// Per process it keeps the name tables, launch shapes, devices and metric
-// descriptors; GPU records go through a ReorderQueue (CUPTI delivers them
-// late and roughly in order) and are swept in start order per device (busy
-// union, idle gaps) and per stream (HTA idle breakdown). Launch calls wait in
-// a table by correlation id (kept for ModelOptions::api_retention_ns) until
+// The model is one event sink of the reader's pass (reader/event_sink.h):
+// names, launch shapes, devices, metric descriptors and clocks come from the
+// reader's ProcessTables, already checked; the builder keeps only caches
+// derived from them by id (a name's API class, whether it names a step...).
+// GPU records go through a ReorderQueue (CUPTI delivers them late and
+// roughly in order) and are swept in start order per device (busy union,
+// idle gaps) and per stream (HTA idle breakdown). Launch calls wait in a
+// table by correlation id (kept for ModelOptions::api_retention_ns) until
 // their GPU op is swept; sync calls wait in an interval index for the gaps
 // they caused. So memory is bounded by names + streams + the events of one
 // reorder window (+ the launch calls of the retention time), not by run
 // length.
 //
 //   TraceModel model = BuildModel({"run.gpscope"}, ModelOptions{});
-//   // or, as any ChunkVisitor:
+//   // or beside other sinks in the same pass (the report's timeline):
 //   ModelBuilder builder(options);
-//   reader::TraceReader reader(builder);
-//   reader.ReadFile(path);
-//   TraceModel model = builder.Finish(reader.TakeIndex());
+//   reader::ReadResult read = reader::ReadEvents(paths, {&builder, &timeline});
+//   TraceModel model = builder.Finish(std::move(read));
 //
 // Thread model: one thread; a builder is used for one pass.
 #ifndef GPSCOPE_TOOLS_MODEL_MODEL_BUILDER_H_
@@ -30,33 +32,44 @@
 
 #include "absl/status/status.h"
 #include "tools/model/trace_model.h"
-#include "tools/reader/trace_reader.h"
+#include "tools/reader/event_reader.h"
+#include "tools/reader/event_sink.h"
 
 namespace gpscope::model {
 
-class ModelBuilder : public reader::ChunkVisitor {
+class ModelBuilder : public reader::EventSink {
  public:
   explicit ModelBuilder(const ModelOptions& options = {});
   ~ModelBuilder() override;
   ModelBuilder(const ModelBuilder&) = delete;
   ModelBuilder& operator=(const ModelBuilder&) = delete;
 
-  // Never stops the reader: a batch that does not decode becomes a warning.
-  absl::Status OnChunk(const reader::ChunkContext& context, const proto::Chunk& chunk) override;
+  void OnHeader(const reader::ProcessTables& tables, const proto::ProcessHeader& header,
+                const reader::ChunkPlace& place) override;
+  // Never stops the reader: a batch that did not decode becomes a warning.
+  void OnBatch(const reader::ResolvedBatch& batch) override;
+  void OnEnd(const reader::ProcessTables& tables, const proto::ProcessEnd& end,
+             const reader::ChunkPlace& place) override;
   void OnWarning(std::string_view warning) override;
 
   // Ends the pass (drains the reorder queues, closes open intervals and
-  // steps) and returns the model; `index` is the reader's.
-  TraceModel Finish(reader::TraceIndex index);
+  // steps) and returns the model, which takes the reader's index, tables
+  // and timebase.
+  TraceModel Finish(reader::ReadResult read);
 
  private:
   class Impl;
   std::unique_ptr<Impl> impl_;
 };
 
-// Reads `paths` (unreadable files are recorded in model.index.files) and
-// builds the model.
-TraceModel BuildModel(const std::vector<std::string>& paths, const ModelOptions& options = {});
+// The reader's options for a model of these options (warnings kept).
+reader::ReadOptions ReadOptionsFor(const ModelOptions& options);
+
+// Reads `paths` in one pass (unreadable files are recorded in
+// model.index.files) and builds the model; `more_sinks` (the report's
+// timeline) see the same pass.
+TraceModel BuildModel(const std::vector<std::string>& paths, const ModelOptions& options = {},
+                      const std::vector<reader::EventSink*>& more_sinks = {});
 
 // Whether an NVTX range name marks a training step: "step 12", "Step#3",
 // "ProfilerStep#7", "iteration 5", "iter_9", "train_step", "training step 4",

@@ -40,17 +40,20 @@
 #include <map>
 #include <string>
 #include <utility>
+#include <memory>
 #include <vector>
 
 #include "gpscope/trace.pb.h"
-#include "tools/model/clock_align.h"
+#include "tools/reader/clock_align.h"
 #include "tools/model/collectives.h"
 #include "tools/model/host_calls.h"
 #include "tools/model/interval_union.h"
 #include "tools/model/log_histogram.h"
 #include "tools/model/stack_model.h"
 #include "tools/model/timeline.h"
-#include "tools/reader/trace_reader.h"
+#include "tools/reader/process_tables.h"
+#include "tools/reader/timebase.h"
+#include "tools/reader/trace_index.h"
 
 namespace gpscope::model {
 
@@ -173,7 +176,7 @@ inline constexpr size_t kMaxWindowRows = 16384;
 // Counters a ProcessModel keeps over time (host-side events).
 enum ProcessField : int {
   kSyncCalls = 0,     // blocking sync API calls (at their start)
-  kSyncBlockedNs,
+  kSyncBlockedNs,     // time some thread was blocked in one (union over threads, spread by time)
   kSyncRecords,       // CUPTI synchronization records (cudaStreamWaitEvent excluded)
   kCommRangeCount,    // NVTX ranges in NCCL's domain (host side of collectives)
   kCommRangeNs,
@@ -508,7 +511,7 @@ struct ProcessModel {
   // The allow-listed environment the collector recorded (ProcessHeader.env:
   // CUDA_LAUNCH_BLOCKING, PYTORCH_CUDA_ALLOC_CONF, NCCL_*...), in order.
   std::vector<std::pair<std::string, std::string>> env;
-  ClockAlign clocks;        // CUPTI ns -> CLOCK_REALTIME (header, flushes, end)
+  reader::ClockAlign clocks;  // CUPTI ns -> CLOCK_REALTIME (header, flushes, end)
   Timeline windows;         // ProcessWindowField counters, like GpuModel::windows
   bool has_cpu_samples = false;
   uint64_t comm_ranges = 0;     // NVTX ranges in NCCL's domain
@@ -583,6 +586,11 @@ struct ModelOptions {
 struct TraceModel {
   ModelOptions options;
   reader::TraceIndex index;  // files, reader warnings
+  // The reader's per-process tables (names, devices, clocks), in order of
+  // first appearance, and the common timebase with the time origin every
+  // output prints (reader/timebase.h).
+  std::vector<std::unique_ptr<reader::ProcessTables>> tables;
+  reader::Timebase timebase;
   std::vector<ProcessModel> processes;  // in order of first appearance
   std::vector<GpuModel> gpus;           // by (process order, device id)
   uint64_t events = 0;

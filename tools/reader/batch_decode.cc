@@ -350,35 +350,4 @@ absl::Status DecodeBatch(const proto::EventBatch& batch, DecodedBatch* out) {
   return DecodeMetrics(batch, &out->metrics);
 }
 
-void ClockMap::Add(const proto::ClockSnapshot& snapshot) {
-  if (snapshot.cupti_ns() == 0) return;
-  const Point point{snapshot.cupti_ns(),
-                    static_cast<int64_t>(snapshot.realtime_ns() - snapshot.cupti_ns())};
-  auto it = std::upper_bound(points_.begin(), points_.end(), point.cupti_ns,
-                             [](uint64_t t, const Point& p) { return t < p.cupti_ns; });
-  points_.insert(it, point);
-  if (points_.size() > kMaxPoints) {
-    // A trace holds a few snapshots a second; a file of millions (hostile,
-    // or in reverse order) would make every insert O(n). Keep every other
-    // one, the first and the last: the map stays exact enough (the clocks
-    // drift slowly) and bounded.
-    std::vector<Point> kept;
-    kept.reserve(points_.size() / 2 + 2);
-    for (size_t i = 0; i < points_.size(); i += 2) kept.push_back(points_[i]);
-    if (kept.back().cupti_ns != points_.back().cupti_ns) kept.push_back(points_.back());
-    points_ = std::move(kept);
-  }
-}
-
-uint64_t ClockMap::ToRealtimeNs(uint64_t cupti_ns) const {
-  if (points_.empty()) return cupti_ns;
-  auto it = std::lower_bound(points_.begin(), points_.end(), cupti_ns,
-                             [](const Point& p, uint64_t t) { return p.cupti_ns < t; });
-  if (it == points_.end() ||
-      (it != points_.begin() && cupti_ns - std::prev(it)->cupti_ns < it->cupti_ns - cupti_ns)) {
-    --it;
-  }
-  return cupti_ns + static_cast<uint64_t>(it->realtime_minus_cupti_ns);
-}
-
 }  // namespace gpscope::reader

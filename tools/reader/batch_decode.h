@@ -72,28 +72,8 @@ absl::Status DecodeStackSamples(const proto::EventBatch& batch, std::vector<Stac
 // without decoding anything.
 size_t CountEvents(const proto::EventBatch& batch);
 
-// Maps CUPTI ns to CLOCK_REALTIME ns with a process's ClockSnapshots (header,
-// batches, end), using the snapshot nearest in CUPTI time: the two clocks
-// drift apart slowly, so the nearest reading is the most accurate.
-class ClockMap {
- public:
-  // Snapshots kept; past this every other one is dropped (first and last stay).
-  static constexpr size_t kMaxPoints = 4096;
-
-  // Snapshots with cupti_ns == 0 (no CUPTI) are ignored.
-  void Add(const proto::ClockSnapshot& snapshot);
-  bool empty() const { return points_.empty(); }
-  // Without snapshots returns cupti_ns unchanged: on Linux CUPTI's clock is
-  // CLOCK_REALTIME-based already.
-  uint64_t ToRealtimeNs(uint64_t cupti_ns) const;
-
- private:
-  struct Point {
-    uint64_t cupti_ns;
-    int64_t realtime_minus_cupti_ns;
-  };
-  std::vector<Point> points_;  // sorted by cupti_ns
-};
+// CUPTI ns -> CLOCK_REALTIME: reader::ClockAlign (clock_align.h), the one
+// alignment of every output, kept per process in its ProcessTables.
 
 }  // namespace gpscope::reader
 

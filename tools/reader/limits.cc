@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "proto/wire_writer.h"
 
 namespace gpscope::reader {
 namespace {
@@ -18,10 +19,14 @@ namespace {
 uint64_t g_budget_bytes = kDefaultMemoryBudgetBytes;
 double g_reading_share = 0.5;
 
+// Every text field of a chunk comes through here: cut to the limit, then
+// made valid UTF-8.
 void Cut(std::string* s, ChunkCheck* check) {
-  if (s->size() <= kMaxStringBytes) return;
-  CutUtf8(s, kMaxStringBytes);
-  ++check->strings_cut;
+  if (s->size() > kMaxStringBytes) {
+    CutUtf8(s, kMaxStringBytes);
+    ++check->strings_cut;
+  }
+  if (RepairUtf8(s)) ++check->strings_repaired;
 }
 
 // Drops the entries past kMaxListEntries of a repeated field.
@@ -119,9 +124,35 @@ void CheckBatch(proto::EventBatch* b, ChunkCheck* check) {
     Cut(c.mutable_component(), check);
     Cut(c.mutable_reason(), check);
   }
+  for (proto::CuptiClientRefusal& r : *b->mutable_cupti_refusals()) {
+    Cut(r.mutable_api(), check);
+    Cut(r.mutable_caller(), check);
+  }
 }
 
 }  // namespace
+
+bool RepairUtf8(std::string* s) {
+  bool valid = true;
+  const size_t size = format::Utf8SanitizedSize(s->data(), s->size(), &valid);
+  if (valid) return false;
+  std::string out;
+  out.reserve(size);
+  const auto* p = reinterpret_cast<const uint8_t*>(s->data());
+  for (size_t i = 0; i < s->size();) {
+    const size_t n = format::Utf8SequenceBytes(p + i, s->size() - i);
+    if (n == 0) {
+      out.append(reinterpret_cast<const char*>(format::kUtf8Replacement),
+                 sizeof(format::kUtf8Replacement));
+      ++i;
+    } else {
+      out.append(s->data() + i, n);
+      i += n;
+    }
+  }
+  *s = std::move(out);
+  return true;
+}
 
 void CutUtf8(std::string* s, size_t max_bytes) {
   if (s->size() <= max_bytes) return;

@@ -51,10 +51,12 @@ inline constexpr size_t kMaxStringBytes = 64u << 10;
 // Repeated header/notice entries kept per chunk (devices, clock snapshots,
 // argv, environment, configuration).
 inline constexpr int kMaxListEntries = 4096;
-// Distinct GPUs, streams and lanes a consumer keeps per process; past
-// them events are counted, not kept (a node has at most a few dozen GPUs,
-// MIG instances included).
+// Distinct GPUs, contexts and streams the reader's tables keep per process
+// (process_tables.h); past them a GPU op resolves to no stream and is
+// counted, not analysed (a node has at most a few dozen GPUs, MIG instances
+// included; a context per GPU and process is the rule).
 inline constexpr size_t kMaxDevicesPerProcess = 256;
+inline constexpr size_t kMaxContextsPerProcess = 4096;
 inline constexpr size_t kMaxStreamsPerProcess = 1u << 16;
 
 // Largest decompressed chunk the analyzer accepts. gpscope's writers make
@@ -75,11 +77,18 @@ struct ChunkCheck {
   uint64_t ids_dropped = 0;      // interned entries with an id past the limits
   uint64_t strings_cut = 0;      // strings longer than kMaxStringBytes
   uint64_t entries_dropped = 0;  // list entries past kMaxListEntries
+  // Text fields that were not valid UTF-8 (the schema's text fields are
+  // bytes): each bad byte is now U+FFFD, so every output is valid UTF-8.
+  uint64_t strings_repaired = 0;
   bool changed() const { return ids_dropped + strings_cut + entries_dropped > 0; }
 };
 
 // Brings `chunk` within the limits above, in place.
 ChunkCheck CheckChunk(proto::Chunk* chunk);
+
+// Replaces every byte of `s` that does not start a well-formed UTF-8
+// sequence with U+FFFD; returns whether it changed anything.
+bool RepairUtf8(std::string* s);
 
 // Cuts `s` to at most `max_bytes`, at a UTF-8 character boundary.
 void CutUtf8(std::string* s, size_t max_bytes);

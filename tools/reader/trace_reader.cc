@@ -570,6 +570,12 @@ class TraceReader::Impl {
           file.path, offset, chunk->pid(), check.ids_dropped, check.strings_cut,
           kMaxStringBytes >> 10, check.entries_dropped, kMaxListEntries));
     }
+    if (check.strings_repaired > 0) {
+      Warn(absl::StrFormat(
+          "%s: offset %d: process %d: %d names or text fields were not valid UTF-8; their bad "
+          "bytes are shown as U+FFFD",
+          file.path, offset, chunk->pid(), check.strings_repaired));
+    }
     const ProcessInfo* process = Account(file, offset, *chunk);
     const ChunkContext context{&file, offset, view.frame_bytes, process};
     visitor_status_ = visitor_.OnChunk(context, *chunk);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tools/analyses/names.h"
+#include "tools/reader/timebase.h"
 #include "tools/render/json_writer.h"
 #include "tools/render/report_blob.h"
 #include "tools/render/report_stacks.h"
@@ -316,9 +317,8 @@ Grid SharedGrid(const TimelineData& t, size_t process, const model::GpuModel& gp
 
 // The synchronizing API calls of a process (any of its threads), as a
 // union in report ns: "host blocked in sync" is the share of a window in
-// which some thread was blocked, so it cannot exceed the window. (The
-// analyzer's kSyncBlockedNs counts a call's whole length at its start: one
-// 198 ms cudaStreamSynchronize read as 260% of a 75 ms window.)
+// which some thread was blocked, so it cannot exceed the window (the
+// model's kSyncBlockedNs is the same union, spread over its windows).
 std::vector<Span> SyncBlocked(const TimelineData& t, size_t process) {
   std::vector<Span> spans;
   for (const TimelineLane& l : t.lanes) {
@@ -579,7 +579,9 @@ std::string BuildReportJson(const ReportInputs& in, const ReportDataOptions& opt
     j.EndObject();
   }
   j.EndArray();
+  // Report ns 0: the pass's time origin, the one every command prints.
   j.Key("t0_realtime_ns").String(absl::StrCat(t.t0_realtime_ns));
+  j.Key("time_origin_utc").String(t.t0_realtime_ns == 0 ? "" : reader::UtcTime(t.t0_realtime_ns));
   j.Key("span_ns").Uint(t.span_ns);
   j.Key("summary").Raw(in.summary_json.empty() ? "null" : in.summary_json);
 

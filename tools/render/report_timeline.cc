@@ -117,7 +117,7 @@ bool IsCommKernelName(std::string_view mangled_name) {
 
 uint64_t TimelineData::ToReportNs(size_t process, uint64_t cupti_ns) const {
   if (process >= processes.size()) return 0;
-  const uint64_t realtime = processes[process].clocks.ToRealtimeNs(cupti_ns);
+  const uint64_t realtime = processes[process].clocks.ToRealtimeNs(cupti_ns);  // one alignment
   return realtime > t0_realtime_ns ? realtime - t0_realtime_ns : 0;
 }
 
@@ -134,41 +134,42 @@ class TimelineCollector::Impl {
  public:
   explicit Impl(const TimelineOptions& options) : options_(options) {}
 
-  absl::Status OnChunk(const proto::Chunk& chunk) {
-    auto [it, inserted] = slot_.try_emplace(chunk.process_uid(), states_.size());
+  struct ProcessState;
+
+  ProcessState& State(const reader::ProcessTables& t) {
+    auto [it, inserted] = slot_.try_emplace(t.process_uid(), states_.size());
     if (inserted) {
       states_.emplace_back();
       ProcessState& s = states_.back();
-      s.p.process_uid = chunk.process_uid();
-      s.p.pid = chunk.pid();
+      s.p.process_uid = t.process_uid();
+      s.p.pid = t.pid();
+      s.tables = &t;
     }
-    ProcessState& s = states_[it->second];
-    if (chunk.has_header()) {
-      const proto::ProcessHeader& h = chunk.header();
-      s.p.hostname = h.hostname();
-      s.p.rank = h.identity().rank();
-      for (const proto::ClockSnapshot& c : h.clocks()) s.p.clocks.Add(c);
-      for (const proto::DeviceInfo& d : h.devices()) s.p.devices[d.device_id()] = d;
-    } else if (chunk.has_end()) {
-      if (chunk.end().has_clock()) s.p.clocks.Add(chunk.end().clock());
-    } else if (chunk.has_batch()) {
-      AddBatch(it->second, chunk.batch());
-    }
-    return absl::OkStatus();
+    return states_[it->second];
   }
 
-  TimelineData Finish();
+  void OnHeader(const reader::ProcessTables& t, const proto::ProcessHeader& h) {
+    ProcessState& s = State(t);
+    s.p.hostname = h.hostname();
+    s.p.rank = h.identity().rank();
+    s.p.devices = t.devices();
+  }
 
- private:
+  void OnBatch(const reader::ResolvedBatch& b) {
+    ProcessState& s = State(b.tables);
+    if (b.batch.devices_size() > 0) s.p.devices = b.tables.devices();
+    AddBatch(slot_.at(b.tables.process_uid()), b);
+  }
+
+  TimelineData Finish(const reader::Timebase& timebase);
+
   struct ProcessState {
     TimelineProcess p;
-    // InternedString id -> value: a map, so a large id costs one entry.
-    absl::flat_hash_map<uint32_t, std::string> strings;
+    // The reader's tables: strings, launch shapes, contexts, metrics, devices.
+    const reader::ProcessTables* tables = nullptr;
     absl::flat_hash_map<uint64_t, uint32_t> names;    // (role << 32 | string id) -> name
     absl::flat_hash_map<uint32_t, uint32_t> configs;  // LaunchConfig id -> configs index + 1
-    absl::flat_hash_map<uint32_t, uint32_t> context_device;
     std::map<LaneKey, size_t> lanes;
-    std::map<uint32_t, proto::MetricDescriptor> metrics;
     absl::flat_hash_map<uint32_t, size_t> metric_lane;
   };
   enum NameRole : uint64_t { kRoleKernel = 1, kRoleApi = 2, kRoleNvtx = 3 };
@@ -179,11 +180,7 @@ class TimelineCollector::Impl {
     return it->second;
   }
 
-  const std::string& String(const ProcessState& s, uint32_t id) {
-    static const std::string kEmpty;
-    auto it = s.strings.find(id);
-    return it != s.strings.end() ? it->second : kEmpty;
-  }
+  const std::string& String(const ProcessState& s, uint32_t id) { return s.tables->String(id); }
 
   uint32_t RoleName(ProcessState& s, NameRole role, uint32_t id) {
     const uint64_t key = (static_cast<uint64_t>(role) << 32) | id;
@@ -233,8 +230,7 @@ class TimelineCollector::Impl {
 
   // Device of a context, or -1.
   int64_t ContextDevice(const ProcessState& s, uint32_t context_id) const {
-    auto it = s.context_device.find(context_id);
-    return it == s.context_device.end() ? int64_t{-1} : static_cast<int64_t>(it->second);
+    return s.tables->ContextDevice(context_id);
   }
 
   size_t StreamLane(size_t process, uint32_t device, uint32_t context, uint32_t stream) {
@@ -278,7 +274,7 @@ class TimelineCollector::Impl {
     return true;
   }
 
-  void AddBatch(size_t process, const proto::EventBatch& batch);
+  void AddBatch(size_t process, const reader::ResolvedBatch& b);
 
   TimelineOptions options_;
   absl::flat_hash_map<uint64_t, size_t> slot_;
@@ -288,7 +284,6 @@ class TimelineCollector::Impl {
   std::vector<std::string> names_;
   absl::flat_hash_map<std::string, uint32_t> name_ids_;
   std::vector<LaunchShape> configs_;
-  reader::DecodedBatch events_;
   std::shared_ptr<ChromeStacks> stacks_ = std::make_shared<ChromeStacks>();
   size_t stack_calls_ = 0;
   uint64_t stack_calls_not_kept_ = 0;
@@ -302,27 +297,23 @@ class TimelineCollector::Impl {
   static constexpr uint64_t kMaxUndefinedNames = 4096;
 };
 
-void TimelineCollector::Impl::AddBatch(size_t process, const proto::EventBatch& batch) {
+void TimelineCollector::Impl::AddBatch(size_t process, const reader::ResolvedBatch& b) {
   ProcessState& s = states_[process];
-  for (const proto::ClockSnapshot& c : batch.clocks()) s.p.clocks.Add(c);
-  for (const proto::InternedString& str : batch.strings()) s.strings[str.id()] = str.value();
+  const proto::EventBatch& batch = b.batch;
+  // The launch shapes this batch (re)defines, as the report shows them.
   for (const proto::LaunchConfig& c : batch.launch_configs()) {
+    const reader::LaunchShape* l = s.tables->Launch(c.id());
+    if (l == nullptr) continue;  // past the reader's limits
     LaunchShape shape;
-    shape.grid[0] = c.grid_x();
-    shape.grid[1] = c.grid_y();
-    shape.grid[2] = c.grid_z();
-    shape.block[0] = c.block_x();
-    shape.block[1] = c.block_y();
-    shape.block[2] = c.block_z();
-    shape.registers_per_thread = c.registers_per_thread();
-    shape.shared_memory_bytes = c.static_shared_memory_bytes() + c.dynamic_shared_memory_bytes();
+    for (int i = 0; i < 3; ++i) {
+      shape.grid[i] = l->grid[i];
+      shape.block[i] = l->block[i];
+    }
+    shape.registers_per_thread = l->registers_per_thread;
+    shape.shared_memory_bytes = l->shared_memory_bytes();
     configs_.push_back(shape);
     s.configs[c.id()] = static_cast<uint32_t>(configs_.size());
   }
-  for (const proto::DeviceInfo& d : batch.devices()) s.p.devices[d.device_id()] = d;
-  for (const proto::ContextInfo& c : batch.contexts())
-    s.context_device[c.context_id()] = c.device_id();
-  for (const proto::MetricDescriptor& d : batch.metric_descriptors()) s.metrics[d.id()] = d;
   for (const proto::LostInterval& l : batch.lost_intervals()) {
     if (s.p.lost.size() < 1000) {
       s.p.lost.push_back(l);
@@ -331,14 +322,13 @@ void TimelineCollector::Impl::AddBatch(size_t process, const proto::EventBatch& 
     }
   }
   // Call stacks (issue 20): this batch's tables, before its API calls.
-  stacks_->AddBatch(s.p.process_uid, s.p.pid, batch, [&s](uint32_t id) {
-    auto it = s.strings.find(id);
-    return it != s.strings.end() ? it->second : std::string();
-  });
-  if (!reader::DecodeBatch(batch, &events_).ok()) {
+  stacks_->AddBatch(s.tables->process_uid(), s.tables->pid(), batch,
+                    [&s](uint32_t id) { return s.tables->String(id); });
+  if (!b.decode_status.ok()) {
     ++undecodable_;
     return;
   }
+  const reader::DecodedBatch& events_ = b.events;
 
   for (const format::KernelEvent& k : events_.kernels) {
     const size_t lane = StreamLane(process, k.device_id, k.context_id, k.stream_id);
@@ -473,9 +463,8 @@ void TimelineCollector::Impl::AddBatch(size_t process, const proto::EventBatch& 
     if (it != s.metric_lane.end()) {
       lane = it->second;
     } else {
-      auto d = s.metrics.find(m.metric_id);
       proto::MetricDescriptor desc;
-      if (d != s.metrics.end()) desc = d->second;
+      if (const proto::MetricDescriptor* d = s.tables->Metric(m.metric_id)) desc = *d;
       const bool on_device = desc.scope() == proto::SCOPE_DEVICE;
       lane = on_device
                  ? Lane(process, {kSectionDevice, desc.device_id(), 2, m.metric_id, 0},
@@ -507,25 +496,20 @@ void TimelineCollector::Impl::AddBatch(size_t process, const proto::EventBatch& 
   }
 }
 
-TimelineData TimelineCollector::Impl::Finish() {
+TimelineData TimelineCollector::Impl::Finish(const reader::Timebase& timebase) {
   TimelineData out;
-  // The earliest instant of any process is report ns 0.
-  uint64_t t0 = std::numeric_limits<uint64_t>::max();
-  uint64_t t_end = 0;
+  // Report ns 0 is the pass's time origin (every command prints it), so a
+  // time in the report is the same time in summary, export and dump.
+  for (ProcessState& s : states_) s.p.clocks = timebase.Clocks(s.p.process_uid);
+  const uint64_t t0 = timebase.origin_realtime_ns();
+  uint64_t t_end = t0;
   for (const TimelineLane& lane : lanes_) {
-    const reader::ClockMap& clocks = states_[lane.process].p.clocks;
+    const reader::ClockAlign& clocks = states_[lane.process].p.clocks;
     for (const TimelineEvent& e : lane.events) {
-      const uint64_t t = clocks.ToRealtimeNs(e.start_ns);
-      t0 = std::min(t0, t);
-      t_end = std::max(t_end, t + e.duration_ns);
+      t_end = std::max(t_end, clocks.ToRealtimeNs(e.start_ns) + e.duration_ns);
     }
-    for (const CounterSample& c : lane.samples) {
-      const uint64_t t = clocks.ToRealtimeNs(c.t_ns);
-      t0 = std::min(t0, t);
-      t_end = std::max(t_end, t);
-    }
+    for (const CounterSample& c : lane.samples) t_end = std::max(t_end, clocks.ToRealtimeNs(c.t_ns));
   }
-  if (t0 == std::numeric_limits<uint64_t>::max()) t0 = t_end = 0;
   out.span_ns = t_end - t0;
 
   // Processes in display order: ranks first (by rank), then by host and pid.
@@ -571,10 +555,16 @@ TimelineData TimelineCollector::Impl::Finish() {
     TimelineLane lane = std::move(lanes_[i]);
     const size_t original_process = lane.process;
     lane.process = position[original_process];
-    const reader::ClockMap& clocks = out.processes[lane.process].clocks;
-    for (TimelineEvent& e : lane.events) e.start_ns = clocks.ToRealtimeNs(e.start_ns) - t0;
-    for (CounterSample& c : lane.samples) c.t_ns = clocks.ToRealtimeNs(c.t_ns) - t0;
-    for (auto& c : lane.stack_calls) c.first = clocks.ToRealtimeNs(c.first) - t0;
+    const reader::ClockAlign& clocks = out.processes[lane.process].clocks;
+    for (TimelineEvent& e : lane.events) {
+      e.start_ns = timebase.RealtimeToOriginNs(clocks.ToRealtimeNs(e.start_ns));
+    }
+    for (CounterSample& c : lane.samples) {
+      c.t_ns = timebase.RealtimeToOriginNs(clocks.ToRealtimeNs(c.t_ns));
+    }
+    for (auto& c : lane.stack_calls) {
+      c.first = timebase.RealtimeToOriginNs(clocks.ToRealtimeNs(c.first));
+    }
     std::sort(lane.stack_calls.begin(), lane.stack_calls.end());
     std::sort(lane.events.begin(), lane.events.end(),
               [](const TimelineEvent& a, const TimelineEvent& b) {
@@ -617,10 +607,14 @@ TimelineCollector::TimelineCollector(const TimelineOptions& options)
     : impl_(std::make_unique<Impl>(options)) {}
 TimelineCollector::~TimelineCollector() = default;
 
-absl::Status TimelineCollector::OnChunk(const reader::ChunkContext&, const proto::Chunk& chunk) {
-  return impl_->OnChunk(chunk);
+void TimelineCollector::OnHeader(const reader::ProcessTables& tables,
+                                 const proto::ProcessHeader& header, const reader::ChunkPlace&) {
+  impl_->OnHeader(tables, header);
 }
+void TimelineCollector::OnBatch(const reader::ResolvedBatch& batch) { impl_->OnBatch(batch); }
 
-TimelineData TimelineCollector::Finish() { return impl_->Finish(); }
+TimelineData TimelineCollector::Finish(const reader::Timebase& timebase) {
+  return impl_->Finish(timebase);
+}
 
 }  // namespace gpscope::render

@@ -1,16 +1,20 @@
 // tools/render/report_timeline.h: the exact events behind the HTML report's
 // waterfall timeline, gathered in one streaming pass and put on one time base.
 //
-// TimelineCollector is a ChunkVisitor that keeps every GPU op (kernels,
+// TimelineCollector is an event sink of the reader's pass (beside the
+// model: the report reads each file once) that keeps every GPU op (kernels,
 // copies, memsets), sync wait, CUDA API call, NVTX range/mark, CUPTI
 // overhead and metric sample, sorted into lanes:
 //   per process (rank), per GPU: one lane per stream, one "sync waits" lane;
 //   per host thread: an NVTX lane and a CUDA API lane;
 //   per process: a profiler-overhead lane; one counter lane per metric.
-// Finish() maps every CUPTI timestamp to CLOCK_REALTIME with the process's
-// ClockSnapshots (reader::ClockMap), so processes of several files and hosts
-// line up, then subtracts the earliest instant (t0_realtime_ns): every time
-// in TimelineData is "report ns", ns since t0. Each lane is sorted by start
+// Names, launch shapes, contexts and metric descriptors come from the
+// reader's ProcessTables. Finish() maps every CUPTI timestamp to
+// CLOCK_REALTIME with the pass's Timebase (the one interpolating clock
+// alignment of every output), so processes of several files and hosts line
+// up, then subtracts the time origin every command prints (t0_realtime_ns,
+// the earliest event of all files): every time in TimelineData is "report
+// ns", ns since that origin. Each lane is sorted by start
 // and its events are given rows (first fit), so overlapping events (nested
 // API calls, NVTX push/pop) stack instead of hiding each other.
 //
@@ -19,9 +23,8 @@
 // the report as incomplete); the analyzer's numbers still cover everything.
 //
 //   TimelineCollector collector(options);
-//   reader::TraceReader reader(collector);
-//   for (const std::string& path : paths) reader.ReadFile(path);
-//   TimelineData timeline = collector.Finish();
+//   model::TraceModel model = model::BuildModel(paths, model_options, {&collector});
+//   TimelineData timeline = collector.Finish(model.timebase);
 //
 // Thread model: one thread; a collector is used for one pass.
 #ifndef GPSCOPE_TOOLS_RENDER_REPORT_TIMELINE_H_
@@ -38,7 +41,9 @@
 #include "absl/status/status.h"
 #include "gpscope/trace.pb.h"
 #include "tools/reader/batch_decode.h"
-#include "tools/reader/trace_reader.h"
+#include "tools/reader/clock_align.h"
+#include "tools/reader/event_sink.h"
+#include "tools/reader/timebase.h"
 #include "tools/render/chrome_stacks.h"
 
 namespace gpscope::render {
@@ -111,7 +116,7 @@ struct TimelineProcess {
   uint32_t pid = 0;
   std::string hostname;
   int32_t rank = -1;
-  reader::ClockMap clocks;
+  reader::ClockAlign clocks;  // the timebase's, for this process
   std::map<uint32_t, proto::DeviceInfo> devices;
   std::vector<proto::LostInterval> lost;  // report ns after Finish (end 0 -> trace end)
   uint64_t lost_not_kept = 0;
@@ -134,7 +139,7 @@ struct TimelineOptions {
 };
 
 struct TimelineData {
-  uint64_t t0_realtime_ns = 0;     // CLOCK_REALTIME of report ns 0
+  uint64_t t0_realtime_ns = 0;     // CLOCK_REALTIME of report ns 0: the pass's time origin
   uint64_t span_ns = 0;            // report ns of the last event end
   std::vector<std::string> names;  // display names: kernels demangled
   std::vector<LaunchShape> configs;
@@ -155,18 +160,20 @@ struct TimelineData {
   int FindProcess(uint64_t process_uid) const;
 };
 
-class TimelineCollector : public reader::ChunkVisitor {
+class TimelineCollector : public reader::EventSink {
  public:
   explicit TimelineCollector(const TimelineOptions& options = {});
   ~TimelineCollector() override;
   TimelineCollector(const TimelineCollector&) = delete;
   TimelineCollector& operator=(const TimelineCollector&) = delete;
 
-  // Never stops the reader: a batch that does not decode is counted.
-  absl::Status OnChunk(const reader::ChunkContext& context, const proto::Chunk& chunk) override;
+  void OnHeader(const reader::ProcessTables& tables, const proto::ProcessHeader& header,
+                const reader::ChunkPlace& place) override;
+  // A batch that did not decode is counted.
+  void OnBatch(const reader::ResolvedBatch& batch) override;
 
-  // Ends the pass: time base, sorting, rows.
-  TimelineData Finish();
+  // Ends the pass: time base (the pass's, with its origin), sorting, rows.
+  TimelineData Finish(const reader::Timebase& timebase);
 
  private:
   class Impl;

@@ -1,4 +1,4 @@
-// tools/model/clock_align.h: maps one process's CUPTI timestamps onto the
+// tools/reader/clock_align.h: maps one process's CUPTI timestamps onto the
 // common timebase of a multi-process, multi-node trace: CLOCK_REALTIME.
 //
 // Every process records ClockSnapshots (CUPTI ns read next to CLOCK_REALTIME
@@ -8,9 +8,17 @@
 // last the nearest snapshot's offset holds. Without snapshots CUPTI time is
 // taken as realtime (on Linux CUPTI's clock is CLOCK_REALTIME-based).
 //
+// This is the one alignment of the offline pipeline: the reader keeps one per
+// process in its tables (process_tables.h) and every output places events on
+// the common timebase through it.
+//
 // Tolerance: within a process, the error is the snapshot's read skew (the
 // three clocks are read back to back: ~1 us) plus drift between snapshots
-// beyond linear (negligible at a 2 s flush interval). Across nodes it adds
+// beyond linear. residual_ns() states the latter from the snapshots
+// themselves: each interior snapshot is predicted from its two neighbours
+// by the same interpolation, and the largest miss is reported (a 2 s flush
+// interval on an NTP-disciplined host gives well under 1 us; an NTP step
+// shows as a jump). Across nodes it adds
 // how well the nodes' CLOCK_REALTIME agree (NTP: typically 0.1-1 ms; PTP:
 // ~1 us); the trace cannot measure that, so the rank analysis checks it with
 // collective end times (all ranks leave a collective together) and reports
@@ -22,14 +30,14 @@
 //
 // Memory: at most kMaxPoints snapshots (every other one is dropped beyond).
 // Thread model: a value type.
-#ifndef GPSCOPE_TOOLS_MODEL_CLOCK_ALIGN_H_
-#define GPSCOPE_TOOLS_MODEL_CLOCK_ALIGN_H_
+#ifndef GPSCOPE_TOOLS_READER_CLOCK_ALIGN_H_
+#define GPSCOPE_TOOLS_READER_CLOCK_ALIGN_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
-namespace gpscope::model {
+namespace gpscope::reader {
 
 class ClockAlign {
  public:
@@ -45,6 +53,10 @@ class ClockAlign {
   // How far the offset moved over the run (max - min): CUPTI's drift
   // against CLOCK_REALTIME.
   uint64_t drift_ns() const;
+  // The interpolation's residual: the largest distance between an interior
+  // snapshot's offset and the line through its two neighbours (leave one
+  // out); 0 with fewer than three snapshots.
+  uint64_t residual_ns() const;
 
  private:
   struct Point {
@@ -54,6 +66,6 @@ class ClockAlign {
   std::vector<Point> points_;  // sorted by cupti_ns, unique
 };
 
-}  // namespace gpscope::model
+}  // namespace gpscope::reader
 
-#endif  // GPSCOPE_TOOLS_MODEL_CLOCK_ALIGN_H_
+#endif  // GPSCOPE_TOOLS_READER_CLOCK_ALIGN_H_

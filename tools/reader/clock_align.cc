@@ -1,10 +1,10 @@
-// tools/model/clock_align.cc: see clock_align.h.
-#include "tools/model/clock_align.h"
+// tools/reader/clock_align.cc: see clock_align.h.
+#include "tools/reader/clock_align.h"
 
 #include <algorithm>
 #include <cmath>
 
-namespace gpscope::model {
+namespace gpscope::reader {
 
 void ClockAlign::Add(uint64_t cupti_ns, uint64_t realtime_ns) {
   if (cupti_ns == 0) return;
@@ -59,4 +59,20 @@ uint64_t ClockAlign::drift_ns() const {
   return static_cast<uint64_t>(hi->offset_ns) - static_cast<uint64_t>(lo->offset_ns);
 }
 
-}  // namespace gpscope::model
+uint64_t ClockAlign::residual_ns() const {
+  double worst = 0;
+  for (size_t i = 1; i + 1 < points_.size(); ++i) {
+    const Point& a = points_[i - 1];
+    const Point& m = points_[i];
+    const Point& b = points_[i + 1];
+    const double f = static_cast<double>(m.cupti_ns - a.cupti_ns) /
+                     static_cast<double>(b.cupti_ns - a.cupti_ns);
+    const double predicted =
+        static_cast<double>(a.offset_ns) +
+        f * (static_cast<double>(b.offset_ns) - static_cast<double>(a.offset_ns));
+    worst = std::max(worst, std::fabs(static_cast<double>(m.offset_ns) - predicted));
+  }
+  return static_cast<uint64_t>(std::llround(worst));
+}
+
+}  // namespace gpscope::reader
