@@ -353,6 +353,13 @@ expect("would decompress to 60 MiB" in err(r["dump"]), "decompression_bomb: no m
 # reverse order (sorted inserts were quadratic).
 r = every_command(P("many_devices_streams.gpscope"))
 expect(rss_within(r["summary"], 400), "many_devices_streams: summary RSS unbounded")
+# analyzer_fuzz (CI, 2026-12-02): 199 GPUs in one process, each with a span
+# of centuries, from 27 KB: 600 MB and 116 s under ASan (a 30 s fuzz
+# timeout). GPUs past 32 per process are counted, not modelled.
+r = every_command(P("many_gpus_long_span.gpscope"))
+for k, v in r.items():
+    expect(rss_within(v, 400), f"many_gpus_long_span {k}: peak RSS {v.rss_mib:.0f} MiB")
+    expect(v.seconds < (60 if QUICK else 10), f"many_gpus_long_span {k}: {v.seconds:.1f} s")
 r = every_command(P("reverse_order_tables.gpscope"))
 for k, v in r.items():
     expect(v.seconds < (150 if QUICK else 30), f"reverse_order_tables {k}: {v.seconds:.1f} s")

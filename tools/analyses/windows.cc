@@ -59,8 +59,21 @@ WindowRow Row(const model::GpuModel& g, const model::ProcessModel* p, uint64_t s
   return r;
 }
 
+// Rows per GPU: kMaxWindowRows for one or two GPUs, shared out past that, so
+// a trace naming hundreds of GPUs (hostile device ids, each with a nonsense
+// span) cannot make every one of them a full-length table: the tables'
+// memory and time stay those of two full ones. The window table widens its
+// rows to fit (ComputeWindows); the minute table ends at its cap.
+size_t MaxRowsPerGpu(const model::TraceModel& model) {
+  constexpr size_t kNodeGpus = 2;
+  const size_t gpus = std::max<size_t>(model.gpus.size(), 1);
+  if (gpus <= kNodeGpus) return model::kMaxWindowRows;
+  return std::max<size_t>(64, model::kMaxWindowRows * kNodeGpus / gpus);
+}
+
 WindowTable Rows(const model::TraceModel& model, size_t gpu_index, uint64_t width_ns,
                  uint64_t origin_ns) {
+  const size_t max_rows = MaxRowsPerGpu(model);
   const model::GpuModel& g = model.gpus[gpu_index];
   const model::ProcessModel* p = ProcessOf(model, g);
   WindowTable table;
@@ -75,7 +88,7 @@ WindowTable Rows(const model::TraceModel& model, size_t gpu_index, uint64_t widt
     table.rows.push_back(Row(g, p, start, start + width_ns));
     if (start > UINT64_MAX - 2 * width_ns) break;
     start += width_ns;
-  } while (start < last && table.rows.size() < model::kMaxWindowRows);
+  } while (start < last && table.rows.size() < max_rows);
   return table;
 }
 
@@ -99,9 +112,14 @@ const char* WindowColumnName(int column) {
 
 WindowTable ComputeWindows(const model::TraceModel& model, size_t gpu_index) {
   const model::Timeline& t = model.gpus[gpu_index].windows;
-  WindowTable table = Rows(model, gpu_index, t.window_ns(), t.anchor_ns());
+  // Rows of several timeline windows when the timeline has more than this
+  // GPU's share of rows: the whole run stays in the table.
+  const size_t max_rows = MaxRowsPerGpu(model);
+  const uint64_t merge = t.windows() > max_rows ? (t.windows() + max_rows - 1) / max_rows : 1;
+  const uint64_t width = t.window_ns() * merge;
+  WindowTable table = Rows(model, gpu_index, width, t.anchor_ns());
   table.requested_ns = t.first_width_ns();
-  table.coarsened = t.window_ns() != t.first_width_ns();
+  table.coarsened = width != t.first_width_ns();
   return table;
 }
 
