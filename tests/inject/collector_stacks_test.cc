@@ -386,7 +386,9 @@ TEST_F(CollectorStacksTest, ConcurrentAndShortLivedThreadsGetTheirOwnStacks) {
   ASSERT_NO_FATAL_FAILURE(RunToExit({}, Then::kWorkload));
   Trace t;
   ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
-  ASSERT_EQ(t.api_calls.size(), 1100u);
+  std::string drops;
+  for (const auto& d : t.drops) drops += " " + d.ShortDebugString();
+  ASSERT_EQ(t.api_calls.size(), 1100u) << "drops:" << drops;
   std::map<uint32_t, const format::ApiCallEvent*> by_corr;
   for (const auto& a : t.api_calls) by_corr[a.correlation_id] = &a;
   std::map<uint32_t, int> per_thread;

@@ -470,6 +470,15 @@ bool EmitThen(const void* record, size_t size, bool kernel, bool in_flight,
         if (data != nullptr) Deliver({data, bytes, 0, 0, 0, 0, first, false});
         return false;
       }
+      if (slot.have) {
+        // Another application thread on this slot installed a buffer while
+        // this one asked for its own: hand the spare back empty (CUPTI never
+        // loses a buffer it was given) and write into the installed one.
+        pthread_mutex_unlock(&g_mu);
+        Deliver({data, bytes, 0, 0, 0, 0, first, false});
+        pthread_mutex_lock(&g_mu);
+        continue;
+      }
       CheckNewBufferLocked(data, bytes);
       slot.cur = {data, bytes, 0, max_records, 0, 0, first, false};
       slot.have = true;
