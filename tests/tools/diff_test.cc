@@ -15,6 +15,7 @@
 #include "tests/testing/synth.h"
 #include "tests/testing/trace_builder.h"
 #include "tools/analyze/cli.h"
+#include "tools/render/diff_render.h"
 
 namespace gpscope::analyze {
 namespace {
@@ -118,7 +119,8 @@ TEST(DiffTest, SlowerRunIsARegressionOnlyBeyondTheThreshold) {
   }
   EXPECT_TRUE(saw_new && saw_vanished);
   ASSERT_FALSE(d.regressions.empty());
-  EXPECT_NE(d.regressions[0].find("step_p50_ns grew 3"), std::string::npos) << d.regressions[0];
+  EXPECT_NE(render::RegressionText(d.regressions[0]).find("step_p50_ns grew 3"), std::string::npos)
+      << render::RegressionText(d.regressions[0]);
   // Listed always; exit 3 only with the option and beyond its threshold.
   EXPECT_EQ(RunCli({"diff", base, slow}).code, kExitOk);
   EXPECT_EQ(RunCli({"diff", "--fail-on-regression", "10", base, slow}).code, kExitRegression);
@@ -148,8 +150,8 @@ TEST(DiffTest, AppearedFindingIsListedAndJsonHasTheDocumentedKeys) {
   ASSERT_FALSE(d.appeared.empty());
   EXPECT_TRUE(std::any_of(d.appeared.begin(), d.appeared.end(),
                           [](const FindingRef& f) { return f.rule == "data-starvation"; }));
-  EXPECT_TRUE(std::any_of(d.regressions.begin(), d.regressions.end(), [](const std::string& r) {
-    return r.find("data-starvation") != std::string::npos;
+  EXPECT_TRUE(std::any_of(d.regressions.begin(), d.regressions.end(), [](const Regression& r) {
+    return render::RegressionText(r).find("data-starvation") != std::string::npos;
   }));
   EXPECT_EQ(RunCli({"diff", "--fail-on-regression", "1000", base, starved}).code, kExitRegression);
   unlink(base.c_str());
@@ -218,7 +220,9 @@ TEST(DiffTest, TwoRanksOfOneNodeFile) {
   EXPECT_EQ(now->model.processes[0].pid, 101u);
   const RunDiff diff = ComputeDiff(*base, *now, DiffOptions{});
   ASSERT_FALSE(diff.regressions.empty());
-  EXPECT_NE(diff.regressions[0].find("step_p50_ns grew 5"), std::string::npos) << diff.regressions[0];
+  EXPECT_NE(render::RegressionText(diff.regressions[0]).find("step_p50_ns grew 5"),
+            std::string::npos)
+      << render::RegressionText(diff.regressions[0]);
   // A rank the file does not hold: one line, exit 1.
   const Output missing = RunCli({"diff", "--rank", "0", "--rank", "7", node});
   EXPECT_EQ(missing.code, kExitFailed);

@@ -53,74 +53,34 @@
 #ifndef GPSCOPE_TOOLS_ANALYZE_DIFF_H_
 #define GPSCOPE_TOOLS_ANALYZE_DIFF_H_
 
-#include <cstdint>
-#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "tools/analyses/diff.h"
 #include "tools/analyze/summary.h"
 
 namespace gpscope::analyze {
 
 inline constexpr int kExitRegression = 3;
-// Without --fail-on-regression, growth beyond this is still listed.
-inline constexpr double kDefaultRegressionPct = 5.0;
 
-struct DiffOptions {
-  size_t top_kernels = 15;
-  std::optional<double> fail_on_regression_pct;
-};
+using analyses::CopyDiff;
+using analyses::DiffNumber;
+using analyses::DiffOptions;
+using analyses::FindingRef;
+using analyses::kDefaultRegressionPct;
+using analyses::KernelDiff;
+using analyses::KernelTotals;
+using analyses::Regression;
+using analyses::RunDiff;
+using analyses::RunValue;
 
-// A number of one run; `known` false when the run did not measure it.
-struct RunValue {
-  bool known = false;
-  double value = 0;
-};
-
-struct DiffNumber {
-  std::string key;
-  std::string unit;
-  RunValue base, now;
-};
-
-struct KernelTotals {
-  uint64_t count = 0;
-  uint64_t total_ns = 0;
-  double mean_ns() const { return count > 0 ? static_cast<double>(total_ns) / count : 0; }
-};
-
-struct KernelDiff {
-  std::string name;
-  std::string status;  // "changed", "new", "vanished"
-  KernelTotals base, now;
-};
-
-struct CopyDiff {
-  std::string direction, memory;
-  uint64_t base_count = 0, base_bytes = 0, base_ns = 0;
-  uint64_t new_count = 0, new_bytes = 0, new_ns = 0;
-};
-
-struct FindingRef {
-  std::string rule;
-  int gpu = -1, process = -1;
-  std::string scope;
-  analyses::Severity severity = analyses::Severity::kInfo;
-  analyses::Severity base_severity = analyses::Severity::kInfo;  // "changed" only
-  uint64_t cost_ns = 0;
-};
-
-struct RunDiff {
-  std::vector<DiffNumber> numbers;
-  std::vector<KernelDiff> kernels;  // top N
-  uint64_t new_kernels = 0, vanished_kernels = 0;
-  std::vector<CopyDiff> copies;
-  std::vector<FindingRef> appeared, disappeared, changed;
-  std::vector<std::string> regressions;
-};
-
-RunDiff ComputeDiff(const SummaryResult& base, const SummaryResult& now, const DiffOptions& options);
+// analyses::ComputeDiff of two summarised runs.
+inline RunDiff ComputeDiff(const SummaryResult& base, const SummaryResult& now,
+                           const DiffOptions& options) {
+  return analyses::ComputeDiff({&base.model, &base.report, &base.findings},
+                               {&now.model, &now.report, &now.findings}, options);
+}
 
 // The command: `diff [--format text|json] [--idle-gap-ms MS] [--window-ms MS] [--top N]
 // [--fail-on-regression PCT] BASE NEW`.
