@@ -12,8 +12,37 @@
 namespace gpscope::analyses {
 namespace {
 
-// Run-level numbers of one summary (see diff.h for how GPUs combine).
-std::vector<DiffNumber> Numbers(const DiffRun& r) {
+// What one run's variance says: coefficient of variation and count of the
+// step periods (slowest GPU) and of all kernel durations.
+struct Spread {
+  double step_cv = 0;
+  uint64_t step_n = 0;
+  double kernel_cv = 0;
+  uint64_t kernel_n = 0;
+};
+
+double Cv(double mean, double stddev) { return mean > 0 ? stddev / mean : 0; }
+
+// Two standard errors of the relative difference of two means.
+double TwoSe(double cv_b, uint64_t n_b, double cv_n, uint64_t n_n) {
+  double v = 0;
+  if (n_b > 0) v += cv_b * cv_b / static_cast<double>(n_b);
+  if (n_n > 0) v += cv_n * cv_n / static_cast<double>(n_n);
+  return 2 * std::sqrt(v);
+}
+
+// The most steps of any GPU of the run (0 without steps).
+uint64_t Steps(const DiffRun& r) {
+  uint64_t steps = 0;
+  for (const GpuReport& g : r.report->gpus) {
+    if (g.has_steps) steps = std::max(steps, g.step_count);
+  }
+  return steps;
+}
+
+// Run-level numbers of one summary (see diff.h for how GPUs combine);
+// amounts divided by `steps` when it is not 0.
+std::vector<DiffNumber> Numbers(const DiffRun& r, uint64_t steps, Spread* spread) {
   double window = 0, busy = 0, gap = 0, comm = 0, overlap = 0;
   double sm = 0, sm_window = 0, dram = 0, dram_window = 0;
   double kernel_ns = 0, kernel_count = 0, copy_ns = 0, copy_bytes = 0;
@@ -42,12 +71,20 @@ std::vector<DiffNumber> Numbers(const DiffRun& r) {
     }
     kernels.Merge(g.gpu->kernel_duration_ns);
     if (g.step_period.count > 0) {
+      if (!step_p50.known || g.step_period.p50 > step_p50.value) {
+        spread->step_cv = Cv(g.step_period.mean, g.step_period.stddev);
+        spread->step_n = g.step_period.count;
+      }
       step_p50 = {true, std::max(step_p50.value, g.step_period.p50)};
       step_p95 = {true, std::max(step_p95.value, g.step_period.p95)};
     }
   }
+  spread->kernel_cv = Cv(kernels.mean(), kernels.stddev());
+  spread->kernel_n = kernels.count();
   auto ratio = [](double num, double den) { return RunValue{den > 0, den > 0 ? num / den : 0}; };
   const bool any = !r.report->gpus.empty();
+  const double per = steps > 0 ? static_cast<double>(steps) : 1;
+  const bool ps = steps > 0;
   return {
       {"step_p50_ns", "ns", step_p50, {}},
       {"step_p95_ns", "ns", step_p95, {}},
@@ -59,11 +96,16 @@ std::vector<DiffNumber> Numbers(const DiffRun& r) {
       {"kernel_p95_ns", "ns", {!kernels.empty(), kernels.Percentile(95)}, {}},
       {"comm_share", "ratio", ratio(comm, comm > 0 ? window : 0), {}},
       {"comm_overlap", "ratio", ratio(overlap, comm), {}},
-      {"kernel_ns", "ns", {any, kernel_ns}, {}},
-      {"kernel_count", "count", {any, kernel_count}, {}},
-      {"copy_ns", "ns", {any, copy_ns}, {}},
-      {"copy_bytes", "bytes", {any, copy_bytes}, {}},
+      {"kernel_ns", "ns", {any, kernel_ns / per}, {}, ps},
+      {"kernel_count", "count", {any, kernel_count / per}, {}, ps},
+      {"copy_ns", "ns", {any, copy_ns / per}, {}, ps},
+      {"copy_bytes", "bytes", {any, copy_bytes / per}, {}, ps},
   };
+}
+
+// |now - base| beyond noise x max(|base|, |now|) (both known).
+bool Beyond(double base, double now, double noise) {
+  return std::fabs(now - base) > noise * std::max(std::fabs(base), std::fabs(now));
 }
 
 std::map<std::string, KernelTotals> KernelsByName(const DiffRun& r) {
@@ -117,13 +159,63 @@ double Change(const RunValue& base, const RunValue& now) {
   return (now.value - base.value) / base.value;
 }
 
+const std::vector<DiffMetric>& DiffMetrics() {
+  static const std::vector<DiffMetric>* const kMetrics = new std::vector<DiffMetric>{
+      {"step_time", "step_p50_ns", true, false, "median step time"},
+      {"step_p95", "step_p95_ns", true, false, "P95 step time"},
+      {"kernel_time", "kernel_ns", true, false, "kernel time (per step, else total)"},
+      {"kernel_p50", "kernel_p50_ns", true, false, "median kernel duration"},
+      {"kernel_p95", "kernel_p95_ns", true, false, "P95 kernel duration"},
+      {"idle_share", "idle_gap_share", true, true, "idle-gap share (points)"},
+      {"busy_share", "busy_share", false, true, "GPU busy share, a fall (points)"},
+      {"comm_share", "comm_share", true, true, "communication share (points)"},
+      {"copy_time", "copy_ns", true, false, "copy time (per step, else total)"},
+  };
+  return *kMetrics;
+}
+
+const DiffMetric* FindDiffMetric(std::string_view name) {
+  for (const DiffMetric& m : DiffMetrics()) {
+    if (name == m.name) return &m;
+  }
+  return nullptr;
+}
+
 RunDiff ComputeDiff(const DiffRun& base, const DiffRun& now, const DiffOptions& options) {
   RunDiff d;
-  d.numbers = Numbers(base);
-  const std::vector<DiffNumber> after = Numbers(now);
-  for (size_t i = 0; i < d.numbers.size(); ++i) d.numbers[i].now = after[i].base;
+  d.base_steps = Steps(base);
+  d.new_steps = Steps(now);
+  d.per_step = d.base_steps > 0 && d.new_steps > 0;
+  Spread sb, sn;
+  d.numbers = Numbers(base, d.per_step ? d.base_steps : 0, &sb);
+  const std::vector<DiffNumber> after = Numbers(now, d.per_step ? d.new_steps : 0, &sn);
+  d.step_noise = TwoSe(sb.step_cv, sb.step_n, sn.step_cv, sn.step_n);
+  const double kernel_noise = TwoSe(sb.kernel_cv, sb.kernel_n, sn.kernel_cv, sn.kernel_n);
+  for (size_t i = 0; i < d.numbers.size(); ++i) {
+    DiffNumber& n = d.numbers[i];
+    n.now = after[i].base;
+    if (n.key == "kernel_p50_ns" || n.key == "kernel_p95_ns") {
+      n.noise = std::max(kernel_noise, kHistogramResolution);
+    } else if (n.key == "step_p50_ns" || n.key == "step_p95_ns") {
+      n.noise = std::max(d.step_noise, kHistogramResolution);
+    } else {
+      n.noise = d.step_noise;
+    }
+    n.significant = n.base.known && n.now.known && Beyond(n.base.value, n.now.value, n.noise);
+  }
 
-  // Kernels: every name of either run, largest total first.
+  // Kernels: every name of either run, the larger time on the basis first.
+  const double steps_b = d.per_step ? static_cast<double>(d.base_steps) : 1;
+  const double steps_n = d.per_step ? static_cast<double>(d.new_steps) : 1;
+  const double row_step_term = d.per_step ? d.step_noise / 2 : 0;
+  std::map<std::string, const model::LogHistogram*> hb, hn;
+  for (const auto* side : {&base, &now}) {
+    for (const model::GpuModel& g : side->model->gpus) {
+      for (const model::KernelStats& k : g.kernels) {
+        (side == &base ? hb : hn).emplace(k.name, &k.duration_ns);
+      }
+    }
+  }
   const std::map<std::string, KernelTotals> kb = KernelsByName(base);
   const std::map<std::string, KernelTotals> kn = KernelsByName(now);
   std::vector<KernelDiff> all;
@@ -135,18 +227,35 @@ RunDiff ComputeDiff(const DiffRun& base, const DiffRun& now, const DiffOptions& 
   for (const auto& [name, t] : kn) {
     if (kb.count(name) == 0) all.push_back({name, "new", {}, t});
   }
-  for (const KernelDiff& k : all) {
+  for (KernelDiff& k : all) {
+    k.base_value = static_cast<double>(k.base.total_ns) / steps_b;
+    k.now_value = static_cast<double>(k.now.total_ns) / steps_n;
+    k.base_calls = static_cast<double>(k.base.count) / steps_b;
+    k.now_calls = static_cast<double>(k.now.count) / steps_n;
+    if (k.status == "changed") {
+      // The kernel's own duration spread (the first GPU's histogram of the
+      // name stands for the name), plus the step term per step.
+      const model::LogHistogram* a = hb[k.name];
+      const model::LogHistogram* b = hn[k.name];
+      const double se = TwoSe(Cv(a->mean(), a->stddev()), a->count(),
+                              Cv(b->mean(), b->stddev()), b->count()) / 2;
+      k.noise = 2 * std::sqrt(se * se + row_step_term * row_step_term);
+      if (!Beyond(k.base_calls, k.now_calls, k.noise) &&
+          !Beyond(k.base_value, k.now_value, k.noise)) {
+        k.status = "same";
+      }
+    }
     d.new_kernels += k.status == "new" ? 1 : 0;
     d.vanished_kernels += k.status == "vanished" ? 1 : 0;
+    d.changed_kernels += k.status == "changed" ? 1 : 0;
   }
   std::sort(all.begin(), all.end(), [](const KernelDiff& a, const KernelDiff& b) {
-    const uint64_t ta = std::max(a.base.total_ns, a.now.total_ns);
-    const uint64_t tb = std::max(b.base.total_ns, b.now.total_ns);
+    const double ta = std::max(a.base_value, a.now_value);
+    const double tb = std::max(b.base_value, b.now_value);
     return ta != tb ? ta > tb : a.name < b.name;
   });
   if (all.size() > options.top_kernels) all.resize(options.top_kernels);
   d.kernels = std::move(all);
-
   // Copies.
   const auto cb = CopiesByKind(base);
   const auto cn = CopiesByKind(now);
@@ -162,9 +271,13 @@ RunDiff ComputeDiff(const DiffRun& base, const DiffRun& now, const DiffOptions& 
       (is_base ? x.base_ns : x.new_ns) = c.duration_ns;
     }
   }
-  for (auto& [key, c] : copies) d.copies.push_back(c);
-  std::sort(d.copies.begin(), d.copies.end(), [](const CopyDiff& a, const CopyDiff& b) {
-    return std::max(a.base_ns, a.new_ns) > std::max(b.base_ns, b.new_ns);
+  for (auto& [key, c] : copies) {
+    c.base_value = static_cast<double>(c.base_ns) / steps_b;
+    c.now_value = static_cast<double>(c.new_ns) / steps_n;
+    d.copies.push_back(c);
+  }
+  std::stable_sort(d.copies.begin(), d.copies.end(), [](const CopyDiff& a, const CopyDiff& b) {
+    return std::max(a.base_value, a.now_value) > std::max(b.base_value, b.now_value);
   });
 
   // Findings, matched by rule and GPU/process index.
@@ -185,30 +298,44 @@ RunDiff ComputeDiff(const DiffRun& base, const DiffRun& now, const DiffOptions& 
     if (fn.count(key) == 0) d.disappeared.push_back(Ref(*f));
   }
 
-  // Regressions.
-  const double pct = options.fail_on_regression_pct.value_or(kDefaultRegressionPct);
-  auto grew = [&](const DiffNumber& n) {
-    const double change = Change(n.base, n.now);
-    return std::isfinite(change) && change * 100 > pct;
+  // Regressions: the watched metrics that got worse beyond the threshold
+  // and their noise floor. Without steps in a run, kernel time on totals
+  // stands in for the step times (once).
+  d.metrics = options.metrics;
+  d.threshold_pct = options.fail_on_regression_pct.value_or(kDefaultRegressionPct);
+  auto number = [&d](const char* key) -> const DiffNumber* {
+    for (const DiffNumber& n : d.numbers) {
+      if (n.key == key) return &n;
+    }
+    return nullptr;
   };
-  bool steps = false;
-  for (const DiffNumber& n : d.numbers) {
-    if ((n.key == "step_p50_ns" || n.key == "step_p95_ns") && n.base.known && n.now.known) {
-      steps = true;
-      if (grew(n)) d.regressions.push_back({n.key, n.unit, n.base, n.now, pct, false, {}});
+  bool stood_in = false;
+  for (const std::string& name : options.metrics) {
+    const DiffMetric* m = FindDiffMetric(name);
+    if (m == nullptr) continue;  // the command rejects unknown names
+    const DiffNumber* n = number(m->key);
+    bool stand_in = false;
+    const bool step_metric = std::string_view(m->key).substr(0, 5) == "step_";
+    if (n != nullptr && step_metric && !(n->base.known && n->now.known)) {
+      if (stood_in) continue;
+      stood_in = stand_in = true;
+      n = number("kernel_ns");
     }
-  }
-  for (const DiffNumber& n : d.numbers) {
-    if (n.key == "kernel_ns" && !steps && grew(n)) {
-      d.regressions.push_back({n.key, n.unit, n.base, n.now, pct, true, {}});
+    if (n == nullptr || !n->base.known || !n->now.known || !n->significant) continue;
+    const double worse = m->higher_is_worse ? n->now.value - n->base.value
+                                            : n->base.value - n->now.value;
+    if (!(worse > 0)) continue;
+    double by = 0;
+    if (m->share) {
+      by = 100 * worse;  // points
+    } else if (n->base.value > 0) {
+      by = 100 * worse / n->base.value;
+    } else {
+      continue;  // from nothing: no percentage
     }
-  }
-  for (const FindingRef& f : d.appeared) {
-    if (f.severity >= Severity::kWarning) {
-      Regression r;
-      r.threshold_pct = pct;
-      r.finding = f;
-      d.regressions.push_back(r);
+    if (by > d.threshold_pct) {
+      d.regressions.push_back({stand_in ? "kernel_time" : m->name, *n, d.threshold_pct, m->share,
+                               stand_in});
     }
   }
   return d;

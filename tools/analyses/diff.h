@@ -1,17 +1,46 @@
 // tools/analyses/diff.h: what changed between two runs (`gpscope-analyze
 // diff`, tools/analyze/diff.h): run-level numbers, kernels by name, copies
 // by direction and memory, findings matched by rule and GPU/process index,
-// and the regressions among them. A pure function of two summarised runs;
-// rendering is in render/diff_render.h.
+// and the regressions of chosen metrics. A pure function of two summarised
+// runs; rendering is in render/diff_render.h.
 //
 //   const DiffRun base{&a->model, &a->report, &a->findings};
 //   const DiffRun now{&b->model, &b->report, &b->findings};
 //   RunDiff d = ComputeDiff(base, now, DiffOptions{});
 //
+// Basis. Two runs of one loop that ran 100 and 200 steps differ in every
+// total, not in what a step does. When both runs have steps (NVTX step
+// ranges or steps inferred from the repeating pattern, GpuReport::has_steps)
+// amounts are compared per step: kernel time, kernel calls, copy time and
+// bytes, each kernel's time and calls, each copy kind's time, divided by the
+// run's step count (the most steps of any of its GPUs, warm-up included:
+// the GPUs of one synchronous job run the same steps). Otherwise whole-run
+// totals are compared, and `basis` says so.
+//
 // Run-level numbers combine the GPUs: shares are window-weighted means, step
 // times are the slowest GPU's (a synchronous job runs at its slowest rank's
-// pace), kernel and copy totals are sums over GPUs (whole run), kernel
-// duration percentiles come from the merged histograms.
+// pace), kernel and copy amounts are sums over GPUs, kernel duration
+// percentiles come from the merged histograms.
+//
+// Noise floor. A number changed only when |new - base| exceeds
+// noise x max(|base|, |new|), where `noise` (relative) comes from the data:
+//   - step-based (per-step amounts, shares, step times): two standard
+//     errors of the relative difference of the mean step time,
+//     2 sqrt(cv_b^2 / n_b + cv_n^2 / n_n), cv = stddev / mean of the step
+//     periods of the slowest GPU, n their count;
+//   - kernel duration percentiles: the same from the merged kernel
+//     durations;
+//   - a kernel row: the same from that kernel's durations, plus the
+//     step-time term when compared per step;
+//   - percentiles (step and kernel P50/P95) are never finer than the log
+//     histogram's resolution, 1/64 of the value (model/log_histogram.h).
+// Without steps (or without variance, e.g. identical synthetic steps) the
+// floor is 0 and any difference counts; identical inputs give identical
+// numbers, so `diff X X` reports no change.
+//
+// Regressions: a chosen metric (DiffOptions::metrics) got worse by more
+// than the threshold (percent; percentage points for shares) and beyond
+// its noise floor. Findings that appear are listed, never regressions.
 //
 // Thread model: pure functions.
 #ifndef GPSCOPE_TOOLS_ANALYSES_DIFF_H_
@@ -20,6 +49,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tools/analyses/gpu_report.h"
@@ -28,12 +58,33 @@
 
 namespace gpscope::analyses {
 
-// Without --fail-on-regression, growth beyond this is still listed.
+// Without --fail-on-regression, regressions beyond this are still listed.
 inline constexpr double kDefaultRegressionPct = 5.0;
+// A percentile read from a model::LogHistogram: 64 buckets per power of two.
+inline constexpr double kHistogramResolution = 1.0 / 64;
+
+// A metric that --fail-on-regression can watch: its name, the number it
+// reads (DiffNumber::key), whether higher is worse, and whether it is a
+// share (threshold in percentage points) rather than an amount (percent).
+struct DiffMetric {
+  const char* name;
+  const char* key;
+  bool higher_is_worse;
+  bool share;
+  const char* what;
+};
+// step_time, step_p95, kernel_time, kernel_p50, kernel_p95, idle_share,
+// busy_share, comm_share, copy_time.
+const std::vector<DiffMetric>& DiffMetrics();
+const DiffMetric* FindDiffMetric(std::string_view name);
+// The default watch list: "step_time,step_p95" (without steps in either
+// run, kernel_time on totals stands in for them).
+inline constexpr char kDefaultDiffMetrics[] = "step_time,step_p95";
 
 struct DiffOptions {
   size_t top_kernels = 15;
   std::optional<double> fail_on_regression_pct;
+  std::vector<std::string> metrics = {"step_time", "step_p95"};  // DiffMetric names
 };
 
 // One side of the diff: a summarised run (all three point into one result).
@@ -51,8 +102,11 @@ struct RunValue {
 
 struct DiffNumber {
   std::string key;
-  std::string unit;
+  std::string unit;   // "ns", "ratio", "percent", "bytes", "count"
   RunValue base, now;
+  bool per_step = false;  // an amount divided by the run's steps
+  double noise = 0;       // relative noise floor (see the header comment)
+  bool significant = false;  // both known and the change exceeds the floor
 };
 
 struct KernelTotals {
@@ -63,14 +117,18 @@ struct KernelTotals {
 
 struct KernelDiff {
   std::string name;
-  std::string status;  // "changed", "new", "vanished"
+  std::string status;  // "same" (within the noise floor), "changed", "new", "vanished"
   KernelTotals base, now;
+  double base_value = 0, now_value = 0;  // time on the basis: ns per step, or total ns
+  double base_calls = 0, now_calls = 0;  // calls on the basis
+  double noise = 0;
 };
 
 struct CopyDiff {
   std::string direction, memory;
   uint64_t base_count = 0, base_bytes = 0, base_ns = 0;
   uint64_t new_count = 0, new_bytes = 0, new_ns = 0;
+  double base_value = 0, now_value = 0;  // time on the basis
 };
 
 struct FindingRef {
@@ -82,23 +140,26 @@ struct FindingRef {
   uint64_t cost_ns = 0;
 };
 
-// A regression: a number grew beyond the threshold, or a finding at
-// warning level or above appeared. The renderers word it.
+// A chosen metric got worse beyond the threshold and its noise floor.
 struct Regression {
-  std::string key;        // the number's key; "" for a finding
-  std::string unit;
-  RunValue base, now;
-  double threshold_pct = 0;
-  bool no_steps = false;  // kernel_ns compared because a run has no steps
-  FindingRef finding;     // key == ""
+  std::string metric;     // DiffMetric name
+  DiffNumber number;
+  double threshold = 0;   // percent, or percentage points for a share
+  bool share = false;
+  bool stand_in = false;  // kernel_time on totals standing in for step times
 };
 
 struct RunDiff {
+  bool per_step = false;               // the basis (see the header comment)
+  uint64_t base_steps = 0, new_steps = 0;  // 0 without steps
+  double step_noise = 0;               // the step-based relative noise floor
   std::vector<DiffNumber> numbers;
-  std::vector<KernelDiff> kernels;  // top N
-  uint64_t new_kernels = 0, vanished_kernels = 0;
+  std::vector<KernelDiff> kernels;     // top N
+  uint64_t new_kernels = 0, vanished_kernels = 0, changed_kernels = 0;
   std::vector<CopyDiff> copies;
   std::vector<FindingRef> appeared, disappeared, changed;
+  std::vector<std::string> metrics;    // watched, as given
+  double threshold_pct = kDefaultRegressionPct;
   std::vector<Regression> regressions;
 };
 

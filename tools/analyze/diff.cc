@@ -16,28 +16,45 @@ namespace gpscope::analyze {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: gpscope-analyze diff [--format text|json] [--fail-on-regression PCT] [--top N]\n"
-    "                            [--idle-gap-ms MS] [--window-ms MS] BASE NEW\n"
+    "usage: gpscope-analyze diff [--format text|json] [--fail-on-regression PCT]\n"
+    "                            [--metrics M[,M]] [--top N] [--idle-gap-ms MS]\n"
+    "                            [--window-ms MS] BASE NEW\n"
     "       gpscope-analyze diff [options] --rank A --rank B FILE\n"
     "\n"
     "What changed between two runs: step time P50/P95, GPU busy and idle-gap share, the\n"
-    "four numbers, communication, top kernels by total time (new and vanished ones),\n"
-    "copies, and findings that appeared or disappeared. BASE and NEW are trace files,\n"
-    "or several files of one run joined by commas. With --rank twice, BASE is rank A\n"
-    "and NEW rank B of the same FILE (a node file holds every rank of the node).\n"
+    "four numbers, communication, top kernels (new and vanished ones), copies, and\n"
+    "findings that appeared or disappeared. BASE and NEW are trace files, or several\n"
+    "files of one run joined by commas. With --rank twice, BASE is rank A and NEW\n"
+    "rank B of the same FILE (a node file holds every rank of the node).\n"
+    "\n"
+    "Basis: when both runs have steps (NVTX or inferred), kernel time, calls and\n"
+    "copies are compared per step (a loop run for 100 and for 200 steps is the same\n"
+    "loop); otherwise whole-run totals. The output says which.\n"
+    "Noise floor: a number changed only when |new - base| > noise x max(|base|,|new|),\n"
+    "noise = 2 standard errors of the relative difference of the mean step time\n"
+    "(a kernel: of its mean duration; percentiles: never below 1/64, the histogram's\n"
+    "resolution). Without step variance it is 0: identical runs show no change, any\n"
+    "other difference counts. Text marks a change within the floor with ~.\n"
     "\n"
     "  --format text|json        output format (default text; json keys in diff.h)\n"
-    "  --fail-on-regression PCT  exit 3 when step time P50/P95 (without steps: total\n"
-    "                            kernel time) grew by more than PCT percent, or a\n"
-    "                            warning-level finding appeared\n"
+    "  --fail-on-regression PCT  exit 3 when a watched metric got worse by more than\n"
+    "                            PCT percent (percentage points for shares) and beyond\n"
+    "                            its noise floor; findings that appear are listed,\n"
+    "                            never a regression\n"
+    "  --metrics M[,M]           the watched metrics (default step_time,step_p95; when\n"
+    "                            a run has no steps, total kernel time stands in):\n"
+    "                            step_time, step_p95, kernel_time, kernel_p50,\n"
+    "                            kernel_p95, idle_share, busy_share (a fall),\n"
+    "                            comm_share, copy_time\n"
     "  --top N                   kernels listed (default 15)\n"
     "  --idle-gap-ms MS          as for summary (default 5)\n"
     "  --window-ms MS            as for summary, 50..200 (default 100)\n"
     "  --rank A --rank B         compare two ranks of one run (Identity.rank)\n"
     "  -h, --help                this help\n"
     "\n"
-    "Exit status: 0 ok (regressions are listed but do not fail without the option),\n"
-    "3 regression with --fail-on-regression, 1 a file could not be read, 2 usage error.\n";
+    "Exit status: 0 ok (regressions beyond 5% are listed but do not fail without the\n"
+    "option), 3 regression with --fail-on-regression, 1 a file could not be read,\n"
+    "2 usage error.\n";
 
 int Usage(std::ostream& err, const std::string& message) {
   err << kProgram << " diff: " << message << "; run '" << kProgram << " diff --help'\n";
@@ -79,7 +96,7 @@ int RunDiffCommand(const std::vector<std::string>& raw_args, std::ostream& out,
                                    ranks.size(), ")"));
   }
   absl::StatusOr<ParsedArgs> parsed = ParseArgs(
-      args, {"format", "fail-on-regression", "top", "idle-gap-ms", "window-ms"}, {"help"});
+      args, {"format", "fail-on-regression", "metrics", "top", "idle-gap-ms", "window-ms"}, {"help"});
   if (!parsed.ok()) return Usage(err, std::string(parsed.status().message()));
   if (parsed->has("help")) {
     out << kUsage;
@@ -99,6 +116,18 @@ int RunDiffCommand(const std::vector<std::string>& raw_args, std::ostream& out,
                                      "'"));
     }
     options.fail_on_regression_pct = pct;
+  }
+  if (parsed->has("metrics")) {
+    options.metrics = absl::StrSplit(parsed->flags.at("metrics"), ',', absl::SkipEmpty());
+    if (options.metrics.empty()) return Usage(err, "--metrics needs at least one metric");
+    for (const std::string& m : options.metrics) {
+      if (analyses::FindDiffMetric(m) == nullptr) {
+        std::vector<std::string> names;
+        for (const analyses::DiffMetric& d : analyses::DiffMetrics()) names.push_back(d.name);
+        return Usage(err, absl::StrCat("--metrics: unknown metric '", m, "' (one of ",
+                                       absl::StrJoin(names, ","), ")"));
+      }
+    }
   }
   if (const std::string error = ParseCommonFlags(*parsed, &model_options, &options.top_kernels);
       !error.empty()) {
