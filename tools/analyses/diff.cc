@@ -198,8 +198,10 @@ RunDiff ComputeDiff(const DiffRun& base, const DiffRun& now, const DiffOptions& 
       n.noise = std::max(kernel_noise, kHistogramResolution);
     } else if (n.key == "step_p50_ns" || n.key == "step_p95_ns") {
       n.noise = std::max(d.step_noise, kHistogramResolution);
-    } else {
+    } else if (n.per_step || n.unit == "ratio" || n.unit == "percent") {
       n.noise = d.step_noise;
+    } else {
+      n.noise = 0;  // a whole-run total: no per-step variance to judge it by
     }
     n.significant = n.base.known && n.now.known && Beyond(n.base.value, n.now.value, n.noise);
   }

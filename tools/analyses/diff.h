@@ -34,9 +34,10 @@
 //     step-time term when compared per step;
 //   - percentiles (step and kernel P50/P95) are never finer than the log
 //     histogram's resolution, 1/64 of the value (model/log_histogram.h).
-// Without steps (or without variance, e.g. identical synthetic steps) the
-// floor is 0 and any difference counts; identical inputs give identical
-// numbers, so `diff X X` reports no change.
+// Whole-run totals (no per-step basis) and runs without step variance
+// (e.g. identical synthetic steps) have a floor of 0: any difference
+// counts. Identical inputs give identical numbers, so `diff X X` reports
+// no change whatever the floor.
 //
 // Regressions: a chosen metric (DiffOptions::metrics) got worse by more
 // than the threshold (percent; percentage points for shares) and beyond
