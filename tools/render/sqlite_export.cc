@@ -161,16 +161,21 @@ absl::StatusOr<std::unique_ptr<SqliteExport>> SqliteExport::Create(
     return absl::PermissionDeniedError(absl::StrCat(path, ": cannot replace it"));
   }
   sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
-      SQLITE_OK) {
+  // One thread uses the connection: no SQLite mutexes.
+  if (sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                      nullptr) != SQLITE_OK) {
     std::string message = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
     return absl::UnavailableError(absl::StrCat(path, ": cannot create the database: ", message));
   }
   std::unique_ptr<SqliteExport> out(new SqliteExport(db, timebase));
   // The file is written once, start to end: a crash leaves a file to
-  // delete, not one to recover, so there is no journal to keep.
-  absl::Status st = out->Exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;");
+  // delete, not one to recover, so there is no journal to keep. A 64 MiB
+  // page cache (SQLite's default is 2 MiB) keeps the tables' last pages and
+  // the index builds off the disk.
+  absl::Status st =
+      out->Exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;");
   if (st.ok()) st = out->Exec(kSchema);
   if (st.ok()) st = out->Prepare();
   if (st.ok()) st = out->Exec("BEGIN");
