@@ -24,9 +24,9 @@
 // first, then by name. All processes of the pass are summed, like nsys's
 // one report per run.
 //
-// Memory: 8 bytes per range, call and GPU op, plus, for the projection,
-// 16 bytes per API call and GPU op correlation: a summary table of a trace
-// needs every duration for its exact median.
+// Memory: every duration (8 bytes per range, call and GPU op: an exact
+// median needs them all) and, for the projection, 24 bytes per range, 16
+// per API call and a hash-map entry per correlation id of GPU work.
 //
 // Thread model: the reader's one thread, then Finish().
 #ifndef GPSCOPE_TOOLS_ANALYSES_STATS_H_

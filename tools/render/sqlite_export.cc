@@ -103,8 +103,8 @@ constexpr const char* kInserts[] = {
     "INSERT INTO nvtx_marks VALUES (?,?,?,?,?,?)",
     "INSERT INTO metric_samples VALUES (?,?,?,?,?)",
     "INSERT INTO stack_samples VALUES (?,?,?,?,?,?,?)",
+    "INSERT INTO metric_descriptors VALUES (?,?,?,?,?,?,?,?,?)",
 };
-static_assert(sizeof(kInserts) / sizeof(kInserts[0]) == 9, "one INSERT per Stmt");
 
 // Binds values to a statement left to right.
 class Binder {
@@ -199,6 +199,7 @@ absl::Status SqliteExport::Exec(const char* sql) {
 }
 
 absl::Status SqliteExport::Prepare() {
+  static_assert(sizeof(kInserts) / sizeof(kInserts[0]) == kStmts, "one INSERT per Stmt");
   for (int i = 0; i < kStmts; ++i) {
     if (sqlite3_prepare_v2(db_, kInserts[i], -1, &stmts_[i], nullptr) != SQLITE_OK) {
       return absl::InternalError(absl::StrCat("sqlite: ", sqlite3_errmsg(db_)));
@@ -251,16 +252,9 @@ void SqliteExport::OnBatch(const reader::ResolvedBatch& rb) {
   const uint64_t uid = t.process_uid();
   // Metric descriptors arrive in batches (a sampler may add one late).
   for (const proto::MetricDescriptor& m : rb.batch.metric_descriptors()) {
-    sqlite3_stmt* d = nullptr;
-    if (sqlite3_prepare_v2(db_, "INSERT INTO metric_descriptors VALUES (?,?,?,?,?,?,?,?,?)", -1,
-                           &d, nullptr) != SQLITE_OK) {
-      Fail("metric_descriptors");
-      return;
-    }
-    Binder(d).I(pid).U(m.id()).T(m.name()).T(m.unit()).T(ScopeName(m.scope())).U(m.device_id())
-        .U(m.pid()).U(m.thread_id()).T(m.label());
-    Step(d);
-    sqlite3_finalize(d);
+    Binder(stmts_[kDescriptor]).I(pid).U(m.id()).T(m.name()).T(m.unit()).T(ScopeName(m.scope()))
+        .U(m.device_id()).U(m.pid()).U(m.thread_id()).T(m.label());
+    Step(stmts_[kDescriptor]);
   }
   if (!rb.decode_status.ok()) return;  // counted by the model's completeness
   const reader::DecodedBatch& e = rb.events;

@@ -65,7 +65,8 @@ class SqliteExport : public reader::EventSink {
 
  private:
   enum Stmt {
-    kKernel, kMemcpy, kMemset, kSync, kApi, kRange, kMark, kMetric, kStackSample, kStmts
+    kKernel, kMemcpy, kMemset, kSync, kApi, kRange, kMark, kMetric, kStackSample, kDescriptor,
+    kStmts
   };
   SqliteExport(sqlite3* db, const reader::Timebase& timebase) : db_(db), timebase_(timebase) {}
   absl::Status Exec(const char* sql);
