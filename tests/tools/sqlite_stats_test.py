@@ -127,6 +127,19 @@ with tempfile.TemporaryDirectory() as tmp:
     assert [r["rule"] for r in rows] == [f["rule"] for f in summary["findings"]], rows
     assert [r["evidence"] for r in rows] == [len(f["evidence"]) for f in summary["findings"]]
     assert [r["cost_ns"] for r in rows] == [f["cost_ns"] for f in summary["findings"]]
+    # The named views: every event keeps its row and gets dump's name.
+    named = collections.Counter((r["name"], r["domain"]) for r in by_type["nvtx_range"])
+    rows = sql(db, "SELECT name, domain, COUNT(*) AS n FROM nvtx_ranges_named GROUP BY 1, 2")
+    assert {(r["name"], r["domain"]): r["n"] for r in rows} == dict(named), rows[:5]
+    named = collections.Counter(k["name"] for k in by_type["kernel"])
+    rows = sql(db, "SELECT name, COUNT(*) AS n FROM kernels_named GROUP BY 1")
+    assert {r["name"]: r["n"] for r in rows} == dict(named)
+    # The doc's other examples at least run.
+    for block in re.findall(r"```sql\n(.*?)```", open(docs).read(), re.S):
+        if not block.startswith("-- query:"):
+            r = subprocess.run(["sqlite3", db], input=block, capture_output=True, text=True)
+            assert r.returncode == 0 and not r.stderr, (block[:60], r.stderr)
+    rows = sql(db, q["findings"])
     ranks = sql(db, "SELECT COUNT(*) AS n FROM ranks")[0]["n"]
     assert ranks == len(summary["ranks"]["rows"]), ranks
     print(f"sqlite: {len(top)} top kernels, {len(api)} APIs, {len(gaps)} GPUs with gaps "

@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 
@@ -79,6 +80,20 @@ CREATE VIEW gpu_ops AS
          duration_ns, start_rel_ns, end_rel_ns FROM memcpys
   UNION ALL SELECT process_id, device_id, stream_id, 'memset', correlation_id, start_ns, end_ns,
          duration_ns, start_rel_ns, end_rel_ns FROM memsets;
+CREATE VIEW kernels_named AS
+  SELECT k.*, s.value AS name, s.demangled AS demangled FROM kernels k
+  LEFT JOIN strings s ON s.process_id = k.process_id AND s.string_id = k.name_id;
+CREATE VIEW api_calls_named AS
+  SELECT a.*, s.value AS name FROM api_calls a
+  LEFT JOIN strings s ON s.process_id = a.process_id AND s.string_id = a.name_id;
+CREATE VIEW nvtx_ranges_named AS
+  SELECT r.*, s.value AS name, d.value AS domain FROM nvtx_ranges r
+  LEFT JOIN strings s ON s.process_id = r.process_id AND s.string_id = r.name_id
+  LEFT JOIN strings d ON d.process_id = r.process_id AND d.string_id = r.domain_id;
+CREATE VIEW nvtx_marks_named AS
+  SELECT m.*, s.value AS name, d.value AS domain FROM nvtx_marks m
+  LEFT JOIN strings s ON s.process_id = m.process_id AND s.string_id = m.name_id
+  LEFT JOIN strings d ON d.process_id = m.process_id AND d.string_id = m.domain_id;
 )sql";
 
 constexpr const char* kIndexes = R"sql(
@@ -386,8 +401,9 @@ absl::Status SqliteExport::Finish(const model::TraceModel& model,
   with("INSERT INTO strings VALUES (?,?,?,?)", [&](sqlite3_stmt* s) {
     for (const std::unique_ptr<reader::ProcessTables>& t : model.tables) {
       const int64_t pid = id_of(t->process_uid());
-      for (size_t id = 0; id < t->string_ids(); ++id) {
-        if (!t->HasString(static_cast<uint32_t>(id))) continue;
+      // Id 0 is the empty string (the default NVTX domain) in every trace.
+      for (size_t id = 0; id < std::max<size_t>(t->string_ids(), 1); ++id) {
+        if (id != 0 && !t->HasString(static_cast<uint32_t>(id))) continue;
         const std::string& value = t->String(static_cast<uint32_t>(id));
         Binder b(s);
         b.I(pid).U(id).T(value);
