@@ -67,7 +67,7 @@ struct DurationSummary {
 DurationSummary Summarize(std::vector<uint64_t>& durations);
 
 struct StatsRow {
-  std::string name;    // NVTX range or mark text, API name, kernel name (styled)
+  std::string name;    // NVTX range text, API name, kernel name (styled), copy direction
   std::string domain;  // NVTX domain ("" the default); copies: "memcpy" or "memset"
   double share = 0;    // of the table's total time
   DurationSummary time;
@@ -124,7 +124,7 @@ class StatsCollector : public reader::EventSink {
     std::vector<uint64_t> durations;
     uint64_t bytes = 0;
   };
-  // A group of `table` by key, created on first use.
+  // The index in `groups` of (name, domain), added on first use.
   uint32_t GroupOf(absl::flat_hash_map<std::string, uint32_t>& index, std::vector<Group>& groups,
                    std::string_view name, std::string_view domain);
 

@@ -418,13 +418,13 @@ absl::Status SqliteExport::Finish(const model::TraceModel& model,
     }
   });
   with("INSERT INTO gpus VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", [&](sqlite3_stmt* s) {
+    absl::flat_hash_map<uint64_t, int32_t> rank_of;  // by process uid
+    for (const model::ProcessModel& p : model.processes) rank_of[p.process_uid] = p.rank;
     for (const analyses::GpuReport& g : report.gpus) {
       if (g.gpu == nullptr) continue;
       const model::GpuModel& m = *g.gpu;
-      int32_t rank = -1;
-      for (const model::ProcessModel& p : model.processes) {
-        if (p.process_uid == m.process_uid) rank = p.rank;
-      }
+      auto it = rank_of.find(m.process_uid);
+      const int32_t rank = it != rank_of.end() ? it->second : -1;
       Binder(s).U(g.gpu_index).I(id_of(m.process_uid)).U(m.device_id).T(g.label).I(rank)
           .U(m.first_ns).U(m.last_ns).I(Rel(m.process_uid, m.first_ns))
           .I(Rel(m.process_uid, m.last_ns)).U(m.busy_ns).U(m.kernel_count).U(m.kernel_ns);
