@@ -13,6 +13,7 @@
 #include "tools/analyze/info.h"
 #include "tools/analyze/metrics.h"
 #include "tools/analyze/report.h"
+#include "tools/analyze/stats.h"
 #include "tools/analyze/summary.h"
 #include "tools/reader/limits.h"
 
@@ -30,6 +31,7 @@ constexpr Command kCommands[] = {
     {"export", "Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing", RunExport},
     {"diff", "what changed between two runs (BASE NEW), for regression checks", RunDiffCommand},
     {"metrics", "GPU and process utilization per window, idle GPUs, throttling", RunMetrics},
+    {"stats", "nsys-style tables: NVTX ranges and their GPU time, CUDA API, kernels", RunStats},
 };
 
 void PrintUsage(std::ostream& out) {

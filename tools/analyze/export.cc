@@ -11,6 +11,7 @@
 #include "gpscope/trace.pb.h"
 #include "tools/analyses/names.h"
 #include "tools/analyze/cli.h"
+#include "tools/analyze/export_sqlite.h"
 #include "tools/reader/batch_decode.h"
 #include "tools/reader/event_reader.h"
 #include "tools/render/chrome_stacks.h"
@@ -267,13 +268,18 @@ int RunExport(const std::vector<std::string>& raw_args, std::ostream& out, std::
   }
   const bool help = parsed->has("help");
   std::string format = parsed->has("format") ? parsed->flags.at("format") : "chrome";
+  if (format == "sqlite" && !help && !parsed->positional.empty()) {  // docs/sqlite.md
+    return RunSqliteExport(parsed->positional,
+                           parsed->has("output") ? parsed->flags.at("output") : "", out, err);
+  }
   if (help || parsed->positional.empty() || (format != "chrome" && format != "perfetto")) {
     (help ? out : err) << "usage: " << kProgram
-                       << " export [--format chrome|perfetto] [-o OUT.json] FILE...\n\n"
+                       << " export [--format chrome|perfetto|sqlite] [-o OUT] FILE...\n\n"
                        << "Writes Chrome trace-event JSON (opens in ui.perfetto.dev and "
                           "chrome://tracing;\n'perfetto' writes the same JSON, which Perfetto "
                           "imports). Default output: stdout. Times (ts) are microseconds since\n"
-                          "the time origin every command prints (metadata.gpscope_time_origin).\n";
+                          "the time origin every command prints (metadata.gpscope_time_origin).\n"
+                       << "'sqlite' writes an SQLite database to -o OUT.sqlite (docs/sqlite.md).\n";
     return help ? kExitOk : kExitUsage;
   }
   std::string path = parsed->has("output") ? parsed->flags.at("output") : "-";
