@@ -505,6 +505,26 @@ TEST_F(SymbolizeTest, HostileModuleFilesAreNotOpened) {
   std::filesystem::remove_all(dir);
 }
 
+// One file named under many build ids: bounded work and notes.
+TEST_F(SymbolizeTest, ManyBuildIdsForOneFileAreBounded) {
+  std::vector<model::StackFrameText> frames(model::kMaxModules + 500);
+  for (size_t i = 0; i < frames.size(); ++i) {
+    model::StackFrameText& f = frames[i];
+    f.defined = true;
+    f.kind = proto::FRAME_NATIVE;
+    f.file = rec_.module;
+    char id[41];
+    std::snprintf(id, sizeof id, "%040zx", i + 1);
+    f.build_id = id;
+    f.module_offset = rec_.offset;
+  }
+  std::vector<model::SymbolNote> notes;
+  model::SymbolizeFrames(&frames, &notes, {});
+  EXPECT_EQ(notes.size(), model::kMaxSymbolNotes + 1);
+  EXPECT_NE(notes.back().text.find("more modules not looked for"), std::string::npos);
+  EXPECT_TRUE(notes.back().module.empty());
+}
+
 // The table keeps a long label's file:line visible.
 TEST_F(SymbolizeTest, LongSiteLabelsKeepTheirLine) {
   const std::string dir = TempDir("long");

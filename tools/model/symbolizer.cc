@@ -136,8 +136,16 @@ size_t SymbolizeFrames(std::vector<StackFrameText>* frames, std::vector<SymbolNo
     m.build_id = f.build_id;
     m.frames.push_back(i);
   }
-  size_t symbolized = 0;
+  size_t symbolized = 0, looked_for = 0, notes_left_out = 0, modules_left_out = 0;
+  auto note = [&](const std::string& module, std::string text) {
+    if (notes->size() < kMaxSymbolNotes) notes->push_back({module, std::move(text)});
+    else ++notes_left_out;
+  };
   for (auto& [key, m] : modules) {
+    if (++looked_for > kMaxModules) {
+      ++modules_left_out;
+      continue;
+    }
     // A recorded build id is lowercase hex (trace.proto); anything else
     // cannot be matched, nor put into a debug-file path.
     if (!IsHex(m.build_id) || m.build_id.size() < 4) continue;
@@ -167,7 +175,7 @@ size_t SymbolizeFrames(std::vector<StackFrameText>* frames, std::vector<SymbolNo
     }
     if (!have_bin && !have_debug) {
       if (!mismatch.empty()) {
-        notes->push_back({m.path, absl::StrCat(mismatch, "; its frames are not symbolized")});
+        note(m.path, absl::StrCat(mismatch, "; its frames are not symbolized"));
       }
       continue;
     }
@@ -182,13 +190,12 @@ size_t SymbolizeFrames(std::vector<StackFrameText>* frames, std::vector<SymbolNo
     const bool compressed = (have_bin && bin.elf->line_table_compressed() && !have_debug) ||
                             (have_debug && debug.elf->line_table_compressed());
     if (compressed) {
-      notes->push_back({m.path, absl::StrCat(have_debug ? debug.path : bin.path,
-                                             ": its line table is compressed (not read): "
-                                             "functions only")});
+      note(m.path, absl::StrCat(have_debug ? debug.path : bin.path,
+                                ": its line table is compressed (not read): functions only"));
     } else if (damage.bad_units > 0 || damage.bad_symbols > 0) {
-      notes->push_back({m.path, absl::StrCat(have_debug ? debug.path : bin.path, ": ",
-                                             damage.bad_units, " malformed line-table units and ",
-                                             damage.bad_symbols, " bad symbol names skipped")});
+      note(m.path, absl::StrCat(have_debug ? debug.path : bin.path, ": ", damage.bad_units,
+                                " malformed line-table units and ", damage.bad_symbols,
+                                " bad symbol names skipped"));
     }
     for (size_t i : m.frames) {
       StackFrameText& f = (*frames)[i];
@@ -210,6 +217,11 @@ size_t SymbolizeFrames(std::vector<StackFrameText>* frames, std::vector<SymbolNo
       }
       ++symbolized;
     }
+  }
+  if (modules_left_out > 0 || notes_left_out > 0) {
+    notes->push_back({"", absl::StrCat(modules_left_out, " more modules not looked for (past ",
+                                       kMaxModules, "), ", notes_left_out,
+                                       " more notes left out")});
   }
   return symbolized;
 }

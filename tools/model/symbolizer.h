@@ -41,6 +41,10 @@ namespace gpscope::model {
 
 inline constexpr size_t kMaxWalkEntries = 100000;  // directory entries looked at per --symbols DIR
 inline constexpr uint64_t kMaxModuleBytes = uint64_t{16} << 30;
+// Modules looked for per process, and notes kept (a hostile trace can name
+// one file under many build ids); past them, one note counts the rest.
+inline constexpr size_t kMaxModules = 4096;
+inline constexpr size_t kMaxSymbolNotes = 64;
 
 // The --symbols directories (every command's option; cli.cc).
 void SetSymbolDirs(std::vector<std::string> dirs);

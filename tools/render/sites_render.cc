@@ -153,7 +153,7 @@ std::vector<std::string> SitesText(const model::TraceModel& model,
       module.defined = true;
       module.kind = proto::FRAME_NATIVE;
       module.file = note.module;
-      if (analyses::IsUserFrame(module)) Wrap(&out, 2, Printable("symbols: " + note.text), 4);
+      if (note.module.empty() || analyses::IsUserFrame(module)) Wrap(&out, 2, Printable("symbols: " + note.text), 4);
     }
     out.push_back(absl::StrCat("  ", Pad("#  site", 42), Right("GPU lost", 10),
                                Right("blocked", 10), Right("calls", 8),
