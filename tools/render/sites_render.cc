@@ -88,6 +88,22 @@ int FirstGpu(const model::ProcessModel& p) {
   return p.gpus.empty() ? -1 : static_cast<int>(p.gpus.front());
 }
 
+// The notes of modules of the user's code whose file was there but could
+// not be used (model/symbolizer.h): a mismatched build id is worth saying
+// once. A library's (libc on another machine) is not: it would make the
+// output depend on the machine it is read on.
+std::vector<const model::SymbolNote*> UserNotes(const model::StackModel& sm) {
+  std::vector<const model::SymbolNote*> out;
+  for (const model::SymbolNote& note : sm.symbol_notes) {
+    model::StackFrameText module;
+    module.defined = true;
+    module.kind = proto::FRAME_NATIVE;
+    module.file = note.module;
+    if (note.module.empty() || analyses::IsUserFrame(module)) out.push_back(&note);
+  }
+  return out;
+}
+
 std::string StackText(const analyses::SiteRow& s) {
   std::vector<std::string> parts;
   for (const analyses::SiteFrame& f : s.stack) parts.push_back(f.text);
@@ -146,14 +162,8 @@ std::vector<std::string> SitesText(const model::TraceModel& model,
                         " table entries dropped or undecodable"),
            4);
     }
-    // Modules of the user's code whose file was there but could not be
-    // used (model/symbolizer.h): a mismatched build id is worth saying once.
-    for (const model::SymbolNote& note : sm.symbol_notes) {
-      model::StackFrameText module;
-      module.defined = true;
-      module.kind = proto::FRAME_NATIVE;
-      module.file = note.module;
-      if (note.module.empty() || analyses::IsUserFrame(module)) Wrap(&out, 2, Printable("symbols: " + note.text), 4);
+    for (const model::SymbolNote* note : UserNotes(sm)) {
+      Wrap(&out, 2, Printable("symbols: " + note->text), 4);
     }
     out.push_back(absl::StrCat("  ", Pad("#  site", 42), Right("GPU lost", 10),
                                Right("blocked", 10), Right("calls", 8),
@@ -230,11 +240,12 @@ void SitesJson(const model::TraceModel& model, const analyses::SummaryReport& re
     j.Key("gpu_idle_unattributed_ns").Uint(sm.gpu_idle_unattributed_ns);
     j.Key("sync_calls_unstacked").Uint(sm.sync_calls_unstacked);
     j.Key("sync_blocked_unstacked_ns").Uint(sm.sync_blocked_unstacked_ns);
-    if (sm.frames_symbolized > 0 || !sm.symbol_notes.empty()) {  // model/symbolizer.h
+    const std::vector<const model::SymbolNote*> notes = UserNotes(sm);
+    if (sm.frames_symbolized > 0 || !notes.empty()) {  // model/symbolizer.h
       j.Key("frames_symbolized").Uint(sm.frames_symbolized);
       j.Key("symbol_notes").BeginArray();
-      for (const model::SymbolNote& note : sm.symbol_notes) {
-        j.BeginObject().Key("module").String(note.module).Key("text").String(note.text).EndObject();
+      for (const model::SymbolNote* note : notes) {
+        j.BeginObject().Key("module").String(note->module).Key("text").String(note->text).EndObject();
       }
       j.EndArray();
     }

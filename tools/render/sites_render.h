@@ -9,7 +9,7 @@
 //                undecodable, sampled_launches, sampled_kernel_ns, kernel_ns,
 //                gpu_idle_attributed_ns, gpu_idle_unattributed_ns,
 //                sync_calls_unstacked, sync_blocked_unstacked_ns; where native frames
-//                were symbolized offline or a module's file could not be used
+//                were symbolized offline or a user module's file could not be used
 //                (model/symbolizer.h): frames_symbolized, symbol_notes[] {module, text}}
 //   sites[]      GPU time lost first: {process, label, kind ("python"|"native"|"unknown"),
 //                file, line (native: the source file and line when symbolized, else the
