@@ -429,7 +429,8 @@ std::string Dwarf4Unit(const std::string& extra, uint8_t line_range = 14) {
 
 TEST_F(SymbolizeTest, CraftedLineProgramsAreReadOrSkipped) {
   {  // a well-formed unit: the rows' ranges
-    auto elf = model::ElfSymbols::Parse(ElfWithDebugLine(Dwarf4Unit("")));
+    const std::string elf_bytes = ElfWithDebugLine(Dwarf4Unit(""));  // outlives elf
+    auto elf = model::ElfSymbols::Parse(elf_bytes);
     ASSERT_TRUE(elf.ok()) << elf.status();
     ASSERT_TRUE(elf->has_line_table());
     model::ElfSymbols::Damage d;
@@ -445,7 +446,8 @@ TEST_F(SymbolizeTest, CraftedLineProgramsAreReadOrSkipped) {
   }
   {  // line_range 0 (a division by zero): the unit is skipped
     model::ElfSymbols::Damage d;
-    auto elf = model::ElfSymbols::Parse(ElfWithDebugLine(Dwarf4Unit("", 0)));
+    const std::string elf_bytes = ElfWithDebugLine(Dwarf4Unit("", 0));  // outlives elf
+    auto elf = model::ElfSymbols::Parse(elf_bytes);
     ASSERT_TRUE(elf.ok());
     EXPECT_EQ(elf->Lookup({0x1000}, &d)[0].line, 0u);
     EXPECT_EQ(d.bad_units, 1u);
@@ -454,7 +456,8 @@ TEST_F(SymbolizeTest, CraftedLineProgramsAreReadOrSkipped) {
     for (const std::string& extra : {std::string("\x00\xff\xff\x0f\x02", 5),
                                      std::string("\x02\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 13)}) {
       model::ElfSymbols::Damage d;
-      auto elf = model::ElfSymbols::Parse(ElfWithDebugLine(Dwarf4Unit(extra)));
+      const std::string elf_bytes = ElfWithDebugLine(Dwarf4Unit(extra));  // outlives elf
+      auto elf = model::ElfSymbols::Parse(elf_bytes);
       ASSERT_TRUE(elf.ok());
       elf->Lookup({0x1000}, &d);
       EXPECT_EQ(d.bad_units, 1u);
@@ -464,7 +467,8 @@ TEST_F(SymbolizeTest, CraftedLineProgramsAreReadOrSkipped) {
     std::string u = Dwarf4Unit("");
     Poke(&u, 0, 0x7ffffff0, 4);
     model::ElfSymbols::Damage d;
-    auto elf = model::ElfSymbols::Parse(ElfWithDebugLine(u));
+    const std::string elf_bytes = ElfWithDebugLine(u);  // outlives elf
+    auto elf = model::ElfSymbols::Parse(elf_bytes);
     ASSERT_TRUE(elf.ok());
     EXPECT_EQ(elf->Lookup({0x1000}, &d)[0].line, 0u);
     EXPECT_EQ(d.bad_units, 1u);
@@ -478,7 +482,8 @@ TEST_F(SymbolizeTest, CraftedLineProgramsAreReadOrSkipped) {
     std::string len(4, '\0');
     Poke(&len, 0, v5.size(), 4);
     model::ElfSymbols::Damage d5;
-    auto elf5 = model::ElfSymbols::Parse(ElfWithDebugLine(len + v5));
+    const std::string elf5_bytes = ElfWithDebugLine(len + v5);  // outlives elf5
+    auto elf5 = model::ElfSymbols::Parse(elf5_bytes);
     ASSERT_TRUE(elf5.ok());
     EXPECT_EQ(elf5->Lookup({0x1000}, &d5)[0].line, 0u);
     EXPECT_EQ(d5.bad_units, 1u);
