@@ -293,6 +293,30 @@ TEST_F(SymbolizeTest, SymbolsDirFindsADebugFileByBuildId) {
   std::filesystem::remove_all(dir);
 }
 
+// The Debian way: a stripped binary at the recorded path (no .symtab, no
+// line table) and its debug file made by objcopy --only-keep-debug (its
+// .text is NOBITS) under DIR/.build-id.
+TEST_F(SymbolizeTest, StrippedBinaryUsesItsSplitDebugFile) {
+  if (system("command -v objcopy >/dev/null 2>&1") != 0) GTEST_SKIP() << "no objcopy";
+  const std::string dir = TempDir("split");
+  const std::string sub = dir + "/syms/.build-id/" + rec_.build_id.substr(0, 2);
+  std::filesystem::create_directories(sub);
+  const std::string debug = sub + "/" + rec_.build_id.substr(2) + ".debug";
+  const std::string stripped = dir + "/symbolize_target";
+  ASSERT_EQ(system(("objcopy --only-keep-debug '" + rec_.module + "' '" + debug + "'").c_str()), 0);
+  ASSERT_EQ(system(("objcopy --strip-all '" + rec_.module + "' '" + stripped + "'").c_str()), 0);
+  const std::string stripped_bytes = Slurp(stripped);
+  auto elf = model::ElfSymbols::Parse(stripped_bytes);
+  ASSERT_TRUE(elf.ok());
+  EXPECT_EQ(elf->build_id(), rec_.build_id);
+  EXPECT_FALSE(elf->has_line_table());
+  const std::string trace = WriteTrace(dir + "/t.gpscope", stripped, rec_.offset, rec_.build_id);
+  EXPECT_EQ(Summary({"summary", trace}).find(Label()), std::string::npos);
+  const std::string text = Summary({"summary", "--symbols", dir + "/syms", trace});
+  EXPECT_NE(text.find(Label()), std::string::npos) << text;
+  std::filesystem::remove_all(dir);
+}
+
 // --------------------------------------------------------- hostile ELF --
 
 void Poke(std::string* b, size_t at, uint64_t v, size_t n) {
