@@ -401,6 +401,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t size) {
     __builtin_trap();
   }
   const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  static const std::string sqlite_path =
+      "/tmp/gpscope-analyzer-fuzz-" + std::to_string(getpid()) + ".sqlite";
 
   struct Case {
     std::vector<std::string> args;
@@ -420,6 +422,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t size) {
       {{"metrics", path}, true},
       {{"metrics", "--format", "json", path}, false},
       {{"diff", path, path}, true},
+      {{"stats", path}, true},
+      {{"stats", "--format", "json", "--names", "base", path}, false},
+      {{"export", "--format", "sqlite", "-o", sqlite_path, path}, false},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = c.args;
@@ -431,6 +436,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t size) {
     // JSON escapes everything too, so every output is checked; stderr as well.
     if (HasRawControl(o) || HasRawControl(err.str())) __builtin_trap();
   }
+  unlink(sqlite_path.c_str());
   close(fd);
   return 0;
 }

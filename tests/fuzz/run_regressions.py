@@ -10,8 +10,10 @@ usage: run_regressions.py GPSCOPE_ANALYZE REGRESSIONS_DIR MAKE_REGRESSIONS [--qu
 --quick (sanitizer builds) leaves out the runs that write gigabytes
 (dump/export of 10 M kernels) and the 8 MiB resync timing.
 """
+import atexit
 import json
 import re
+import shutil
 import os
 import subprocess
 import sys
@@ -20,6 +22,10 @@ import time
 
 ANALYZE = DIR = MAKE = None
 QUICK = "--quick" in sys.argv[4:]
+# Where the SQLite export of each file goes (removed after each run).
+_SQLITE_DIR = tempfile.mkdtemp(prefix="gpscope-regress-")
+atexit.register(shutil.rmtree, _SQLITE_DIR, True)
+SQLITE_OUT = os.path.join(_SQLITE_DIR, "export.sqlite")
 failures = []
 
 # Control characters that must never reach a terminal from a trace: C0 but
@@ -169,6 +175,9 @@ def every_command(path, budget=None, skip=(), discard=()):
         ("metrics_json", ["metrics", "--format", "json"], "json"),
         ("diff", ["diff", path, path], "text"),
         ("diff_json", ["diff", "--format", "json", path, path], "json"),
+        ("stats", ["stats"], "text"),
+        ("stats_json", ["stats", "--format", "json"], "json"),
+        ("sqlite", ["export", "--format", "sqlite", "-o", SQLITE_OUT], "none"),
     ]
     for key, args, kind in plans:
         if key in skip:
@@ -188,6 +197,8 @@ def every_command(path, budget=None, skip=(), discard=()):
             r.json = check_json(name, full, r, lines=True)
         elif kind == "csv":
             check_csv(name, r)
+        if key == "sqlite" and os.path.exists(SQLITE_OUT):
+            os.unlink(SQLITE_OUT)
         results[key] = r
         print(f"  {name} {key}: exit {r.code}, {r.seconds:.2f} s, {r.rss_mib:.0f} MiB", flush=True)
     return results
@@ -251,7 +262,10 @@ if not QUICK:
                f"resync: 8 MiB took {times[8]:.2f} s vs {times[1]:.2f} s for 1 MiB (not linear)")
 
 # 10 M kernels in a few KiB: report stays within its budget.
+# (the SQLite export of 10 M rows: ~24 s of CPU, minutes under ASan; its
+# streaming and budget are tested in sqlite_export_test)
 skip = ("dump", "export", "diff", "diff_json") if QUICK else ("diff", "diff_json")
+skip += ("sqlite",)
 r = every_command(P("kernels_10m.gpscope"), budget="1G", skip=skip + ("report",),
                   discard=("dump", "export"))
 rep = run_measured(["report", "--max-memory", "512M", P("kernels_10m.gpscope"), "-o",
@@ -279,7 +293,8 @@ expect(r["summary_json"].json is None or "partial" in r["summary_json"].json,
        "processes_20k: summary JSON has no 'partial'")
 # The streaming commands need less: a budget of 32 MiB stops them too.
 r = every_command(P("processes_20k.gpscope"), budget="32M",
-                  skip=("summary", "summary_json", "summary_csv", "diff", "diff_json", "report"))
+                  skip=("summary", "summary_json", "summary_csv", "diff", "diff_json", "report",
+                        "stats", "stats_json", "sqlite"))
 for k, v in r.items():
     expect(v.code == 1, f"processes_20k {k} with 32 MiB: exit {v.code}, not 1 (partial)")
     expect(rss_within(v, 32 + 16), f"processes_20k {k}: peak RSS {v.rss_mib:.0f} MiB > 32 MiB budget")
