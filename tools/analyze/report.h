@@ -9,7 +9,7 @@
 //   gpscope-analyze report --data-only run.gpscope -o report.json   # for tests
 //
 // One streaming pass over the files (each read and decoded once): the
-// analyzer's model (summary.h: ComputeSummaryResult) and the timeline
+// analyzer's model (analyses/summary.h: ComputeSummaryResult) and the timeline
 // (render/report_timeline.h) are two event sinks of the same read, then
 // render/report_data.h builds the JSON and render/report_html.h puts it into
 // the page built from report/ (see report/README.md for how that page is
