@@ -155,24 +155,6 @@ void ReportMissingEnds(const reader::TraceIndex& index, std::ostream& err) {
   }
 }
 
-std::string PartialText(const reader::TraceIndex& index) {
-  if (!index.partial) return "";
-  return absl::StrCat("PARTIAL RESULT: ", index.partial->Message());
-}
-
-void WritePartialJson(const reader::TraceIndex& index, render::JsonWriter& json) {
-  if (!index.partial) return;
-  const reader::PartialRead& p = *index.partial;
-  json.Key("partial").BeginObject();
-  json.Key("reason").String("memory budget");
-  json.Key("file").String(p.path);
-  json.Key("offset").Uint(p.offset);
-  json.Key("budget_bytes").Uint(p.budget_bytes);
-  json.Key("resident_bytes").Uint(p.resident_bytes);
-  json.Key("message").String(p.Message());
-  json.EndObject();
-}
-
 int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   if (args.empty()) {
     PrintUsage(err);

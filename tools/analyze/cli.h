@@ -20,7 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "tools/reader/trace_reader.h"
-#include "tools/render/json_writer.h"
+#include "tools/render/read_status.h"
 
 namespace gpscope::analyze {
 
@@ -52,12 +52,9 @@ bool ReportPartial(const reader::TraceIndex& index, std::ostream& err);
 // summary and info say it.
 void ReportMissingEnds(const reader::TraceIndex& index, std::ostream& err);
 
-// The line (no newline) a text output starts with when reading was
-// partial, or "".
-std::string PartialText(const reader::TraceIndex& index);
-// Writes "partial": {...} into an open JSON object when reading was
-// partial (nothing otherwise, so complete outputs are unchanged).
-void WritePartialJson(const reader::TraceIndex& index, render::JsonWriter& json);
+// How outputs say that reading was partial (render/read_status.h).
+using render::PartialText;
+using render::WritePartialJson;
 
 // args: what follows the command name.
 using CommandFn = int (*)(const std::vector<std::string>& args, std::ostream& out,

@@ -6,69 +6,33 @@
 // whether the process ended cleanly; plus the reader's warnings about
 // damaged data.
 //
-// CollectInfo() is the analysis (pure apart from reading the files); the two
-// renderers turn its result into text (fits 100 columns) or JSON (stable
-// keys, for scripts).
+//   gpscope-analyze info --format json run.gpscope
+//
+// Flags, then one library call (analyses/trace_info.h: CollectInfo, one
+// event sink of the reader's pass) and one renderer (render/info_render.h:
+// text that fits 100 columns, or JSON with stable keys, for scripts).
 //
 // Thread model: single-threaded.
 #ifndef GPSCOPE_TOOLS_ANALYZE_INFO_H_
 #define GPSCOPE_TOOLS_ANALYZE_INFO_H_
 
-#include <cstdint>
-#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
 
-#include "gpscope/trace.pb.h"
-#include "tools/reader/clock_align.h"
-#include "tools/reader/timebase.h"
-#include "tools/reader/trace_index.h"
+#include "tools/analyses/trace_info.h"
+#include "tools/render/info_render.h"
 
 namespace gpscope::analyze {
 
-struct EventCounts {
-  uint64_t kernels = 0;
-  uint64_t memcpys = 0;
-  uint64_t memsets = 0;
-  uint64_t syncs = 0;
-  uint64_t api_calls = 0;
-  uint64_t nvtx_ranges = 0;
-  uint64_t nvtx_marks = 0;
-  uint64_t overheads = 0;
-  uint64_t metric_samples = 0;
-};
+// The library's names, as the tests and the fuzz targets use them here.
+using analyses::CollectInfo;
+using analyses::EventCounts;
+using analyses::InfoProcess;
+using analyses::InfoReport;
+using render::RenderInfoJson;
+using render::RenderInfoText;
 
-struct ProcessReport {
-  reader::ProcessInfo info;  // identity (header), end, frames and gaps
-  EventCounts events;
-  bool has_events = false;
-  uint64_t first_event_ns = 0;      // CUPTI ns, valid when has_events
-  uint64_t last_event_ns = 0;       // the latest end (or timestamp) of any event
-  reader::ClockAlign clocks;        // the reader's (header, batch and end snapshots)
-  // Devices from the header and from batches (the reader's tables).
-  std::map<uint32_t, proto::DeviceInfo> devices;
-  std::map<int, uint64_t> dropped;  // proto::DropReason -> records (frames for WRITE_FAILED)
-  std::vector<proto::LostInterval> lost_intervals;  // the first kMaxLostIntervalsKept
-  uint64_t lost_intervals_total = 0;
-  std::map<std::string, proto::CapabilityNotice> capabilities;  // by component, last wins
-  // Another CUPTI client refused while the collector held CUPTI, by (api,
-  // caller); the notices are cumulative, the largest count wins.
-  std::map<std::pair<std::string, std::string>, proto::CuptiClientRefusal> cupti_refusals;
-  uint64_t undecodable_batches = 0;  // batches whose columns disagree (also a warning)
-};
-
-struct InfoReport {
-  reader::TraceIndex index;              // files, warnings
-  reader::Timebase timebase;             // the time origin every command prints
-  std::vector<ProcessReport> processes;  // in order of first appearance
-};
-
-InfoReport CollectInfo(const std::vector<std::string>& paths);
-std::string RenderInfoText(const InfoReport& report);
-std::string RenderInfoJson(const InfoReport& report);
-
-// The command: `info [--format text|json] FILE...` (args after "info").
 int RunInfo(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace gpscope::analyze

@@ -64,12 +64,6 @@ bool ParseCount(const ParsedArgs& args, const std::string& flag, uint64_t min, u
 }  // namespace
 
 int RunReport(const std::vector<std::string>& raw_args, std::ostream& out, std::ostream& err) {
-  std::unique_ptr<SummaryResult> unused;
-  return RunReport(raw_args, out, err, &unused);
-}
-
-int RunReport(const std::vector<std::string>& raw_args, std::ostream& out, std::ostream& err,
-              std::unique_ptr<SummaryResult>* analysis) {
   // ParseArgs knows long flags only; -o is the one short flag here.
   std::vector<std::string> args;
   for (const std::string& a : raw_args) args.push_back(a == "-o" ? "--output" : a);
@@ -85,7 +79,7 @@ int RunReport(const std::vector<std::string>& raw_args, std::ostream& out, std::
     out << kUsage;
     return kExitOk;
   }
-  model::ModelOptions model_options;
+  ReportRequest request;
   if (parsed->has("idle-gap-ms")) {
     const std::string& v = parsed->flags.at("idle-gap-ms");
     double ms = 0;
@@ -94,9 +88,10 @@ int RunReport(const std::vector<std::string>& raw_args, std::ostream& out, std::
           << "'\n";
       return kExitUsage;
     }
-    model_options.idle_gap_threshold_ns = static_cast<uint64_t>(ms * 1e6);
+    request.model_options.idle_gap_threshold_ns = static_cast<uint64_t>(ms * 1e6);
   }
-  uint64_t top = 50, max_events = render::TimelineOptions{}.max_events, bins = 2048;
+  uint64_t top = request.top_kernels, max_events = render::TimelineOptions{}.max_events,
+           bins = request.bins;
   if (!ParseCount(*parsed, "top", 0, 10000, &top, err) ||
       !ParseCount(*parsed, "max-events", 0, 1'000'000'000, &max_events, err) ||
       !ParseCount(*parsed, "bins", 16, 65536, &bins, err)) {
@@ -107,12 +102,24 @@ int RunReport(const std::vector<std::string>& raw_args, std::ostream& out, std::
         << " report [OPTIONS] FILE... -o report.html\n";
     return kExitUsage;
   }
-  const std::string output =
-      parsed->has("output") ? parsed->flags.at("output") : std::string("gpscope-report.html");
-  if (output.empty()) {
+  if (parsed->has("output")) request.output = parsed->flags.at("output");
+  if (request.output.empty()) {
     err << kProgram << " report: --output needs a file name\n";
     return kExitUsage;
   }
+  request.files = parsed->positional;
+  request.top_kernels = top;
+  request.max_events = max_events;
+  request.bins = static_cast<uint32_t>(bins);
+  request.compress = !parsed->has("no-compress");
+  request.data_only = parsed->has("data-only");
+  std::unique_ptr<SummaryResult> unused;
+  return WriteReport(request, out, err, &unused);
+}
+
+int WriteReport(const ReportRequest& request, std::ostream& out, std::ostream& err,
+                std::unique_ptr<SummaryResult>* analysis) {
+  const std::string& output = request.output;
 
   // The page is built in memory after reading (one pass feeding the model
   // and the timeline, then the JSON and HTML): reading gets a quarter of
@@ -125,12 +132,12 @@ int RunReport(const std::vector<std::string>& raw_args, std::ostream& out, std::
   // One pass: the analyzer's model and the timeline's exact events are
   // sinks of the same read (each file read and decoded once).
   analyses::ReportOptions options;
-  options.top_kernels = top;
+  options.top_kernels = request.top_kernels;
   render::TimelineOptions timeline_options;
-  timeline_options.max_events = max_events;
+  timeline_options.max_events = request.max_events;
   render::TimelineCollector collector(timeline_options);
   std::unique_ptr<SummaryResult>& result = *analysis;
-  result = ComputeSummaryResult(parsed->positional, model_options, options, {&collector});
+  result = ComputeSummaryResult(request.files, request.model_options, options, {&collector});
   int code = kExitOk;
   size_t readable = 0;
   for (const reader::FileInfo& f : result->model.index.files) {
@@ -154,12 +161,12 @@ int RunReport(const std::vector<std::string>& raw_args, std::ostream& out, std::
   inputs.timeline = &timeline;
   inputs.generator = std::string(kProgram) + " " + GPSCOPE_VERSION;
   render::ReportDataOptions data_options;
-  data_options.bin_count = static_cast<uint32_t>(bins);
-  data_options.compress = !parsed->has("no-compress");
+  data_options.bin_count = request.bins;
+  data_options.compress = request.compress;
   const std::string json = render::BuildReportJson(inputs, data_options);
 
   std::string document;
-  if (parsed->has("data-only")) {
+  if (request.data_only) {
     document = json;
   } else {
     absl::StatusOr<std::string> html = render::RenderReportHtml(render::ReportTemplate(), json);

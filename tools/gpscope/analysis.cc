@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tools/analyze/report.h"
-#include "tools/analyze/summary.h"
+#include "tools/analyses/summary.h"
 #include "tools/gpscope/paths.h"
 
 namespace gpscope::launcher {
@@ -84,7 +84,7 @@ std::string RenderFindingsBrief(const std::vector<analyses::Finding>& findings,
 int ReportAndFindings(const std::vector<std::string>& files, const AnalysisOptions& options,
                       std::ostream& out) {
   int code = 0;
-  std::unique_ptr<analyze::SummaryResult> result;  // the report's analysis, reused
+  std::unique_ptr<analyses::SummaryResult> result;  // the report's analysis, reused
   std::string why;
   if (options.write_report && !ReportPathIsOurs(options.report_path, &why)) {
     out << "gpscope: the report is not written: " << Shown(why) << "\n";
@@ -93,14 +93,12 @@ int ReportAndFindings(const std::vector<std::string>& files, const AnalysisOptio
     // The report shows the command line and environment, like the trace:
     // created 0640 at most (the command already ran; the umask is ours).
     ScopedUmask private_files(027);
-    std::vector<std::string> args = {"-o", options.report_path};
-    if (options.idle_gap_ns > 0) {
-      args.push_back("--idle-gap-ms");
-      args.push_back(absl::StrCat(static_cast<double>(options.idle_gap_ns) / 1e6));
-    }
-    args.insert(args.end(), files.begin(), files.end());
+    analyze::ReportRequest request;
+    request.files = files;
+    request.output = options.report_path;
+    if (options.idle_gap_ns > 0) request.model_options.idle_gap_threshold_ns = options.idle_gap_ns;
     std::ostringstream report_out, report_err;
-    const int rc = analyze::RunReport(args, report_out, report_err, &result);
+    const int rc = analyze::WriteReport(request, report_out, report_err, &result);
     out << report_err.str();
     if (rc == 0) {
       out << "gpscope: report: " << Shown(options.report_path) << "\n";
@@ -113,7 +111,7 @@ int ReportAndFindings(const std::vector<std::string>& files, const AnalysisOptio
   if (result == nullptr) {
     model::ModelOptions model_options;
     if (options.idle_gap_ns > 0) model_options.idle_gap_threshold_ns = options.idle_gap_ns;
-    result = analyze::ComputeSummaryResult(files, model_options, analyses::ReportOptions{});
+    result = analyses::ComputeSummaryResult(files, model_options, analyses::ReportOptions{});
   }
   size_t readable = 0;
   for (const reader::FileInfo& f : result->model.index.files) readable += f.status.ok() ? 1 : 0;

@@ -15,6 +15,11 @@ void JsonWriter::BeforeValue() {
     return;
   }
   if (has_items_.empty()) return;
+  if (compact_) {
+    if (has_items_.back()) out_->push_back(',');
+    has_items_.back() = true;
+    return;
+  }
   if (inline_.back()) {
     if (has_items_.back()) out_->append(", ");
     has_items_.back() = true;
@@ -31,6 +36,10 @@ void JsonWriter::Close(char bracket) {
   const bool was_inline = inline_.back();
   has_items_.pop_back();
   inline_.pop_back();
+  if (compact_) {
+    out_->push_back(bracket);
+    return;
+  }
   if (had_items && !was_inline) {
     out_->push_back('\n');
     out_->append(2 * has_items_.size(), ' ');
@@ -75,7 +84,7 @@ JsonWriter& JsonWriter::EndArray() {
 
 JsonWriter& JsonWriter::Key(std::string_view key) {
   BeforeValue();
-  absl::StrAppend(out_, Quote(key), ": ");
+  absl::StrAppend(out_, Quote(key), compact_ ? ":" : ": ");
   after_key_ = true;
   return *this;
 }
@@ -100,11 +109,21 @@ JsonWriter& JsonWriter::Uint(uint64_t value) {
 
 JsonWriter& JsonWriter::Double(double value) {
   BeforeValue();
-  if (std::isfinite(value)) {
-    absl::StrAppendFormat(out_, "%.17g", value);
-  } else {
+  if (!std::isfinite(value)) {
     out_->append("null");
+  } else if (!compact_) {
+    absl::StrAppendFormat(out_, "%.17g", value);
+  } else if (value == std::floor(value) && std::fabs(value) < 1e15) {
+    absl::StrAppend(out_, static_cast<int64_t>(value));
+  } else {
+    absl::StrAppendFormat(out_, "%.6g", value);  // plenty for charts
   }
+  return *this;
+}
+
+JsonWriter& JsonWriter::Raw(std::string_view json) {
+  BeforeValue();
+  out_->append(json.data(), json.size());
   return *this;
 }
 

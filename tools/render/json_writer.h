@@ -1,9 +1,12 @@
-// tools/render/json_writer.h: a small streaming JSON writer for the
-// renderers. Keys are written in call order, so output is stable; objects and
-// arrays are indented two spaces per level.
+// tools/render/json_writer.h: the one streaming JSON writer of the
+// renderers. Keys are written in call order, so output is stable. Two
+// styles: kPretty (the commands' --format json: objects and arrays indented
+// two spaces per level, doubles with 17 significant digits, a newline after
+// the document) and kCompact (the HTML report's data: no whitespace, doubles
+// with six significant digits, integral ones as integers, no newline).
 //
 //   std::string out;
-//   JsonWriter json(&out);
+//   JsonWriter json(&out);  // JsonWriter json(&out, JsonStyle::kCompact);
 //   json.BeginObject().Key("frames").Uint(12).Key("warnings").BeginArray().EndArray();
 //   json.EndObject();
 //
@@ -19,9 +22,12 @@
 
 namespace gpscope::render {
 
+enum class JsonStyle { kPretty, kCompact };
+
 class JsonWriter {
  public:
-  explicit JsonWriter(std::string* out) : out_(out) {}
+  explicit JsonWriter(std::string* out, JsonStyle style = JsonStyle::kPretty)
+      : out_(out), compact_(style == JsonStyle::kCompact) {}
 
   JsonWriter& BeginObject();
   JsonWriter& EndObject();
@@ -41,6 +47,21 @@ class JsonWriter {
   JsonWriter& IndexOrNull(int64_t index);
   // A measurement whose "unknown" is a negative sentinel (-1): null then.
   JsonWriter& NonNegativeOrNull(double value);
+  // A complete JSON value written elsewhere (another document), as it is.
+  JsonWriter& Raw(std::string_view json);
+  // Arrays of numbers.
+  template <typename T>
+  JsonWriter& Doubles(const std::vector<T>& values) {
+    BeginArray();
+    for (const T& v : values) Double(static_cast<double>(v));
+    return EndArray();
+  }
+  template <typename T>
+  JsonWriter& Uints(const std::vector<T>& values) {
+    BeginArray();
+    for (const T& v : values) Uint(static_cast<uint64_t>(v));
+    return EndArray();
+  }
 
   // `text` as a JSON string literal, quotes included.
   static std::string Quote(std::string_view text);
@@ -50,6 +71,7 @@ class JsonWriter {
   void Close(char bracket);
 
   std::string* out_;
+  bool compact_;
   std::vector<bool> has_items_;  // one per open object/array
   std::vector<bool> inline_;     // one per open object/array: written on one line
   bool after_key_ = false;

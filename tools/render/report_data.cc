@@ -20,82 +20,10 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// Compact JSON (no whitespace), for the bulk of the report.
-class Json {
- public:
-  explicit Json(std::string* out) : out_(out) {}
-  Json& BeginObject() { return Open('{'); }
-  Json& EndObject() { return Close('}'); }
-  Json& BeginArray() { return Open('['); }
-  Json& EndArray() { return Close(']'); }
-  Json& Key(std::string_view key) {
-    Comma();
-    out_->append(JsonWriter::Quote(key));
-    out_->push_back(':');
-    after_key_ = true;
-    return *this;
-  }
-  Json& String(std::string_view v) { return Raw(JsonWriter::Quote(v)); }
-  Json& Uint(uint64_t v) { return Raw(absl::StrCat(v)); }
-  Json& Int(int64_t v) { return Raw(absl::StrCat(v)); }
-  Json& Bool(bool v) { return Raw(v ? "true" : "false"); }
-  Json& Null() { return Raw("null"); }
-  // Six significant digits: plenty for charts; non-finite becomes null.
-  Json& Double(double v) {
-    if (!std::isfinite(v)) return Null();
-    if (v == std::floor(v) && std::fabs(v) < 1e15)
-      return Raw(absl::StrCat(static_cast<int64_t>(v)));
-    return Raw(absl::StrFormat("%.6g", v));
-  }
-  // A complete JSON value written elsewhere.
-  Json& Raw(std::string_view value) {
-    Comma();
-    out_->append(value);
-    return *this;
-  }
-  Json& Ref(const ColumnRef& c) {
-    BeginArray().Uint(c.offset).Uint(c.bytes).EndArray();
-    return *this;
-  }
-  template <typename T>
-  Json& Doubles(const std::vector<T>& values) {
-    BeginArray();
-    for (const T& v : values) Double(static_cast<double>(v));
-    return EndArray();
-  }
-  template <typename T>
-  Json& Uints(const std::vector<T>& values) {
-    BeginArray();
-    for (const T& v : values) Uint(static_cast<uint64_t>(v));
-    return EndArray();
-  }
-
- private:
-  void Comma() {
-    if (after_key_) {
-      after_key_ = false;
-      return;
-    }
-    if (!first_.empty()) {
-      if (!first_.back()) out_->push_back(',');
-      first_.back() = false;
-    }
-  }
-  Json& Open(char c) {
-    Comma();
-    out_->push_back(c);
-    first_.push_back(true);
-    return *this;
-  }
-  Json& Close(char c) {
-    out_->push_back(c);
-    first_.pop_back();
-    return *this;
-  }
-  std::string* out_;
-  std::vector<bool> first_;
-  bool after_key_ = false;
-};
+// A column of the blob: [offset, bytes].
+JsonWriter& Ref(JsonWriter& j, const ColumnRef& c) {
+  return j.BeginArray().Uint(c.offset).Uint(c.bytes).EndArray();
+}
 
 std::string Hex(uint64_t v) { return absl::StrFormat("%016x", v); }
 
@@ -158,7 +86,7 @@ LogBins MakeLogBins(const std::vector<uint64_t>& values) {
   return b;
 }
 
-void WriteLogBins(Json& j, const LogBins& b) {
+void WriteLogBins(JsonWriter& j, const LogBins& b) {
   j.BeginObject().Key("edges_ns").Doubles(b.edges).Key("counts").Uints(b.counts);
   j.Key("total_ns").Doubles(b.total).EndObject();
 }
@@ -420,18 +348,18 @@ std::vector<Series> GpuSeries(const ReportInputs& in, const analyses::GpuReport&
 
 // ---------------------------------------------------------------- blob --
 
-void WriteLaneColumns(Json& j, BlobWriter& blob, const TimelineLane& lane, const TimelineData& t,
+void WriteLaneColumns(JsonWriter& j, BlobWriter& blob, const TimelineLane& lane, const TimelineData& t,
                       const ReportDataOptions& options) {
   j.Key("cols").BeginObject();
   if (lane.kind == LaneKind::kCounter) {
-    j.Key("t").Ref(blob.Column([&](BlobWriter& w) {
+    Ref(j.Key("t"), blob.Column([&](BlobWriter& w) {
       uint64_t previous = 0;
       for (const CounterSample& s : lane.samples) {
         w.Varint(s.t_ns - previous);
         previous = s.t_ns;
       }
     }));
-    j.Key("v").Ref(blob.Column([&](BlobWriter& w) {
+    Ref(j.Key("v"), blob.Column([&](BlobWriter& w) {
       for (const CounterSample& s : lane.samples) w.Float64(s.value);
     }));
     j.EndObject();
@@ -439,29 +367,29 @@ void WriteLaneColumns(Json& j, BlobWriter& blob, const TimelineLane& lane, const
     return;
   }
   const std::vector<TimelineEvent>& ev = lane.events;
-  j.Key("start").Ref(blob.Column([&](BlobWriter& w) {
+  Ref(j.Key("start"), blob.Column([&](BlobWriter& w) {
     uint64_t previous = 0;
     for (const TimelineEvent& e : ev) {
       w.Varint(e.start_ns - previous);
       previous = e.start_ns;
     }
   }));
-  j.Key("dur").Ref(blob.Column([&](BlobWriter& w) {
+  Ref(j.Key("dur"), blob.Column([&](BlobWriter& w) {
     for (const TimelineEvent& e : ev) w.Varint(e.duration_ns);
   }));
-  j.Key("name").Ref(blob.Column([&](BlobWriter& w) {
+  Ref(j.Key("name"), blob.Column([&](BlobWriter& w) {
     for (const TimelineEvent& e : ev) w.Varint(e.name);
   }));
-  j.Key("cat").Ref(blob.Column([&](BlobWriter& w) {
+  Ref(j.Key("cat"), blob.Column([&](BlobWriter& w) {
     for (const TimelineEvent& e : ev) w.Byte(static_cast<uint8_t>(e.category));
   }));
   if (lane.rows > 1) {
-    j.Key("row").Ref(blob.Column([&](BlobWriter& w) {
+    Ref(j.Key("row"), blob.Column([&](BlobWriter& w) {
       for (const TimelineEvent& e : ev) w.Byte(e.row);
     }));
   }
   if (std::any_of(ev.begin(), ev.end(), [](const TimelineEvent& e) { return e.aux != 0; })) {
-    j.Key("aux").Ref(blob.Column([&](BlobWriter& w) {
+    Ref(j.Key("aux"), blob.Column([&](BlobWriter& w) {
       for (const TimelineEvent& e : ev) w.Varint(e.aux);
     }));
   }
@@ -505,20 +433,20 @@ void WriteLaneColumns(Json& j, BlobWriter& blob, const TimelineLane& lane, const
     }
   }
   j.Key("bins").BeginObject();
-  j.Key("busy").Ref(blob.Column([&](BlobWriter& w) {
+  Ref(j.Key("busy"), blob.Column([&](BlobWriter& w) {
     for (uint32_t b = 0; b < n; ++b) {
       const double share = std::min(1.0, static_cast<double>(busy[b]) / static_cast<double>(width));
       // Any activity shows as at least 1/255.
       w.Byte(count[b] == 0 ? 0 : static_cast<uint8_t>(std::max(1.0, std::round(255 * share))));
     }
   }));
-  j.Key("count").Ref(blob.Column([&](BlobWriter& w) {
+  Ref(j.Key("count"), blob.Column([&](BlobWriter& w) {
     for (uint32_t b = 0; b < n; ++b) w.Varint(count[b]);
   }));
-  j.Key("top").Ref(blob.Column([&](BlobWriter& w) {
+  Ref(j.Key("top"), blob.Column([&](BlobWriter& w) {
     for (uint32_t b = 0; b < n; ++b) w.Varint(top[b]);
   }));
-  j.Key("cat").Ref(blob.Column([&](BlobWriter& w) {
+  Ref(j.Key("cat"), blob.Column([&](BlobWriter& w) {
     for (uint32_t b = 0; b < n; ++b) w.Byte(cat[b]);
   }));
   j.EndObject();
@@ -564,7 +492,7 @@ std::string BuildReportJson(const ReportInputs& in, const ReportDataOptions& opt
   const model::TraceModel& m = *in.model;
   const analyses::SummaryReport& summary = *in.summary;
   std::string out;
-  Json j(&out);
+  JsonWriter j(&out, JsonStyle::kCompact);
   j.BeginObject();
   j.Key("schema").String("gpscope.report/1");
   j.Key("generator").String(in.generator);

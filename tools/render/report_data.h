@@ -12,7 +12,7 @@
 //   schema, generator, files[] {path, bytes, error}
 //   t0_realtime_ns (string), span_ns
 //   summary           the analyzer's `summary --format json` document
-//                     (gpscope.summary/1, tools/analyze/summary.h) verbatim;
+//                     (gpscope.summary/1, render/summary_render.h) verbatim;
 //                     its own times are CUPTI ns, use the fields below to place
 //                     them on the timeline
 //   processes[]       {pid, uid, hostname, rank, local_rank, world_size, job,

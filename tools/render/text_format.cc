@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/time.h"
 
 namespace gpscope::render {
 
@@ -37,6 +38,52 @@ std::string Bytes(double bytes) {
   if (bytes < 1e9) return absl::StrFormat("%.3g MB", bytes / 1e6);
   if (bytes < 1e12) return absl::StrFormat("%.3g GB", bytes / 1e9);
   return absl::StrFormat("%.3g TB", bytes / 1e12);
+}
+
+std::string Things(uint64_t n, std::string_view thing) {
+  return absl::StrCat(Count(n), " ", absl::string_view(thing.data(), thing.size()), n == 1 ? "" : "s");
+}
+
+std::string BinaryBytes(uint64_t bytes) {
+  if (bytes < 1024) return absl::StrCat(bytes, " B");
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(bytes) / 1024;
+  int u = 0;
+  for (; v >= 1024 && u < 4; ++u) v /= 1024;
+  return absl::StrFormat("%.1f %s", v, units[u]);
+}
+
+std::string FixedTime(uint64_t ns) {
+  if (ns < 1'000) return absl::StrCat(ns, " ns");
+  if (ns < 1'000'000) return absl::StrFormat("%.3f us", static_cast<double>(ns) / 1e3);
+  if (ns < 1'000'000'000) return absl::StrFormat("%.3f ms", static_cast<double>(ns) / 1e6);
+  return absl::StrFormat("%.3f s", static_cast<double>(ns) / 1e9);
+}
+
+namespace {
+absl::Time WallTime(uint64_t realtime_ns) {
+  return absl::FromUnixNanos(static_cast<int64_t>(std::min<uint64_t>(realtime_ns, INT64_MAX)));
+}
+}  // namespace
+
+std::string UtcFormat(const char* format, uint64_t realtime_ns) {
+  return absl::FormatTime(format, WallTime(realtime_ns), absl::UTCTimeZone());
+}
+
+std::string UtcText(uint64_t realtime_ns) { return UtcFormat("%Y-%m-%d %H:%M:%E6S", realtime_ns); }
+
+std::string UtcSpanText(uint64_t first_realtime_ns, uint64_t last_realtime_ns) {
+  const std::string first = UtcText(first_realtime_ns);
+  std::string last = UtcText(last_realtime_ns);
+  if (first.compare(0, 11, last, 0, 11) == 0) last.erase(0, 11);
+  return absl::StrCat(first, " .. ", last, " UTC");
+}
+
+std::string UtcIso(uint64_t realtime_ns, int digits) {
+  digits = std::clamp(digits, 0, 9);
+  const std::string format = digits == 0 ? std::string("%Y-%m-%dT%H:%M:%SZ")
+                                         : absl::StrCat("%Y-%m-%dT%H:%M:%E", digits, "SZ");
+  return UtcFormat(format.c_str(), realtime_ns);
 }
 
 }  // namespace gpscope::render

@@ -1,8 +1,13 @@
-// tools/render/text_format.h: numbers for people in the text renderers:
-// three significant digits with a unit, thousands separators.
+// tools/render/text_format.h: the one set of unit formatters of the text
+// renderers. Measurements (summary, diff, the report): three significant
+// digits with a decimal unit. Sizes and lengths of the trace itself (info):
+// exact, binary units for memory and files, three decimals for durations.
+// Wall-clock times: UTC.
 //
 //   Time(8.21e6) -> "8.21 ms"   Count(1234567) -> "1,234,567"
 //   Percent(0.372) -> "37.2%"   Bytes(2.5e9) -> "2.5 GB"
+//   BinaryBytes(80 << 30) -> "80.0 GiB"   FixedTime(1234567) -> "1.235 ms"
+//   Things(2, "frame") -> "2 frames"      UtcIso(ns, 3) -> "2023-11-14T22:13:20.000Z"
 //
 // Thread model: pure functions.
 #ifndef GPSCOPE_TOOLS_RENDER_TEXT_FORMAT_H_
@@ -10,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace gpscope::render {
 
@@ -21,6 +27,23 @@ std::string Time(uint64_t ns);
 // A ratio as a percentage with one decimal; "n/a" when not finite.
 std::string Percent(double ratio);
 std::string Bytes(double bytes);
+
+// "1,234 frames", "1 frame".
+std::string Things(uint64_t n, std::string_view thing);
+// "512 B", "1.5 KiB", "80.0 GiB" (one decimal, powers of 1024).
+std::string BinaryBytes(uint64_t bytes);
+// "812 ns", "94.200 us", "8.210 ms", "1.440 s": three decimals.
+std::string FixedTime(uint64_t ns);
+
+// CLOCK_REALTIME ns as UTC: "2023-11-14 22:13:20.000500" (microseconds).
+std::string UtcText(uint64_t realtime_ns);
+// "2023-11-14 22:13:20.000500 .. 22:13:20.003250 UTC": the date once when
+// both ends share it.
+std::string UtcSpanText(uint64_t first_realtime_ns, uint64_t last_realtime_ns);
+// ISO 8601 with `digits` decimals of the second (0..9) and "Z".
+std::string UtcIso(uint64_t realtime_ns, int digits);
+// absl::FormatTime(`format`, the time, UTC), e.g. "%H:%M:%S".
+std::string UtcFormat(const char* format, uint64_t realtime_ns);
 
 }  // namespace gpscope::render
 
