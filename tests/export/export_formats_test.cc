@@ -183,6 +183,32 @@ TEST(ExportFormatsTest, PerfettoMatchesTheCommittedSample) {
   unlink(path.c_str());
 }
 
+// Trace processor merges processes by pid: a second process with a pid
+// already seen (another node) is a named track, not a ProcessDescriptor.
+TEST(ExportFormatsTest, PerfettoKeepsProcessesWithTheSamePidApart) {
+  testing::TraceBuilder trace;
+  for (uint32_t rank = 0; rank < 2; ++rank) {
+    testing::TraceBuilder::Process& p = trace.AddProcess(0x100 + rank, 40);
+    p.header().mutable_identity()->set_rank(static_cast<int32_t>(rank));
+    p.WriteHeader();
+    p.Add(Kernel(p, "k", 7, 1000, 2000, 1));
+    p.Flush();
+    p.WriteEnd();
+  }
+  const std::string path =
+      ::testing::TempDir() + "export_formats_pid." + std::to_string(getpid()) + ".gpscope";
+  ASSERT_TRUE(trace.WriteFile(path));
+  const std::string bytes = Export(path, "perfetto");
+  unlink(path.c_str());
+  auto field = [](char tag, const std::string& text) {
+    return std::string(1, tag) + static_cast<char>(text.size()) + text;
+  };
+  // ProcessDescriptor.process_name (6) for the first, TrackDescriptor.name (2) for the second.
+  EXPECT_EQ(Count(bytes, field('\x32', "rank 0 · pid 40 on testhost")), 1u);
+  EXPECT_EQ(Count(bytes, field('\x32', "rank 1 · pid 40 on testhost")), 0u);
+  EXPECT_EQ(Count(bytes, field('\x12', "rank 1 · pid 40 on testhost")), 1u);
+}
+
 TEST(LaneAssignerTest, NestedAndAdjacentSlicesShareLaneZero) {
   LaneAssigner lanes;
   EXPECT_EQ(lanes.Place(0, 100), 0u);

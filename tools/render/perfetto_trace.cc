@@ -132,14 +132,23 @@ uint64_t PerfettoTraceWriter::Intern(absl::flat_hash_map<std::string, uint64_t>*
 }
 
 void PerfettoTraceWriter::BeginProcess(const ExportProcess& p) {
-  pids_[p.index] = p.pid;
+  // Trace processor knows a process by its pid: a second process with the
+  // same pid (another node, another container) would merge into the first,
+  // so it gets a plain named track instead, and its threads no
+  // ThreadDescriptor.
+  const bool own_pid = pids_seen_.insert(p.pid).second;
+  if (own_pid) pids_[p.index] = p.pid;
   WireWriter w = StartPacket(p.label.size(), 0, false);
   WireWriter::Nested td = w.BeginNested(packet::kTrackDescriptor);
   w.Uint64(track::kUuid, ProcessUuid(p.index));
-  WireWriter::Nested pd = w.BeginNested(track::kProcess);
-  w.Int32(track::kProcessPid, static_cast<int32_t>(p.pid));
-  w.String(track::kProcessName, p.label.data(), p.label.size());
-  w.EndNested(pd);
+  if (own_pid) {
+    WireWriter::Nested pd = w.BeginNested(track::kProcess);
+    w.Int32(track::kProcessPid, static_cast<int32_t>(p.pid));
+    w.String(track::kProcessName, p.label.data(), p.label.size());
+    w.EndNested(pd);
+  } else {
+    w.String(track::kName, p.label.data(), p.label.size());
+  }
   w.EndNested(td);
   EndPacket(w);
 }
@@ -151,9 +160,10 @@ void PerfettoTraceWriter::DeclareTrack(uint32_t process, uint64_t tid, const std
   w.Uint64(track::kUuid, TrackUuid(process, tid));
   w.Uint64(track::kParentUuid, ProcessUuid(process));
   w.String(track::kName, name.data(), name.size());
-  if (thread_id != 0) {
+  auto pid = pids_.find(process);
+  if (thread_id != 0 && pid != pids_.end()) {
     WireWriter::Nested th = w.BeginNested(track::kThread);
-    w.Int32(track::kThreadPid, static_cast<int32_t>(pids_[process]));
+    w.Int32(track::kThreadPid, static_cast<int32_t>(pid->second));
     w.Int32(track::kThreadTid, static_cast<int32_t>(thread_id));
     w.String(track::kThreadName, name.data(), name.size());
     w.EndNested(th);

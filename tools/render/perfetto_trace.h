@@ -9,7 +9,8 @@
 // they need it. Tracks: one per process (ProcessDescriptor, named with the
 // rank where there is one), children of it for each GPU stream, host
 // thread (ThreadDescriptor), NVTX and sync lane, and one counter track per
-// metric. Slices are TYPE_SLICE_BEGIN/END pairs (TrackEvent has no complete
+// metric. Trace processor merges processes by pid, so a later process with
+// a pid already used gets a named track without a ProcessDescriptor. Slices are TYPE_SLICE_BEGIN/END pairs (TrackEvent has no complete
 // type) with interned names and categories, debug annotations for their
 // arguments and the call stack inline (TrackEvent.callstack). A launch and
 // its GPU work share a flow id made of the process and the correlation id,
@@ -81,7 +82,8 @@ class PerfettoTraceWriter : public TraceExportSink {
   std::vector<uint8_t> buf_;
   bool first_packet_ = true;
   uint64_t packets_ = 0;
-  absl::flat_hash_map<uint32_t, uint32_t> pids_;  // process index -> pid
+  absl::flat_hash_map<uint32_t, uint32_t> pids_;  // process index -> pid, first of a pid only
+  absl::flat_hash_set<uint32_t> pids_seen_;
   absl::flat_hash_map<std::string, uint64_t> names_;       // event name -> iid
   absl::flat_hash_map<std::string, uint64_t> categories_;  // category -> iid
   absl::flat_hash_set<uint64_t> counters_;                 // counter tracks declared
