@@ -7,8 +7,9 @@ real protobuf decoder (`protoc --decode` with tests/export/perfetto_subset.proto
    the first packet clears the incremental state, the process track carries
    the rank, the tracks are named (the overlap's second lane included), one
    slice per kernel, BEGIN/END balanced per track, flows, counters.
-2. A bundled H200 trace exported again: the same numbers as its Chrome JSON
-   export (kernels, API calls, counters, flows), every slice closed.
+2. Bundled traces exported again: the same numbers as their Chrome JSON
+   export (slices per category, counters, flows, call stacks), every slice
+   closed.
 """
 import collections
 import json
@@ -74,7 +75,7 @@ def unquote(quoted):
 def summarize(text):
     s = {"names": {}, "cats": {}, "tracks": {}, "begins": collections.Counter(),
          "open": collections.Counter(), "counters": 0, "flows": collections.Counter(),
-         "flags": [], "processes": [], "instants": 0, "unclosed": 0}
+         "flags": [], "processes": [], "instants": 0, "unclosed": 0, "stacks": 0}
     for p in packets(text):
         s["flags"].append(field(p, "sequence_flags"))
         for iid, name in re.findall(r"event_names \{\s*iid: (\d+)\s*name: (\".*\")", p):
@@ -95,6 +96,9 @@ def summarize(text):
                 cat = s["cats"].get(field(p, "category_iids")[0])
                 s["begins"][cat] += 1
                 s["open"][track] += 1
+                if "callstack {" in p:
+                    s["stacks"] += 1
+                    check(field(p, "function_name"), "a callstack without frames")
                 for f in field(p, "flow_ids"):
                     s["flows"][f] += 1
             elif typ == "TYPE_SLICE_END":
@@ -137,7 +141,8 @@ check({"gemm(float*, float*)", "relu", "Memcpy HtoD", "Sync: stream synchronize"
       set(sample["names"].values()), "interned names: %s" % sorted(sample["names"].values()))
 
 # 2. Bundled traces, against their Chrome export.
-for name in ("torch_train_starved.gpscope", "h200_metrics_phases.gpscope"):
+for name in ("torch_train_starved.gpscope", "h200_metrics_phases.gpscope",
+             "stacks/item_then_host.gpscope"):
     trace = os.path.join(SRC, "tests", "data", name)
     pf = summarize(decode(export(trace, "perfetto")))
     ev = json.loads(export(trace, "chrome"))["traceEvents"]
@@ -152,8 +157,11 @@ for name in ("torch_train_starved.gpscope", "h200_metrics_phases.gpscope"):
     check(both_ends == chrome_flows, "%s: flows %d vs %d" % (name, both_ends, chrome_flows))
     check(all(v == 0 for v in pf["open"].values()) and pf["unclosed"] == 0,
           "%s: BEGIN/END not balanced" % name)
-    print("%s: %d kernels, %d API calls, %d counters, %d flows" %
-          (name, pf["begins"]["kernel"], pf["begins"]["cuda_api"], pf["counters"], both_ends))
+    with_sf = sum(1 for e in ev if "sf" in e)
+    check(pf["stacks"] == with_sf, "%s: call stacks %d vs %d" % (name, pf["stacks"], with_sf))
+    print("%s: %d kernels, %d API calls, %d counters, %d flows, %d stacks" %
+          (name, pf["begins"]["kernel"], pf["begins"]["cuda_api"], pf["counters"], both_ends,
+           pf["stacks"]))
 
 for f in failures:
     print("FAIL:", f)
