@@ -209,6 +209,32 @@ TEST(ExportFormatsTest, PerfettoKeepsProcessesWithTheSamePidApart) {
   EXPECT_EQ(Count(bytes, field('\x12', "rank 1 · pid 40 on testhost")), 1u);
 }
 
+// A hostile trace that names a new thread with every call: tracks past
+// the cap get no window (bounded memory), their slices still go out.
+TEST(ExportFormatsTest, PastTheTrackCapSlicesGoOutUnwindowed) {
+  testing::TraceBuilder trace;
+  testing::TraceBuilder::Process& p = trace.AddProcess(0x100, 40);
+  p.WriteHeader();
+  constexpr uint32_t kCalls = (1 << 16) + 100;
+  for (uint32_t i = 0; i < kCalls; ++i) {
+    format::ApiCallEvent a = Api(p, "cudaGetDevice", 1000 + i, 1001 + i, i + 1);
+    a.thread_id = 1000 + i;
+    p.Add(a);
+    if (i % 8192 == 8191) p.Flush();
+  }
+  p.WriteEnd();
+  const std::string path =
+      ::testing::TempDir() + "export_formats_cap." + std::to_string(getpid()) + ".gpscope";
+  ASSERT_TRUE(trace.WriteFile(path));
+  std::ostringstream out, err;
+  EXPECT_EQ(analyze::Run({"export", path}, out, err), analyze::kExitOk) << err.str();
+  unlink(path.c_str());
+  EXPECT_EQ(Count(out.str(), "\"cat\":\"cuda_api\""), kCalls);
+  EXPECT_NE(err.str().find("100 slices on tracks past the first 65536 went out unsorted"),
+            std::string::npos)
+      << err.str();
+}
+
 TEST(LaneAssignerTest, NestedAndAdjacentSlicesShareLaneZero) {
   LaneAssigner lanes;
   EXPECT_EQ(lanes.Place(0, 100), 0u);

@@ -32,6 +32,10 @@ constexpr uint64_t kGpuTrackBase = 1ull << 40;
 constexpr uint64_t kNvtxTrackBase = 1ull << 41;
 constexpr uint64_t kSyncTrackBase = 1ull << 42;
 constexpr int kLaneShift = 44;
+// Tracks given a reorder window and lanes. Past it (a trace naming a new
+// thread or stream with every event) a new track's slices go straight out
+// on lane 0, as they come, so memory stays bounded.
+constexpr size_t kMaxWindowedTracks = 1 << 16;
 
 using render::ExportArg;
 using render::ExportSlice;
@@ -49,7 +53,11 @@ class Exporter : public reader::EventSink {
   // Hands on what the reorder windows still hold, track by track.
   void Finish() {
     for (auto& [key, t] : tracks_) {
-      t.window.Flush([&](ExportSlice&& s) { Emit(std::move(s)); });
+      t.window.Flush([&](ExportSlice&& s) { Emit(std::move(s), &t); });
+    }
+    if (unwindowed_ > 0) {
+      err_ << kProgram << ": export: " << unwindowed_ << " slices on tracks past the first "
+           << kMaxWindowedTracks << " went out unsorted, on one lane each\n";
     }
   }
 
@@ -181,7 +189,12 @@ class Exporter : public reader::EventSink {
     bool begun = false;
     const reader::ProcessTables* tables = nullptr;
     absl::flat_hash_map<uint32_t, std::string> metrics;  // display names, by id
-    absl::flat_hash_map<uint64_t, std::pair<std::string, int64_t>> track_names;  // lane 0's
+    struct TrackName {
+      std::string label;  // lane 0's
+      int64_t sort = 0;
+      uint32_t thread_id = 0;
+    };
+    absl::flat_hash_map<uint64_t, TrackName> track_names;
     absl::flat_hash_set<uint64_t> declared;  // tids (lanes included) handed to the sink
     absl::flat_hash_map<uint32_t, std::string> kernel_names;  // demangled, by id
     std::string Str(uint32_t id) const {
@@ -198,7 +211,6 @@ class Exporter : public reader::EventSink {
   struct Track {
     render::ReorderWindow<ExportSlice> window;
     render::LaneAssigner lanes;
-    uint32_t thread_id = 0;
   };
 
   Process& Of(const reader::ProcessTables& t) {
@@ -241,30 +253,36 @@ class Exporter : public reader::EventSink {
   void Name(Process& p, uint64_t track, const std::string& label, uint32_t thread_id, int group) {
     auto [it, inserted] = p.track_names.try_emplace(track);
     if (!inserted) return;
-    it->second = {label, int64_t{group} * 1000000 + static_cast<int64_t>(track % 1000000)};
-    tracks_[{p.index, track}].thread_id = thread_id;
+    it->second = {label, int64_t{group} * 1000000 + static_cast<int64_t>(track % 1000000),
+                  thread_id};
     Declare(p, track, 0);
   }
 
   void Declare(Process& p, uint64_t track, uint32_t lane) {
     const uint64_t tid = track | (uint64_t{lane} << kLaneShift);
     if (!p.declared.insert(tid).second) return;
-    const auto& [label, sort] = p.track_names[track];
+    const Process::TrackName& n = p.track_names[track];
     sink_.DeclareTrack(p.index, tid,
-                       lane == 0 ? label : label + " (" + std::to_string(lane + 1) + ")",
-                       lane == 0 ? tracks_[{p.index, track}].thread_id : 0,
-                       sort * 64 + lane);
+                       lane == 0 ? n.label : n.label + " (" + std::to_string(lane + 1) + ")",
+                       lane == 0 ? n.thread_id : 0, n.sort * 64 + lane);
   }
 
   void Submit(ExportSlice s) {
-    Track& t = tracks_[{s.process, s.track}];
-    t.window.Push(std::move(s), [&](ExportSlice&& out) { Emit(std::move(out)); });
+    auto it = tracks_.find({s.process, s.track});
+    if (it == tracks_.end()) {
+      if (tracks_.size() >= kMaxWindowedTracks) {
+        ++unwindowed_;
+        return Emit(std::move(s), nullptr);
+      }
+      it = tracks_.try_emplace({s.process, s.track}).first;
+    }
+    Track* t = &it->second;
+    t->window.Push(std::move(s), [&](ExportSlice&& out) { Emit(std::move(out), t); });
   }
 
   // A slice leaves its track's window: its lane, its flow.
-  void Emit(ExportSlice&& s) {
-    Track& t = tracks_[{s.process, s.track}];
-    const uint32_t lane = t.lanes.Place(s.start_ns, s.end_ns);
+  void Emit(ExportSlice&& s, Track* t) {
+    const uint32_t lane = t != nullptr ? t->lanes.Place(s.start_ns, s.end_ns) : 0;
     Declare(processes_[by_index_[s.process]], s.track, lane);
     const uint64_t tid = s.track | (uint64_t{lane} << kLaneShift);
     sink_.Slice(s, tid);
@@ -290,6 +308,7 @@ class Exporter : public reader::EventSink {
   render::ChromeStacks stacks_;
   render::FlowMatcher flows_;
   std::vector<render::FlowMatcher::Flow> flows_out_;
+  uint64_t unwindowed_ = 0;  // slices past kMaxWindowedTracks
 };
 
 // One function per format: each opens its writer on `out`, reads the files
@@ -379,7 +398,8 @@ int RunExport(const std::vector<std::string>& raw_args, std::ostream& out, std::
       err << kProgram << ": " << path << ": write failed\n";
       return kExitFailed;
     }
-    err << "wrote " << path << " (" << written << (format == "perfetto" ? " packets" : " events") << ")\n";
+    err << "wrote " << path << " (" << written
+        << (format == "perfetto" ? " packets" : " events") << ")\n";
   }
   return partial ? kExitFailed : kExitOk;
 }
