@@ -52,8 +52,9 @@ class Exporter : public reader::EventSink {
 
   // Hands on what the reorder windows still hold, track by track.
   void Finish() {
-    for (auto& [key, t] : tracks_) {
-      t.window.Flush([&](ExportSlice&& s) { Emit(std::move(s), &t); });
+    for (auto& entry : tracks_) {
+      Track* t = &entry.second;  // not a structured binding: lambdas cannot capture those in C++17
+      t->window.Flush([&](ExportSlice&& s) { Emit(std::move(s), t); });
     }
     if (unwindowed_ > 0) {
       err_ << kProgram << ": export: " << unwindowed_ << " slices on tracks past the first "
