@@ -14,6 +14,7 @@
 #include "tests/testing/trace_builder.h"
 #include "tools/analyze/cli.h"
 #include "tools/render/chrome_tracks.h"
+#include "tools/render/perfetto_trace.h"
 
 namespace gpscope {
 namespace {
@@ -318,6 +319,19 @@ TEST(FlowMatcherTest, PairsWhicheverEndComesFirstOneFlowPerWork) {
   m.Work(FlowMatcher::Key(1, 7), {1, 1, 600}, &out);
   EXPECT_EQ(out.size(), 2u);
   EXPECT_EQ(m.flows(), 2u);
+}
+
+// Found by analyzer_fuzz: a hostile trace's times overflowed origin + offset.
+TEST(PerfettoTraceWriterTest, RealtimeSaturates) {
+  using render::PerfettoTraceWriter;
+  EXPECT_EQ(PerfettoTraceWriter::RealtimeNs(1000, 5), 1005u);
+  EXPECT_EQ(PerfettoTraceWriter::RealtimeNs(1000, -400), 600u);
+  EXPECT_EQ(PerfettoTraceWriter::RealtimeNs(1000, -1000), 0u);
+  EXPECT_EQ(PerfettoTraceWriter::RealtimeNs(1000, INT64_MIN), 0u);
+  EXPECT_EQ(PerfettoTraceWriter::RealtimeNs(1'000'000'000, INT64_MAX),
+            uint64_t{INT64_MAX} + 1'000'000'000);
+  EXPECT_EQ(PerfettoTraceWriter::RealtimeNs(UINT64_MAX - 10, 20), UINT64_MAX);
+  EXPECT_EQ(PerfettoTraceWriter::RealtimeNs(1, INT64_MAX), uint64_t{INT64_MAX} + 1);
 }
 
 TEST(EnumNamesTest, TraceEnumsAsNames) {

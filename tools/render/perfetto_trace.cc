@@ -88,9 +88,14 @@ uint64_t PerfettoTraceWriter::CounterUuid(uint32_t process, uint32_t counter) {
 PerfettoTraceWriter::PerfettoTraceWriter(std::ostream& out, uint64_t origin_realtime_ns)
     : out_(out), origin_realtime_ns_(origin_realtime_ns) {}
 
-uint64_t PerfettoTraceWriter::Realtime(int64_t origin_ns) const {
-  const int64_t t = static_cast<int64_t>(origin_realtime_ns_) + origin_ns;
-  return t > 0 ? static_cast<uint64_t>(t) : 0;
+uint64_t PerfettoTraceWriter::RealtimeNs(uint64_t origin_realtime_ns_, int64_t origin_ns) {
+  // Saturating: a hostile trace's times can be anywhere in int64.
+  if (origin_ns >= 0) {
+    const uint64_t add = static_cast<uint64_t>(origin_ns);
+    return add > UINT64_MAX - origin_realtime_ns_ ? UINT64_MAX : origin_realtime_ns_ + add;
+  }
+  const uint64_t sub = static_cast<uint64_t>(-(origin_ns + 1)) + 1;
+  return sub >= origin_realtime_ns_ ? 0 : origin_realtime_ns_ - sub;
 }
 
 WireWriter PerfettoTraceWriter::StartPacket(size_t payload_bytes, uint64_t ts_ns,

@@ -61,6 +61,8 @@ class PerfettoTraceWriter : public TraceExportSink {
   static uint64_t ProcessUuid(uint32_t process);
   static uint64_t TrackUuid(uint32_t process, uint64_t tid);
   static uint64_t CounterUuid(uint32_t process, uint32_t counter);
+  // origin + offset, saturating at 0 and UINT64_MAX.
+  static uint64_t RealtimeNs(uint64_t origin_realtime_ns, int64_t origin_ns);
   static uint64_t FlowId(uint32_t process, uint32_t correlation) {
     return (uint64_t{process + 1} << 32) | correlation;
   }
@@ -70,7 +72,7 @@ class PerfettoTraceWriter : public TraceExportSink {
   // strings (times 3: String() may widen bad bytes to U+FFFD).
   format::WireWriter StartPacket(size_t payload_bytes, uint64_t ts_ns, bool uses_interning);
   void EndPacket(const format::WireWriter& w);
-  uint64_t Realtime(int64_t origin_ns) const;
+  uint64_t Realtime(int64_t origin_ns) const { return RealtimeNs(origin_realtime_ns_, origin_ns); }
   // iid of a name, or 0 when the table is full (then it goes inline). Adds
   // the new entry to `pending` for this packet's interned_data.
   uint64_t Intern(absl::flat_hash_map<std::string, uint64_t>* table, const std::string& text,
