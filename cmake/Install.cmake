@@ -52,7 +52,7 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${GPSCOPE_SHARE}/docs/
   COMPONENT gpscope)
 
 # Third-party notices: the licenses of what the tools carry inside them
-# (static abseil, protobuf, zlib, zstd; libstdc++ under the GCC runtime
+# (static abseil, protobuf, zlib, zstd, sqlite; libstdc++ under the GCC runtime
 # library exception), from the Debian packages the archives came from.
 set(_notices ${PROJECT_BINARY_DIR}/packaging/THIRD-PARTY-NOTICES)
 set(_text "gpscope's executables and its collector contain these libraries, linked
@@ -60,7 +60,7 @@ statically. Their copyright and license terms follow, as the Debian packages
 that provided them state them.\n")
 set(_archives ${GPSCOPE_ZSTD_STATIC})
 if(GPSCOPE_STATIC_TOOLS)
-  list(APPEND _archives ${GPSCOPE_PROTOBUF_STATIC} ${GPSCOPE_ZLIB_STATIC})
+  list(APPEND _archives ${GPSCOPE_PROTOBUF_STATIC} ${GPSCOPE_ZLIB_STATIC} ${GPSCOPE_SQLITE_STATIC})
   get_target_property(_absl_base absl::base IMPORTED_LOCATION)
   list(APPEND _archives ${_absl_base})
 endif()

@@ -8,7 +8,8 @@
 #
 # It re-points the imported targets that find_package() made at the static
 # archives that Debian ships beside the shared ones (libabsl-dev: every
-# libabsl_*.a; libprotobuf-dev: libprotobuf.a; zlib1g-dev: libz.a). Those
+# libabsl_*.a; libprotobuf-dev: libprotobuf.a; zlib1g-dev: libz.a;
+# libsqlite3-dev: libsqlite3.a). Those
 # archives are built -fPIE (Debian's default): fine for executables, PIE
 # included; the collector (a shared library) links none of them.
 # Include it after find_package(Protobuf) and find_package(absl).
@@ -64,5 +65,14 @@ gpscope_use_static_archive(ZLIB::ZLIB ${GPSCOPE_ZLIB_STATIC})
 set_property(TARGET protobuf::libprotobuf APPEND PROPERTY INTERFACE_LINK_LIBRARIES
   ZLIB::ZLIB Threads::Threads)
 
+# sqlite (export --format sqlite; FindSQLite3's UNKNOWN IMPORTED target, made
+# here so that tools/CMakeLists.txt's find_package reuses it). libsqlite3.a
+# needs libm, libdl and threads, which the shared library brought along.
+find_package(SQLite3 REQUIRED)
+find_library(GPSCOPE_SQLITE_STATIC NAMES libsqlite3.a REQUIRED)
+gpscope_use_static_archive(SQLite::SQLite3 ${GPSCOPE_SQLITE_STATIC})
+set_property(TARGET SQLite::SQLite3 APPEND PROPERTY INTERFACE_LINK_LIBRARIES
+  m ${CMAKE_DL_LIBS} Threads::Threads)
+
 message(STATUS "gpscope: static tools: ${_absl_count} abseil archives, "
-               "${GPSCOPE_PROTOBUF_STATIC}, ${GPSCOPE_ZLIB_STATIC}")
+               "${GPSCOPE_PROTOBUF_STATIC}, ${GPSCOPE_ZLIB_STATIC}, ${GPSCOPE_SQLITE_STATIC}")

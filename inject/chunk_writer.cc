@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "inject/raw_log.h"
+#include "proto/enums.h"
 
 namespace gpscope::inject {
 
@@ -73,7 +74,7 @@ void ChunkWriter::BeginBatch(uint64_t base_ns) {
   if (pending_lost_frames_ > 0) {
     static constexpr char kDetail[] = "trace frames could not be written";
     format::DropRecord drop{};
-    drop.reason = 5;  // DROP_WRITE_FAILED
+    drop.reason = wire::DROP_WRITE_FAILED;
     drop.count = pending_lost_events_;
     drop.first_ns = lost_first_ns_;
     drop.last_ns = lost_last_ns_;
@@ -82,7 +83,7 @@ void ChunkWriter::BeginBatch(uint64_t base_ns) {
     format::LostIntervalRecord lost{};
     lost.start_ns = lost_first_ns_;
     lost.end_ns = lost_last_ns_;
-    lost.reason = 4;  // LOST_WRITE_ERROR
+    lost.reason = wire::LOST_WRITE_ERROR;
     const char* why = strerror(last_errno_);
     lost.detail = format::MakeStringRef(why);
     builder_.AddLostInterval(lost);

@@ -47,6 +47,7 @@
 #include "inject/stacks/python_stacks.h"
 #include "inject/stacks/stack_table.h"
 #include "inject/wake_word.h"
+#include "proto/enums.h"
 #include "proto/framing.h"
 
 #include "gpscope_version.h"  // GPSCOPE_VERSION, from git describe (cmake/Version.cmake)
@@ -56,14 +57,54 @@ namespace {
 
 using format::StringRef;
 
-// proto enum values (proto/gpscope/trace.proto).
-constexpr uint32_t kApiRuntime = 1, kApiDriver = 2;
-constexpr uint32_t kDropCuptiReported = 2, kDropIncomplete = 3, kDropPoolEmpty = 1,
-                   kDropBufferStolen = 6, kDropRingFull = 4;
-constexpr uint32_t kLostYielded = 1, kLostTracingDisabled = 3;
-constexpr uint32_t kEndExit = 1, kEndSignal = 2;
-constexpr uint32_t kDropExitFlushTimeout = 8;  // DROP_EXIT_FLUSH_TIMEOUT
-constexpr uint32_t kDropStacks = 9;            // DROP_STACKS
+// proto enum values (proto/enums.h mirrors proto/gpscope/trace.proto).
+constexpr uint32_t kApiRuntime = wire::API_RUNTIME, kApiDriver = wire::API_DRIVER;
+constexpr uint32_t kDropCuptiReported = wire::DROP_CUPTI_REPORTED,
+                   kDropIncomplete = wire::DROP_CUPTI_INCOMPLETE_RECORD,
+                   kDropPoolEmpty = wire::DROP_CUPTI_BUFFER_POOL_EMPTY,
+                   kDropBufferStolen = wire::DROP_BUFFER_STOLEN,
+                   kDropRingFull = wire::DROP_RING_FULL,
+                   kDropExitFlushTimeout = wire::DROP_EXIT_FLUSH_TIMEOUT,
+                   kDropStacks = wire::DROP_STACKS;
+constexpr uint32_t kLostYielded = wire::LOST_YIELDED_TO_OTHER_PROFILER,
+                   kLostTracingDisabled = wire::LOST_TRACING_DISABLED;
+constexpr uint32_t kEndExit = wire::END_EXIT, kEndSignal = wire::END_SIGNAL;
+
+// ConvertRecord copies these CUPTI values straight into the trace: the
+// schema's numbers are CUPTI's (trace.proto says so); checked here.
+template <typename E>
+constexpr uint32_t U(E v) {
+  return static_cast<uint32_t>(v);
+}
+static_assert(U(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD) == wire::MEMCPY_HTOD &&
+              U(CUPTI_ACTIVITY_MEMCPY_KIND_DTOH) == wire::MEMCPY_DTOH &&
+              U(CUPTI_ACTIVITY_MEMCPY_KIND_HTOA) == wire::MEMCPY_HTOA &&
+              U(CUPTI_ACTIVITY_MEMCPY_KIND_ATOH) == wire::MEMCPY_ATOH &&
+              U(CUPTI_ACTIVITY_MEMCPY_KIND_ATOA) == wire::MEMCPY_ATOA &&
+              U(CUPTI_ACTIVITY_MEMCPY_KIND_ATOD) == wire::MEMCPY_ATOD &&
+              U(CUPTI_ACTIVITY_MEMCPY_KIND_DTOA) == wire::MEMCPY_DTOA &&
+              U(CUPTI_ACTIVITY_MEMCPY_KIND_DTOD) == wire::MEMCPY_DTOD &&
+              U(CUPTI_ACTIVITY_MEMCPY_KIND_HTOH) == wire::MEMCPY_HTOH &&
+              U(CUPTI_ACTIVITY_MEMCPY_KIND_PTOP) == wire::MEMCPY_PTOP);
+static_assert(U(CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE) == wire::MEMORY_PAGEABLE &&
+              U(CUPTI_ACTIVITY_MEMORY_KIND_PINNED) == wire::MEMORY_PINNED &&
+              U(CUPTI_ACTIVITY_MEMORY_KIND_DEVICE) == wire::MEMORY_DEVICE &&
+              U(CUPTI_ACTIVITY_MEMORY_KIND_ARRAY) == wire::MEMORY_ARRAY &&
+              U(CUPTI_ACTIVITY_MEMORY_KIND_MANAGED) == wire::MEMORY_MANAGED &&
+              U(CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC) == wire::MEMORY_DEVICE_STATIC &&
+              U(CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC) == wire::MEMORY_MANAGED_STATIC);
+static_assert(U(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE) ==
+                  wire::SYNC_EVENT_SYNCHRONIZE &&
+              U(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT) ==
+                  wire::SYNC_STREAM_WAIT_EVENT &&
+              U(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE) ==
+                  wire::SYNC_STREAM_SYNCHRONIZE &&
+              U(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE) ==
+                  wire::SYNC_CONTEXT_SYNCHRONIZE);
+static_assert((U(CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH) >> 16) + 1 ==
+                  wire::OVERHEAD_CUPTI_BUFFER_FLUSH &&
+              (U(CUPTI_ACTIVITY_OVERHEAD_UVM_ACTIVITY_INIT) >> 16) + 1 ==
+                  wire::OVERHEAD_UVM_ACTIVITY_INIT);
 
 uint64_t ClockNs(clockid_t id) {
   timespec ts;
@@ -1582,8 +1623,10 @@ void Collector::ConvertRecord(const CUpti_Activity* record) {
       e.start_ns = o->start;
       e.end_ns = o->end;
       uint32_t k = static_cast<uint32_t>(o->overheadKind);
-      e.overhead_kind = k == CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER ? 1 : (k >> 16) + 1;
-      if (k == 0) e.overhead_kind = 0;
+      // CUPTI's kinds are bits (1, 1 << 16, 2 << 16, ...); the schema's are 1, 2, 3, ...
+      e.overhead_kind = k == CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER ? wire::OVERHEAD_DRIVER_COMPILER
+                                                                     : (k >> 16) + 1;
+      if (k == 0) e.overhead_kind = wire::OVERHEAD_UNKNOWN;
       if (o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ||
           o->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
         e.thread_id = o->objectId.pt.threadId;

@@ -4,6 +4,7 @@
 set -euo pipefail
 pkgs=(cmake g++ make pkg-config git
       protobuf-compiler libprotobuf-dev libabsl-dev libzstd-dev zstd zlib1g-dev
+      libsqlite3-dev sqlite3  # export --format sqlite; its test runs the sqlite3 CLI
       libgtest-dev libgmock-dev libbenchmark-dev
       clang libclang-rt-14-dev binutils python3
       prometheus curl  # the node monitor's Prometheus integration test

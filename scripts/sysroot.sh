@@ -8,7 +8,7 @@
 #
 # The root is debootstrap'ed from deb.debian.org (minbase and the packages
 # below: bullseye's gcc-10 and g++-10 with their static libstdc++ and
-# libgcc_eh, glibc 2.31, static abseil, protobuf, zstd and zlib, protoc),
+# libgcc_eh, glibc 2.31, static abseil, protobuf, zstd, zlib and sqlite, protoc),
 # then gets a copy of the CUDA toolkit's headers (the collector includes
 # cuda.h and cupti.h and links nothing of CUDA) and a wrapper that runs the
 # root's protoc on this machine through the root's own loader and libraries.
@@ -27,7 +27,7 @@ root=$(cd "$(dirname "$root")" && pwd)/$(basename "$root")
 mirror=${GPSCOPE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 cuda=${CUDA_HOME:-/usr/local/cuda}
 pkgs=(gcc-10 g++-10 libc6-dev libstdc++-10-dev binutils
-      libprotobuf-dev protobuf-compiler libabsl-dev libzstd-dev zlib1g-dev)
+      libprotobuf-dev protobuf-compiler libabsl-dev libzstd-dev zlib1g-dev libsqlite3-dev)
 
 cuda_include=$cuda/include
 [ -f "$cuda_include/cuda.h" ] && [ -f "$cuda_include/cupti.h" ] ||

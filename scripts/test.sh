@@ -52,10 +52,10 @@ tsan_targets=$(ctest --preset tsan -N | awk '/Test +#/ {print $3}')  # label con
 cmake --build --preset tsan -j"$jobs" --target $tsan_targets
 ctest --preset tsan  # TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 
-step "fuzzing (libFuzzer): the reader's bytes 60 s, the whole analyzer's structure 60 s"
+step "fuzzing (libFuzzer): the reader's bytes 60 s, the whole analyzer's structure 60 s, ELF/DWARF 30 s"
 if command -v clang++ >/dev/null; then
   cmake --preset fuzz >/dev/null
-  cmake --build --preset fuzz -j"$jobs" --target reader_fuzz analyzer_fuzz
+  cmake --build --preset fuzz -j"$jobs" --target reader_fuzz analyzer_fuzz elf_fuzz
   corpus=$(mktemp -d)
   build-fuzz/tests/fuzz/reader_fuzz -dict=tests/fuzz/reader_fuzz.dict -max_total_time=60 \
     -print_final_stats=1 "$corpus" tests/fuzz/corpus 2>&1 | tail -15
@@ -65,6 +65,11 @@ if command -v clang++ >/dev/null; then
   corpus=$(mktemp -d)
   build-fuzz/tests/fuzz/analyzer_fuzz -max_len=65536 -max_total_time=60 -timeout=30 \
     -rss_limit_mb=3072 -print_final_stats=1 "$corpus" tests/fuzz/analyzer_corpus 2>&1 | tail -15
+  rm -rf "$corpus"
+  # Module files for offline symbolization (tools/model/elf_symbols.h).
+  corpus=$(mktemp -d)
+  build-fuzz/tests/fuzz/elf_fuzz -max_total_time=30 -timeout=10 -print_final_stats=1 \
+    "$corpus" tests/fuzz/elf_corpus 2>&1 | tail -15
   rm -rf "$corpus"
 else
   echo "SKIPPED: clang++ not installed, no fuzzing"

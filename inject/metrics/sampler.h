@@ -59,16 +59,17 @@
 
 #include "inject/metrics/gpu_backend.h"
 #include "inject/metrics/host_stats.h"
+#include "proto/enums.h"
 #include "proto/events.h"
 #include "proto/records.h"
 
 namespace gpscope::metrics {
 
-// proto MetricScope values.
-inline constexpr uint32_t kScopeDevice = 1;
-inline constexpr uint32_t kScopeProcess = 2;
-inline constexpr uint32_t kScopeHost = 3;
-inline constexpr uint32_t kScopeThread = 4;
+// proto MetricScope values (proto/enums.h).
+inline constexpr uint32_t kScopeDevice = wire::SCOPE_DEVICE;
+inline constexpr uint32_t kScopeProcess = wire::SCOPE_PROCESS;
+inline constexpr uint32_t kScopeHost = wire::SCOPE_HOST;
+inline constexpr uint32_t kScopeThread = wire::SCOPE_THREAD;
 
 // One MetricDescriptor. name/unit point to static text.
 struct MetricDef {

@@ -19,6 +19,8 @@
 
 #include <cstdint>
 
+#include "proto/enums.h"
+
 namespace gpscope::inject::stacks {
 
 // Frames kept per stack, innermost first; deeper stacks lose their
@@ -46,11 +48,11 @@ enum class StackKind : uint8_t {
 };
 
 // Why the collector took the stack (it fills this; carried to the trace).
-enum class StackTrigger : uint8_t {
-  kUnknown = 0,
-  kSync = 1,       // a synchronizing or implicitly synchronizing call
-  kAfterIdle = 2,  // the first launch after the thread was outside CUDA a while
-  kSampled = 3,    // the time-based sample of other calls
+enum class StackTrigger : uint8_t {  // written as the trace's StackTrigger
+  kUnknown = wire::STACK_TRIGGER_UNKNOWN,
+  kSync = wire::STACK_SYNC,             // a synchronizing or implicitly synchronizing call
+  kAfterIdle = wire::STACK_AFTER_IDLE,  // the first launch after the thread was outside CUDA a while
+  kSampled = wire::STACK_SAMPLED,       // the time-based sample of other calls
 };
 
 enum StackFlags : uint8_t {

@@ -38,16 +38,17 @@
 #include <vector>
 
 #include "inject/stacks/capture_record.h"
+#include "proto/enums.h"
 
 namespace gpscope::inject::stacks {
 
 class PythonResolver;
 class NativeSymbolizer;
 
-enum class FrameKind : uint8_t {
-  kUnknown = 0,
-  kPython = 1,
-  kNative = 2,
+enum class FrameKind : uint8_t {  // written as the trace's FrameKind
+  kUnknown = wire::FRAME_UNKNOWN,
+  kPython = wire::FRAME_PYTHON,
+  kNative = wire::FRAME_NATIVE,
 };
 
 // One frame, resolved. Python: file = co_filename, function = co_name,

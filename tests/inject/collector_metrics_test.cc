@@ -240,8 +240,12 @@ TEST_F(CollectorMetricsTest, AProcessWithoutACudaContextLeavesNoFile) {
   // GPSCOPE_OPEN_AT=start: the file is made at CUDA initialization, as before.
   ASSERT_EQ(system(("rm -rf '" + dir_ + "'").c_str()), 0);
   Collected start;
-  ASSERT_NO_FATAL_FAILURE(RunChild(
-      {{"FAKE_CUPTI_CONTEXTS", "none"}, {"GPSCOPE_OPEN_AT", "start"}}, 150, &start, 1));
+  // 20 ms samples: a loaded machine can start the sampler late, and its
+  // first sample comes one interval after that (at 100 ms, none in 150 ms).
+  ASSERT_NO_FATAL_FAILURE(RunChild({{"FAKE_CUPTI_CONTEXTS", "none"},
+                                    {"GPSCOPE_OPEN_AT", "start"},
+                                    {"GPSCOPE_METRICS_INTERVAL_MS", "20"}},
+                                   150, &start, 1));
   EXPECT_TRUE(start.ended);
   EXPECT_TRUE(start.Of("nvml.gpu_util").empty());  // no GPU in use: none sampled
   EXPECT_FALSE(start.Of("host.rss_bytes").empty());

@@ -100,19 +100,30 @@ SiteFrame DescribeFrame(const model::StackFrameText& f) {
                           s.function.empty() ? "" : " ", s.function);
     return s;
   }
-  s.function = f.function.size() <= kMaxDemangleBytes ? Demangle(f.function) : f.function;
+  const std::string& symbol = !f.function.empty() ? f.function : f.symbol;
+  s.function = symbol.size() <= kMaxDemangleBytes ? Demangle(symbol) : symbol;
+  s.module = f.file;
   const std::string where =
       f.file.empty() ? Hex(f.module_offset)
                      : absl::StrCat(Basename(f.file), "+", Hex(f.module_offset));
+  if (f.source_line != 0 && !f.source_file.empty()) {  // symbolized: file:line first
+    s.path = f.source_file;
+    s.line = f.source_line;
+    s.text = absl::StrCat(f.source_file, ":", f.source_line, s.function.empty() ? "" : " ",
+                          s.function, " (", where, ")");
+    return s;
+  }
   s.text = s.function.empty() ? where : absl::StrCat(s.function, " (", where, ")");
   return s;
 }
 
 namespace {
 
-// The label of a site: "train.py:42 (train_step)", "gps_f (prog+0x1139)".
+// The label of a site: "train.py:42 (train_step)", "main.cc:17 (step(int))"
+// (a native frame symbolized offline), "gps_f (prog+0x1139)".
 std::string SiteLabel(const SiteFrame& f) {
-  if (f.kind == proto::FRAME_PYTHON && !f.path.empty()) {
+  const bool native_line = f.kind == proto::FRAME_NATIVE && f.line != 0;
+  if ((f.kind == proto::FRAME_PYTHON || native_line) && !f.path.empty()) {
     return absl::StrCat(Basename(f.path), ":", f.line,
                         f.function.empty() ? "" : absl::StrCat(" (", f.function, ")"));
   }

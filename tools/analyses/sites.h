@@ -48,13 +48,15 @@
 namespace gpscope::analyses {
 
 // One frame as people read it: "train.py:42 train_step" (Python; the full
-// path in `path`), "foo::bar(int) (libfoo.so+0x1a2b)" (native, demangled),
-// "libfoo.so+0x1a2b" (no symbol), "(unknown frame 7)".
+// path in `path`), "/src/main.cc:17 step(int) (prog+0x1139)" (native,
+// symbolized offline: model/symbolizer.h), "foo::bar(int) (libfoo.so+0x1a2b)"
+// (native, demangled), "libfoo.so+0x1a2b" (no symbol), "(unknown frame 7)".
 struct SiteFrame {
   std::string text;
-  std::string path;      // Python file / native module, as recorded
-  std::string function;  // demangled for native frames
-  uint32_t line = 0;
+  std::string path;      // Python file; native: the source file when symbolized, else the module
+  std::string module;    // native: the module, as recorded
+  std::string function;  // demangled for native frames (recorded, else from the module's file)
+  uint32_t line = 0;     // Python line; native: the source line when symbolized, else 0
   uint64_t module_offset = 0;
   int kind = 0;          // proto::FrameKind
   bool user = false;
@@ -65,7 +67,7 @@ bool IsUserFrame(const model::StackFrameText& f);
 struct SiteRow {
   size_t process = 0;     // index into TraceModel::processes
   uint64_t process_uid = 0;
-  std::string label;      // "train.py:42 (train_step)"
+  std::string label;      // "train.py:42 (train_step)", "main.cc:17 (step(int))"
   SiteFrame frame;        // the innermost user frame (or the fallback)
   bool user = false;
   model::StackWeights w;  // summed over the site's stacks

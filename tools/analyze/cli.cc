@@ -2,6 +2,8 @@
 #include "tools/analyze/cli.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <system_error>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
@@ -13,7 +15,9 @@
 #include "tools/analyze/info.h"
 #include "tools/analyze/metrics.h"
 #include "tools/analyze/report.h"
+#include "tools/analyze/stats.h"
 #include "tools/analyze/summary.h"
+#include "tools/model/symbolizer.h"
 #include "tools/reader/limits.h"
 
 #include "gpscope_version.h"  // GPSCOPE_VERSION, from git describe (cmake/Version.cmake)
@@ -30,6 +34,7 @@ constexpr Command kCommands[] = {
     {"export", "Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing", RunExport},
     {"diff", "what changed between two runs (BASE NEW), for regression checks", RunDiffCommand},
     {"metrics", "GPU and process utilization per window, idle GPUs, throttling", RunMetrics},
+    {"stats", "nsys-style tables: NVTX ranges and their GPU time, CUDA API, kernels", RunStats},
 };
 
 void PrintUsage(std::ostream& out) {
@@ -49,17 +54,32 @@ bool TakeMemoryBudget(std::vector<std::string>* args, std::string* error) {
     if (a == "--") break;
     std::string value;
     size_t erase = 0;
-    if (a == "--max-memory") {
+    const bool symbols = a == "--symbols" || a.rfind("--symbols=", 0) == 0;  // model/symbolizer.h
+    if (a == "--max-memory" || a == "--symbols") {
       if (i + 1 >= args->size()) {
-        *error = "option --max-memory needs a value";
+        *error = absl::StrCat("option ", a, " needs a value");
         return false;
       }
       value = (*args)[i + 1];
       erase = 2;
-    } else if (a.rfind("--max-memory=", 0) == 0) {
-      value = a.substr(13);
+    } else if (a.rfind("--max-memory=", 0) == 0 || symbols) {
+      value = a.substr(a.find('=') + 1);
       erase = 1;
     } else {
+      continue;
+    }
+    if (symbols) {
+      std::error_code ec;
+      if (!std::filesystem::is_directory(value, ec)) {
+        *error = absl::StrCat("--symbols ", value, ": not a directory");
+        return false;
+      }
+      std::vector<std::string> dirs = model::SymbolDirs();
+      dirs.push_back(value);
+      model::SetSymbolDirs(std::move(dirs));
+      args->erase(args->begin() + static_cast<std::ptrdiff_t>(i),
+                  args->begin() + static_cast<std::ptrdiff_t>(i + erase));
+      --i;
       continue;
     }
     absl::StatusOr<uint64_t> bytes = reader::ParseByteSize(value);
@@ -173,6 +193,7 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     std::string error;
     reader::SetMemoryBudgetBytes(reader::kDefaultMemoryBudgetBytes);
     reader::SetReadingShare(0.5);
+    model::SetSymbolDirs({});
     if (!TakeMemoryBudget(&rest, &error)) {
       err << kProgram << " " << name << ": " << error << "\n";
       return kExitUsage;

@@ -37,7 +37,11 @@ inline constexpr char kCommonOptionsHelp[] =
     "                     may use half of it (report: a quarter; the rest is for the\n"
     "                     analysis and output); past that, reading stops with one message\n"
     "                     naming the file and offset, and the output says it is PARTIAL\n"
-    "                     (exit status 1)\n";
+    "                     (exit status 1)\n"
+    "  --symbols DIR      where to look for the native modules named by call stacks, and\n"
+    "                     their debug files (DIR/.build-id/xx/yyyy.debug), to show a\n"
+    "                     native frame's file:line and function (repeatable; the recorded\n"
+    "                     path and /usr/lib/debug are always looked at; build ids must match)\n";
 
 // Prints the memory budget's stop (reader::TraceIndex::partial), if any,
 // as one stderr line; true when reading was partial.

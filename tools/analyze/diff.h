@@ -11,41 +11,48 @@
 //
 // BASE and NEW are each a trace file, or several joined by commas (the files
 // of one multi-node run). Both are summarised as `summary` does (same
-// options); run-level numbers combine the GPUs: shares are window-weighted
-// means, step times are the slowest GPU's (a synchronous job runs at its
-// slowest rank's pace), kernel and copy totals are sums over GPUs (whole
-// run), kernel duration percentiles come from the merged histograms.
+// options); how GPUs combine, the per-step basis and the noise floor are
+// defined in tools/analyses/diff.h.
 //
-// Regressions (`--fail-on-regression PCT`): step time P50 or P95 grew by
-// more than PCT percent; or, when either run has no steps, the total kernel
-// time grew by more than PCT percent; or a finding at warning level or above
-// appeared. They are listed in every output (without the option, growth
-// beyond kDefaultRegressionPct = 5%); the exit status reflects them only with
-// the option.
+// Regressions (`--fail-on-regression PCT`, `--metrics M[,M]`): a watched
+// metric (default step_time,step_p95; analyses::DiffMetrics() lists them)
+// got worse by more than PCT percent (percentage points for shares) and
+// beyond its noise floor. When a run has no steps, total kernel time stands
+// in for the step times. A finding that appears is listed, never a
+// regression. Regressions are listed in every output (without the option,
+// beyond kDefaultRegressionPct = 5%); the exit status reflects them only
+// with the option.
 //
-// JSON schema ("schema": "gpscope.diff/1"; keys stable, new keys may be
-// added):
+// JSON schema ("schema": "gpscope.diff/2"; keys stable, new keys may be
+// added; /2: per-step basis, noise floor, regressions as objects):
 //   schema, options {idle_gap_threshold_ns, window_ns, top_kernels,
-//     fail_on_regression_pct (null)}
-//   base, new             {files[], gpus, events}
+//     fail_on_regression_pct (null), metrics[], threshold_pct}
+//   base, new             {files[], gpus, events, steps (null without steps)}
+//   basis                 "per_step" (both runs have steps) or "total"
+//   noise_floor           {step_rel, percentile_rel_min, rule (text)}
 //   numbers[]             {key, unit ("ns"|"ratio"|"percent"|"bytes"|"count"),
-//                          base, new (null when not measured in that run), delta
-//                          (new - base, or null), change (delta / base, or null)}
+//                          per_step (amount divided by the run's steps), base, new
+//                          (null when not measured in that run), delta (new - base, or
+//                          null), change (delta / base, or null), noise (relative),
+//                          significant (the change exceeds the noise floor)}
 //                          keys: step_p50_ns, step_p95_ns, busy_share, idle_gap_share,
 //                          sm_util_pct, dram_bw_util_pct, kernel_p50_ns, kernel_p95_ns,
 //                          comm_share, comm_overlap, kernel_ns, kernel_count,
 //                          copy_ns, copy_bytes
-//   kernels               {rows[]: {name, demangled, status ("changed"|"new"|
-//                          "vanished"), base: {count, total_ns, mean_ns}, new: {...},
-//                          delta_ns, change (null for new)}, new_count, vanished_count}
-//                          rows: the top N by the larger of the two totals
-//   copies[]              {direction, memory, base: {count, bytes, duration_ns}, new:
-//                          {...}, delta_ns}
+//   kernels               {rows[]: {name, demangled, status ("same"|"changed"|"new"|
+//                          "vanished"), base: {count, total_ns, mean_ns, calls_per_step,
+//                          ns_per_step (null on totals)}, new: {...}, delta_ns (totals),
+//                          change (on the basis; null for new), noise}, changed_count,
+//                          new_count, vanished_count}
+//                          rows: the top N by the larger time on the basis
+//   copies[]              {direction, memory, base: {count, bytes, duration_ns,
+//                          ns_per_step}, new: {...}, delta_ns, change (on the basis)}
 //   findings              {appeared[], disappeared[], changed[]}: {rule, gpu (index or
 //                          null), process (index or null), scope, severity (changed:
 //                          base_severity and severity), cost_ns}; findings are matched
 //                          by rule and GPU/process index (pids differ between runs)
-//   regressions[]         text, one per regression found
+//   regressions[]         {metric, key, base, new, worse_by_pct or worse_by_pt,
+//                          threshold, noise, stand_in, text}
 //
 // Exit status: 0 ok; 3 with --fail-on-regression when a regression was
 // found; 1 a file could not be read; 2 usage error.
@@ -53,74 +60,34 @@
 #ifndef GPSCOPE_TOOLS_ANALYZE_DIFF_H_
 #define GPSCOPE_TOOLS_ANALYZE_DIFF_H_
 
-#include <cstdint>
-#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "tools/analyses/diff.h"
 #include "tools/analyze/summary.h"
 
 namespace gpscope::analyze {
 
 inline constexpr int kExitRegression = 3;
-// Without --fail-on-regression, growth beyond this is still listed.
-inline constexpr double kDefaultRegressionPct = 5.0;
 
-struct DiffOptions {
-  size_t top_kernels = 15;
-  std::optional<double> fail_on_regression_pct;
-};
+using analyses::CopyDiff;
+using analyses::DiffNumber;
+using analyses::DiffOptions;
+using analyses::FindingRef;
+using analyses::kDefaultRegressionPct;
+using analyses::KernelDiff;
+using analyses::KernelTotals;
+using analyses::Regression;
+using analyses::RunDiff;
+using analyses::RunValue;
 
-// A number of one run; `known` false when the run did not measure it.
-struct RunValue {
-  bool known = false;
-  double value = 0;
-};
-
-struct DiffNumber {
-  std::string key;
-  std::string unit;
-  RunValue base, now;
-};
-
-struct KernelTotals {
-  uint64_t count = 0;
-  uint64_t total_ns = 0;
-  double mean_ns() const { return count > 0 ? static_cast<double>(total_ns) / count : 0; }
-};
-
-struct KernelDiff {
-  std::string name;
-  std::string status;  // "changed", "new", "vanished"
-  KernelTotals base, now;
-};
-
-struct CopyDiff {
-  std::string direction, memory;
-  uint64_t base_count = 0, base_bytes = 0, base_ns = 0;
-  uint64_t new_count = 0, new_bytes = 0, new_ns = 0;
-};
-
-struct FindingRef {
-  std::string rule;
-  int gpu = -1, process = -1;
-  std::string scope;
-  analyses::Severity severity = analyses::Severity::kInfo;
-  analyses::Severity base_severity = analyses::Severity::kInfo;  // "changed" only
-  uint64_t cost_ns = 0;
-};
-
-struct RunDiff {
-  std::vector<DiffNumber> numbers;
-  std::vector<KernelDiff> kernels;  // top N
-  uint64_t new_kernels = 0, vanished_kernels = 0;
-  std::vector<CopyDiff> copies;
-  std::vector<FindingRef> appeared, disappeared, changed;
-  std::vector<std::string> regressions;
-};
-
-RunDiff ComputeDiff(const SummaryResult& base, const SummaryResult& now, const DiffOptions& options);
+// analyses::ComputeDiff of two summarised runs.
+inline RunDiff ComputeDiff(const SummaryResult& base, const SummaryResult& now,
+                           const DiffOptions& options) {
+  return analyses::ComputeDiff({&base.model, &base.report, &base.findings},
+                               {&now.model, &now.report, &now.findings}, options);
+}
 
 // The command: `diff [--format text|json] [--idle-gap-ms MS] [--window-ms MS] [--top N]
 // [--fail-on-regression PCT] BASE NEW`.

@@ -12,6 +12,7 @@
 #include "gpscope/trace.pb.h"
 #include "tools/analyses/names.h"
 #include "tools/analyze/cli.h"
+#include "tools/analyze/export_sqlite.h"
 #include "tools/reader/batch_decode.h"
 #include "tools/reader/event_reader.h"
 #include "tools/render/chrome_json.h"
@@ -354,9 +355,13 @@ int RunExport(const std::vector<std::string>& raw_args, std::ostream& out, std::
   }
   const bool help = parsed->has("help");
   std::string format = parsed->has("format") ? parsed->flags.at("format") : "chrome";
+  if (format == "sqlite" && !help && !parsed->positional.empty()) {  // docs/sqlite.md
+    return RunSqliteExport(parsed->positional,
+                           parsed->has("output") ? parsed->flags.at("output") : "", out, err);
+  }
   if (help || parsed->positional.empty() || (format != "chrome" && format != "perfetto")) {
     (help ? out : err) << "usage: " << kProgram
-                       << " export [--format chrome|perfetto] [-o OUT] FILE...\n\n"
+                       << " export [--format chrome|perfetto|sqlite] [-o OUT] FILE...\n\n"
                        << "chrome (default): Chrome trace-event JSON (chrome://tracing, "
                           "ui.perfetto.dev, speedscope);\n  ts are microseconds since the time "
                           "origin every command prints (metadata.gpscope_time_origin).\n"
@@ -365,7 +370,8 @@ int RunExport(const std::vector<std::string>& raw_args, std::ostream& out, std::
                           "Both: a track per GPU stream, host thread (CUDA API), NVTX and sync "
                           "lane, per process;\n  slices that overlap without nesting go to an "
                           "extra lane; flows from each launch to its GPU work.\nDefault output: "
-                          "stdout.\n";
+                          "stdout.\n"
+                       << "sqlite: an SQLite database to -o OUT.sqlite (docs/sqlite.md).\n";
     return help ? kExitOk : kExitUsage;
   }
   std::string path = parsed->has("output") ? parsed->flags.at("output") : "-";

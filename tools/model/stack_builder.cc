@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "tools/model/symbolizer.h"
 #include "tools/model/trace_model.h"
 #include "tools/reader/limits.h"
 
@@ -360,6 +361,9 @@ StackModel StackBuilder::Finish(const std::vector<std::string>& strings) {
     }
     m.stacks.push_back(std::move(ws));
   }
+  // Native frames of non-exported functions came as module + offset only:
+  // their names and lines from the modules' files here (symbolizer.h).
+  m.frames_symbolized = SymbolizeFrames(&m.frames, &m.symbol_notes);
   for (const auto& [key, e] : edges_) m.edges.push_back(e);
   std::sort(m.edges.begin(), m.edges.end(), [](const StackEdge& x, const StackEdge& y) {
     if (x.gpu_host_ns != y.gpu_host_ns) return x.gpu_host_ns > y.gpu_host_ns;

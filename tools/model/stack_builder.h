@@ -20,6 +20,9 @@
 // tracked, the edges and every waiting table. Nothing here is sized by a
 // value from the trace beyond those bounds.
 //
+// Finish() symbolizes the native frames of the stacks it keeps from the
+// modules' files on this machine (symbolizer.h: by path, --symbols, build id).
+//
 // Thread model: one thread, like ModelBuilder.
 #ifndef GPSCOPE_TOOLS_MODEL_STACK_BUILDER_H_
 #define GPSCOPE_TOOLS_MODEL_STACK_BUILDER_H_

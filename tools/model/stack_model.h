@@ -44,6 +44,19 @@ struct StackFrameText {
   std::string build_id;      // native module's GNU build id
   uint32_t line = 0;         // Python source line; 0 unknown
   uint64_t module_offset = 0;
+  // Native frames symbolized offline (symbolizer.h), from the module's file
+  // on the analysing machine: its ELF symbol (mangled) and DWARF line.
+  std::string symbol;
+  std::string source_file;
+  uint32_t source_line = 0;  // 0 unknown
+};
+
+// A module whose frames could not be symbolized although a file was there
+// (symbolizer.h): its build id differs, it is unreadable, its line table
+// is compressed.
+struct SymbolNote {
+  std::string module;  // as recorded
+  std::string text;    // "prog: the file's build id ab12.. differs from the trace's cd34..; ..."
 };
 
 struct StackWeights {
@@ -102,6 +115,8 @@ struct StackModel {
   uint64_t sync_blocked_unstacked_ns = 0;
   uint64_t gpu_idle_unattributed_ns = 0;  // host/sync/implicit gap time with no stacked call
   uint64_t gpu_idle_attributed_ns = 0;
+  uint64_t frames_symbolized = 0;         // native frames given a function or line offline
+  std::vector<SymbolNote> symbol_notes;   // one per module
 };
 
 }  // namespace gpscope::model

@@ -23,6 +23,7 @@
 #include "inject/metrics/replay_backend.h"
 #include "inject/metrics/sampler.h"
 #include "inject/safe_text.h"
+#include "proto/enums.h"
 #include "proto/framing.h"
 #include "tools/monitor/exposition.h"
 #include "tools/monitor/http_server.h"
@@ -807,7 +808,7 @@ int Monitor::Run(MonitorStats* stats) {
 
   server.Stop();
   format::ProcessEndRecord end{};
-  end.reason = signal_number != 0 ? 2 : 1;  // END_SIGNAL : END_EXIT
+  end.reason = signal_number != 0 ? wire::END_SIGNAL : wire::END_EXIT;
   end.signal = signal_number;
   if (gpu_down_since_ns_ != 0) {
     if (inject::ChunkWriter* w = files_->Room()) {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "gpscope/trace.pb.h"
 #include "tools/analyses/site_findings.h"
+#include "tools/analyses/sites.h"
 #include "tools/render/text_format.h"
 #include "tools/render/text_sanitize.h"
 
@@ -25,6 +26,29 @@ std::string Fit(std::string_view raw, size_t width) {
   if (s.size() <= width) return s;
   std::string cut(CutUtf8(s, width > 3 ? width - 3 : 0));
   return cut + "...";
+}
+
+// A site label escaped and fitted to `width` columns keeping its file:line:
+// "main.cc:17 (step(int))" cuts the function ("main.cc:17 (st..."); a
+// location longer than the column loses the start of its file name
+// ("...ong_file_name.py:42"). A label without a line is cut at its end.
+std::string FitLabel(std::string_view raw, size_t width) {
+  std::string s = Printable(raw);
+  if (s.size() <= width || width < 8) return Fit(raw, width);
+  const size_t paren = s.find(" (");
+  const std::string_view loc = std::string_view(s).substr(0, paren);
+  const size_t colon = loc.rfind(':');
+  const bool has_line = colon != std::string_view::npos && colon + 1 < loc.size() &&
+                        loc.find_first_not_of("0123456789", colon + 1) == std::string_view::npos;
+  if (!has_line) return Fit(raw, width);
+  if (loc.size() + 6 <= width) {  // the location and the start of the function
+    return std::string(loc) +
+           std::string(CutUtf8(std::string_view(s).substr(loc.size()), width - loc.size() - 3)) +
+           "...";
+  }
+  size_t from = loc.size() > width - 3 ? loc.size() - (width - 3) : 0;
+  while (from < loc.size() && (static_cast<unsigned char>(loc[from]) & 0xC0) == 0x80) ++from;
+  return "..." + std::string(loc.substr(from));
 }
 
 std::string Pad(std::string s, size_t width) {
@@ -62,6 +86,22 @@ const model::ProcessModel& ProcessOf(const model::TraceModel& m, size_t i) { ret
 
 int FirstGpu(const model::ProcessModel& p) {
   return p.gpus.empty() ? -1 : static_cast<int>(p.gpus.front());
+}
+
+// The notes of modules of the user's code whose file was there but could
+// not be used (model/symbolizer.h): a mismatched build id is worth saying
+// once. A library's (libc on another machine) is not: it would make the
+// output depend on the machine it is read on.
+std::vector<const model::SymbolNote*> UserNotes(const model::StackModel& sm) {
+  std::vector<const model::SymbolNote*> out;
+  for (const model::SymbolNote& note : sm.symbol_notes) {
+    model::StackFrameText module;
+    module.defined = true;
+    module.kind = proto::FRAME_NATIVE;
+    module.file = note.module;
+    if (note.module.empty() || analyses::IsUserFrame(module)) out.push_back(&note);
+  }
+  return out;
 }
 
 std::string StackText(const analyses::SiteRow& s) {
@@ -122,6 +162,9 @@ std::vector<std::string> SitesText(const model::TraceModel& model,
                         " table entries dropped or undecodable"),
            4);
     }
+    for (const model::SymbolNote* note : UserNotes(sm)) {
+      Wrap(&out, 2, Printable("symbols: " + note->text), 4);
+    }
     out.push_back(absl::StrCat("  ", Pad("#  site", 42), Right("GPU lost", 10),
                                Right("blocked", 10), Right("calls", 8),
                                Right("kernel time (est.)", 24)));
@@ -135,7 +178,7 @@ std::vector<std::string> SitesText(const model::TraceModel& model,
               ? absl::StrCat(Time(s.kernel_ns), " +- ", Time(s.kernel_error_ns))
               : std::string("-");
       out.push_back(absl::StrCat(
-          "  ", Pad(absl::StrCat(Pad(absl::StrCat(n, "."), 3), Fit(s.label, 38)), 42),
+          "  ", Pad(absl::StrCat(Pad(absl::StrCat(n, "."), 3), FitLabel(s.label, 38)), 42),
           Right(Time(s.gpu_lost_ns), 10), Right(Time(s.w.sync_blocked_ns), 10),
           Right(Count(s.w.sync_calls), 8), Right(kernel, 24)));
       std::vector<std::string> idle;
@@ -197,6 +240,15 @@ void SitesJson(const model::TraceModel& model, const analyses::SummaryReport& re
     j.Key("gpu_idle_unattributed_ns").Uint(sm.gpu_idle_unattributed_ns);
     j.Key("sync_calls_unstacked").Uint(sm.sync_calls_unstacked);
     j.Key("sync_blocked_unstacked_ns").Uint(sm.sync_blocked_unstacked_ns);
+    const std::vector<const model::SymbolNote*> notes = UserNotes(sm);
+    if (sm.frames_symbolized > 0 || !notes.empty()) {  // model/symbolizer.h
+      j.Key("frames_symbolized").Uint(sm.frames_symbolized);
+      j.Key("symbol_notes").BeginArray();
+      for (const model::SymbolNote* note : notes) {
+        j.BeginObject().Key("module").String(note->module).Key("text").String(note->text).EndObject();
+      }
+      j.EndArray();
+    }
     j.EndObject();
   }
   j.EndArray();

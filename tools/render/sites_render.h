@@ -8,9 +8,12 @@
 //                no_stack, unknown_stack_ids, unknown_frame_ids, tables_dropped,
 //                undecodable, sampled_launches, sampled_kernel_ns, kernel_ns,
 //                gpu_idle_attributed_ns, gpu_idle_unattributed_ns,
-//                sync_calls_unstacked, sync_blocked_unstacked_ns}
+//                sync_calls_unstacked, sync_blocked_unstacked_ns; where native frames
+//                were symbolized offline or a user module's file could not be used
+//                (model/symbolizer.h): frames_symbolized, symbol_notes[] {module, text}}
 //   sites[]      GPU time lost first: {process, label, kind ("python"|"native"|"unknown"),
-//                file, line, function, user (bool), gpu_lost_ns, gpu_sync_idle_ns,
+//                file, line (native: the source file and line when symbolized, else the
+//                module and 0), function, user (bool), gpu_lost_ns, gpu_sync_idle_ns,
 //                gpu_implicit_idle_ns, gpu_host_after_ns, gpu_host_before_ns, sync_calls,
 //                sync_blocked_ns, implicit_calls, implicit_blocked_ns, gaps, launches,
 //                samples, kernel: null or {ns, error_ns (95%), share}, next: null or

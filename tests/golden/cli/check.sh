@@ -17,6 +17,7 @@
 #   T/csv_<table>.csv        `summary --format csv --table <table>`, each table
 #   T/rules.txt (once, at the top: rules/list.txt)  `summary --rules`
 #   diff/<base>-<new>.{txt,json}  `diff` of pairs of recorded traces
+#   diff/<T>-rank0-rank1.{txt,json}  `diff --rank 0 --rank 1` of a node file
 # .zst goldens are compared by content (zstd -dc), so a zstd version that
 # compresses differently changes nothing. The analyzer's own version string
 # is replaced by @VERSION@ (the collector version a trace recorded is data
@@ -126,6 +127,13 @@ for pair in torch_train:torch_train_sync torch_train:torch_train_starved \
     run "$tmp/diff/$b-$n.$ext" diff --format $fmt tests/data/$b.gpscope tests/data/$n.gpscope
     check "diff/$b-$n.$ext" "$tmp/diff/$b-$n.$ext"
   done
+done
+# Two ranks of one node file (diff --rank A --rank B FILE).
+for fmt in text json; do
+  ext=txt; [ $fmt = json ] && ext=json
+  run "$tmp/diff/h200x2_ddp_straggler-rank0-rank1.$ext" diff --format $fmt --rank 0 --rank 1 \
+      tests/data/h200x2_ddp_straggler.gpscope
+  check "diff/h200x2_ddp_straggler-rank0-rank1.$ext" "$tmp/diff/h200x2_ddp_straggler-rank0-rank1.$ext"
 done
 if [ $update = 1 ]; then
   git -C "$root" status --short -- tests/golden/cli || true
