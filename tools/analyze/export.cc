@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <string_view>
 
 #include "absl/container/flat_hash_map.h"
@@ -14,81 +15,80 @@
 #include "tools/analyze/export_sqlite.h"
 #include "tools/reader/batch_decode.h"
 #include "tools/reader/event_reader.h"
+#include "tools/render/chrome_json.h"
 #include "tools/render/chrome_stacks.h"
+#include "tools/render/chrome_tracks.h"
+#include "tools/render/perfetto_trace.h"
 #include "tools/render/json_writer.h"
 #include "tools/render/text_sanitize.h"
 
 namespace gpscope::analyze {
 namespace {
 
-using render::JsonWriter;
-
 // Track ids within a process: GPU streams and host-side tracks are told
-// apart by high bits, so they never collide with OS thread ids.
+// apart by high bits, so they never collide with OS thread ids; a track's
+// extra lanes (render/chrome_tracks.h) are bits 44 up. All stay below 2^53,
+// so JSON readers that parse numbers as doubles keep them apart.
 constexpr uint64_t kGpuTrackBase = 1ull << 40;
 constexpr uint64_t kNvtxTrackBase = 1ull << 41;
 constexpr uint64_t kSyncTrackBase = 1ull << 42;
+constexpr int kLaneShift = 44;
+// Tracks given a reorder window and lanes. Past it (a trace naming a new
+// thread or stream with every event) a new track's slices go straight out
+// on lane 0, as they come, so memory stays bounded.
+constexpr size_t kMaxWindowedTracks = 1 << 16;
 
-const char* MemcpyName(uint32_t kind) {
-  switch (kind) {
-    case 1: return "Memcpy HtoD";
-    case 2: return "Memcpy DtoH";
-    case 8: return "Memcpy DtoD";
-    case 10: return "Memcpy PtoP";
-    default: return "Memcpy";
-  }
-}
+using render::ExportArg;
+using render::ExportSlice;
 
-const char* MemoryName(uint32_t kind) {
-  switch (kind) {
-    case 1: return "pageable";
-    case 2: return "pinned";
-    case 3: return "device";
-    case 5: return "managed";
-    default: return "other";
-  }
-}
-
-// An event sink of the reader's pass. Every ts is microseconds since the
-// time origin on the common timebase (reader/timebase.h), the same origin
-// every command prints; the metadata names it.
+// An event sink of the reader's pass: the events as slices of named tracks,
+// each track's slices reordered and split into lanes so that they nest,
+// launches tied to their GPU work, handed to one file format's writer.
 class Exporter : public reader::EventSink {
  public:
-  Exporter(std::ostream& out, std::ostream& err, const reader::Timebase& timebase)
-      : out_(out), err_(err), timebase_(timebase) {
-    out_ << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
-  }
+  Exporter(render::TraceExportSink& sink, std::ostream& err, const reader::Timebase& timebase)
+      : sink_(sink), err_(err), timebase_(timebase) {}
 
-  // Ends the document: the time origin, and a partial read, in its metadata.
-  void Finish(const reader::TraceIndex* index) {
-    out_ << "\n]";
-    stacks_.WriteDictionary(out_);  // call stacks (issue 20): only when the trace has them
-    out_ << ",\"metadata\":{\"gpscope_time_origin\":{\"realtime_ns\":"
-         << timebase_.origin_realtime_ns()
-         << ",\"utc\":" << JsonWriter::Quote(timebase_.OriginUtc()) << "}";
-    if (index != nullptr && index->partial) {
-      const reader::PartialRead& p = *index->partial;
-      out_ << ",\"gpscope_partial\":{\"reason\":\"memory budget\",\"file\":"
-           << JsonWriter::Quote(p.path) << ",\"offset\":" << p.offset
-           << ",\"budget_bytes\":" << p.budget_bytes
-           << ",\"message\":" << JsonWriter::Quote(p.Message()) << "}";
+  const render::ChromeStacks& stacks() const { return stacks_; }
+
+  // Hands on what the reorder windows still hold, track by track.
+  void Finish() {
+    for (auto& entry : tracks_) {
+      Track* t = &entry.second;  // not a structured binding: lambdas cannot capture those in C++17
+      t->window.Flush([&](ExportSlice&& s) { Emit(std::move(s), t); });
     }
-    out_ << "}}\n";
+    if (unwindowed_ > 0) {
+      err_ << kProgram << ": export: " << unwindowed_ << " slices on tracks past the first "
+           << kMaxWindowedTracks << " went out unsorted, on one lane each\n";
+    }
   }
-  uint64_t events() const { return events_written_; }
 
   void OnHeader(const reader::ProcessTables& t, const proto::ProcessHeader& h,
                 const reader::ChunkPlace&) override {
     Process& p = Of(t);
-    {
-      std::string label = "pid " + std::to_string(p.pid) + " on " + h.hostname();
-      if (h.identity().rank() >= 0) label = "rank " + std::to_string(h.identity().rank()) + " · " + label;
-      Meta("process_name", p.pid, 0, label);
+    if (p.begun) return;
+    p.begun = true;
+    render::ExportProcess ep;
+    ep.index = p.index;
+    ep.pid = p.pid;
+    ep.label = "pid " + std::to_string(p.pid) + " on " + h.hostname();
+    if (h.identity().rank() >= 0) {
+      ep.rank = h.identity().rank();
+      ep.label = "rank " + std::to_string(ep.rank) + " · " + ep.label;
     }
+    sink_.BeginProcess(ep);
   }
 
   void OnBatch(const reader::ResolvedBatch& rb) override {
     Process& p = Of(rb.tables);
+    if (!p.begun) {  // no header read: still a process of its own
+      p.begun = true;
+      render::ExportProcess ep;
+      ep.index = p.index;
+      ep.pid = p.pid;
+      ep.label = "pid " + std::to_string(p.pid);
+      sink_.BeginProcess(ep);
+    }
     const proto::EventBatch& b = rb.batch;
     for (const proto::MetricDescriptor& m : b.metric_descriptors()) {
       p.metrics[m.id()] = m.name() + (m.scope() == proto::SCOPE_DEVICE
@@ -102,61 +102,80 @@ class Exporter : public reader::EventSink {
       err_ << kProgram << ": pid " << p.pid << ": " << rb.decode_status.message() << "\n";
       return;
     }
-    const reader::DecodedBatch& batch_ = rb.events;
-    for (const format::KernelEvent& k : batch_.kernels) {
-      const uint64_t track = GpuTrack(p, k.device_id, k.stream_id);
-      Complete(p, "kernel", p.KernelName(k.name_id), track, k.start_ns, k.end_ns,
-               "\"correlation\":" + std::to_string(k.correlation_id) +
-                   (k.graph_id ? ",\"graph_id\":" + std::to_string(k.graph_id) : ""));
+    const reader::DecodedBatch& batch = rb.events;
+    for (const format::KernelEvent& k : batch.kernels) {
+      ExportSlice s = Base(p, GpuTrack(p, k.device_id, k.stream_id), "kernel", k.start_ns, k.end_ns);
+      s.name = p.KernelName(k.name_id);  // the same kernel, the same name
+      s.args.push_back(ExportArg::Int("correlation", k.correlation_id));
+      if (k.graph_id) s.args.push_back(ExportArg::Int("graph_id", k.graph_id));
+      s.correlation = k.correlation_id;
+      s.role = ExportSlice::kWork;
+      Submit(std::move(s));
     }
-    for (const format::MemcpyEvent& m : batch_.memcpys) {
-      const uint64_t track = GpuTrack(p, m.device_id, m.stream_id);
-      Complete(p, "memcpy", MemcpyName(m.copy_kind), track, m.start_ns, m.end_ns,
-               "\"bytes\":" + std::to_string(m.bytes) + ",\"src\":\"" + MemoryName(m.src_kind) +
-                   "\",\"dst\":\"" + MemoryName(m.dst_kind) + "\",\"async\":" +
-                   ((m.flags & 1) ? "true" : "false"));
+    for (const format::MemcpyEvent& m : batch.memcpys) {
+      ExportSlice s = Base(p, GpuTrack(p, m.device_id, m.stream_id), "memcpy", m.start_ns, m.end_ns);
+      s.name = "Memcpy " + render::MemcpyKindName(m.copy_kind);
+      s.args.push_back(ExportArg::Int("bytes", static_cast<int64_t>(m.bytes)));
+      s.args.push_back(ExportArg::Str("kind", render::MemcpyKindName(m.copy_kind)));
+      s.args.push_back(ExportArg::Str("src", render::MemoryKindName(m.src_kind)));
+      s.args.push_back(ExportArg::Str("dst", render::MemoryKindName(m.dst_kind)));
+      s.args.push_back(ExportArg::Bool("async", (m.flags & 1) != 0));
+      s.args.push_back(ExportArg::Int("correlation", m.correlation_id));
+      s.correlation = m.correlation_id;
+      s.role = ExportSlice::kWork;
+      Submit(std::move(s));
     }
-    for (const format::MemsetEvent& m : batch_.memsets) {
-      const uint64_t track = GpuTrack(p, m.device_id, m.stream_id);
-      Complete(p, "memset", "Memset", track, m.start_ns, m.end_ns,
-               "\"bytes\":" + std::to_string(m.bytes));
+    for (const format::MemsetEvent& m : batch.memsets) {
+      ExportSlice s = Base(p, GpuTrack(p, m.device_id, m.stream_id), "memset", m.start_ns, m.end_ns);
+      s.name = "Memset";
+      s.args.push_back(ExportArg::Int("bytes", static_cast<int64_t>(m.bytes)));
+      s.args.push_back(ExportArg::Str("memory", render::MemoryKindName(m.memory_kind)));
+      s.args.push_back(ExportArg::Int("correlation", m.correlation_id));
+      s.correlation = m.correlation_id;
+      s.role = ExportSlice::kWork;
+      Submit(std::move(s));
     }
-    for (const format::SyncEvent& s : batch_.syncs) {
-      const uint64_t track = kSyncTrackBase | s.context_id;
-      Name(p, track, "sync waits (ctx " + std::to_string(s.context_id) + ")", 1);
-      Complete(p, "sync", "Synchronize", track, s.start_ns, s.end_ns,
-               "\"kind\":" + std::to_string(s.sync_kind));
+    for (const format::SyncEvent& y : batch.syncs) {
+      const uint64_t track = kSyncTrackBase | y.context_id;
+      Name(p, track, "sync waits (ctx " + std::to_string(y.context_id) + ")", 0, 1);
+      ExportSlice s = Base(p, track, "sync", y.start_ns, y.end_ns);
+      s.name = "Sync: " + render::SyncKindName(y.sync_kind);
+      s.args.push_back(ExportArg::Str("kind", render::SyncKindName(y.sync_kind)));
+      s.args.push_back(ExportArg::Int("correlation", y.correlation_id));
+      Submit(std::move(s));
     }
-    for (const format::ApiCallEvent& a : batch_.api_calls) {
-      Name(p, a.thread_id, "tid " + std::to_string(a.thread_id) + " CUDA API", 3);
-      const std::string sf =
-          stacks_.any() ? stacks_.Take(rb.tables.process_uid(), a.thread_id, a.correlation_id) : "";
-      Event(p, "cuda_api", p.Str(a.api_name_id), "X", a.thread_id, a.start_ns,
-            a.end_ns > a.start_ns ? a.end_ns - a.start_ns : 0,
-            "\"correlation\":" + std::to_string(a.correlation_id),
-            sf.empty() ? "" : (",\"sf\":\"" + sf + "\"").c_str());
-    }
-    for (const format::NvtxRangeEvent& r : batch_.nvtx_ranges) {
-      const uint64_t track = kNvtxTrackBase | r.thread_id;
-      Name(p, track, "tid " + std::to_string(r.thread_id) + " NVTX", 2);
-      Complete(p, "nvtx", p.Str(r.name_id), track, r.start_ns, r.end_ns, "");
-    }
-    for (const format::NvtxMarkEvent& m : batch_.nvtx_marks) {
-      const uint64_t track = kNvtxTrackBase | m.thread_id;
-      Name(p, track, "tid " + std::to_string(m.thread_id) + " NVTX", 2);
-      Event(p, "nvtx", p.Str(m.name_id), "i", track, m.timestamp_ns, 0, "", ",\"s\":\"t\"");
-    }
-    for (const format::MetricSample& m : batch_.metrics) {
-      auto it = p.metrics.find(m.metric_id);
-      const std::string name = it != p.metrics.end() ? it->second : "metric " + std::to_string(m.metric_id);
-      char value[64];
-      // JSON has no NaN or infinity: a non-finite reading becomes null.
-      if (std::isfinite(m.value)) {
-        snprintf(value, sizeof(value), "\"value\":%.6g", m.value);
-      } else {
-        snprintf(value, sizeof(value), "\"value\":null");
+    for (const format::ApiCallEvent& a : batch.api_calls) {
+      Name(p, a.thread_id, "tid " + std::to_string(a.thread_id) + " CUDA API", a.thread_id, 3);
+      ExportSlice s = Base(p, a.thread_id, "cuda_api", a.start_ns, a.end_ns);
+      s.name = p.Str(a.api_name_id);
+      s.args.push_back(ExportArg::Int("correlation", a.correlation_id));
+      if (stacks_.any()) {
+        s.stack_node = stacks_.TakeNode(rb.tables.process_uid(), a.thread_id, a.correlation_id);
       }
-      Event(p, "metric", name, "C", 0, m.timestamp_ns, 0, value, "");
+      s.correlation = a.correlation_id;
+      s.role = ExportSlice::kLaunch;
+      Submit(std::move(s));
+    }
+    for (const format::NvtxRangeEvent& r : batch.nvtx_ranges) {
+      const uint64_t track = kNvtxTrackBase | r.thread_id;
+      Name(p, track, "tid " + std::to_string(r.thread_id) + " NVTX", 0, 2);
+      ExportSlice s = Base(p, track, "nvtx", r.start_ns, r.end_ns);
+      s.name = p.Str(r.name_id);
+      Submit(std::move(s));
+    }
+    for (const format::NvtxMarkEvent& m : batch.nvtx_marks) {
+      const uint64_t track = kNvtxTrackBase | m.thread_id;
+      Name(p, track, "tid " + std::to_string(m.thread_id) + " NVTX", 0, 2);
+      ExportSlice s = Base(p, track, "nvtx", m.timestamp_ns, m.timestamp_ns);
+      s.name = p.Str(m.name_id);
+      s.instant = true;
+      sink_.Slice(s, track);  // instants nest anywhere: no lane needed
+    }
+    for (const format::MetricSample& m : batch.metrics) {
+      auto it = p.metrics.find(m.metric_id);
+      const std::string name =
+          it != p.metrics.end() ? it->second : "metric " + std::to_string(m.metric_id);
+      sink_.Counter(p.index, m.metric_id, name, OriginNs(p, m.timestamp_ns), m.value);
     }
   }
 
@@ -166,11 +185,19 @@ class Exporter : public reader::EventSink {
 
  private:
   struct Process {
+    uint32_t index = 0;
     uint32_t pid = 0;
     uint64_t uid = 0;
+    bool begun = false;
     const reader::ProcessTables* tables = nullptr;
     absl::flat_hash_map<uint32_t, std::string> metrics;  // display names, by id
-    absl::flat_hash_set<uint64_t> named_tracks;
+    struct TrackName {
+      std::string label;  // lane 0's
+      int64_t sort = 0;
+      uint32_t thread_id = 0;
+    };
+    absl::flat_hash_map<uint64_t, TrackName> track_names;
+    absl::flat_hash_set<uint64_t> declared;  // tids (lanes included) handed to the sink
     absl::flat_hash_map<uint32_t, std::string> kernel_names;  // demangled, by id
     std::string Str(uint32_t id) const {
       return tables->HasString(id) ? tables->String(id)
@@ -183,77 +210,137 @@ class Exporter : public reader::EventSink {
       return it->second;
     }
   };
+  struct Track {
+    render::ReorderWindow<ExportSlice> window;
+    render::LaneAssigner lanes;
+  };
 
   Process& Of(const reader::ProcessTables& t) {
-    Process& p = processes_[t.process_uid()];
+    auto [it, inserted] = processes_.try_emplace(t.process_uid());
+    Process& p = it->second;
+    if (inserted) {
+      p.index = static_cast<uint32_t>(by_index_.size());
+      by_index_.push_back(t.process_uid());
+    }
     p.pid = t.pid();
     p.uid = t.process_uid();
     p.tables = &t;
     return p;
   }
 
+  int64_t OriginNs(const Process& p, uint64_t cupti_ns) const {
+    return static_cast<int64_t>(timebase_.ToOriginNs(p.uid, cupti_ns));
+  }
+
+  ExportSlice Base(const Process& p, uint64_t track, const char* category, uint64_t start_ns,
+                   uint64_t end_ns) const {
+    ExportSlice s;
+    s.process = p.index;
+    s.track = track;
+    s.category = category;
+    s.start_ns = OriginNs(p, start_ns);
+    s.end_ns = end_ns > start_ns ? OriginNs(p, end_ns) : s.start_ns;
+    return s;
+  }
+
   uint64_t GpuTrack(Process& p, uint32_t device, uint32_t stream) {
     const uint64_t track = kGpuTrackBase | (static_cast<uint64_t>(device) << 32) | stream;
-    Name(p, track, "GPU " + std::to_string(device) + " stream " + std::to_string(stream), 0);
+    Name(p, track, "GPU " + std::to_string(device) + " stream " + std::to_string(stream), 0, 0);
     return track;
   }
 
-  // Labels a track once, with a sort key (GPU tracks first).
-  void Name(Process& p, uint64_t track, const std::string& label, int group) {
-    if (!p.named_tracks.insert(track).second) return;
-    Meta("thread_name", p.pid, track, label);
-    Separator();
-    out_ << "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":" << p.pid << ",\"tid\":" << track
-         << ",\"args\":{\"sort_index\":" << group * 1000000 + static_cast<int>(track % 1000000)
-         << "}}";
+  // Names a track (lane 0 is declared at once, for a stable order; the
+  // others when a slice first needs them), with a sort key (GPU tracks
+  // first).
+  void Name(Process& p, uint64_t track, const std::string& label, uint32_t thread_id, int group) {
+    auto [it, inserted] = p.track_names.try_emplace(track);
+    if (!inserted) return;
+    it->second = {label, int64_t{group} * 1000000 + static_cast<int64_t>(track % 1000000),
+                  thread_id};
+    Declare(p, track, 0);
   }
 
-  void Meta(const char* what, uint32_t pid, uint64_t tid, const std::string& label) {
-    Separator();
-    out_ << "{\"ph\":\"M\",\"name\":\"" << what << "\",\"pid\":" << pid << ",\"tid\":" << tid
-         << ",\"args\":{\"name\":" << JsonWriter::Quote(label) << "}}";
+  void Declare(Process& p, uint64_t track, uint32_t lane) {
+    const uint64_t tid = track | (uint64_t{lane} << kLaneShift);
+    if (!p.declared.insert(tid).second) return;
+    const Process::TrackName& n = p.track_names[track];
+    sink_.DeclareTrack(p.index, tid,
+                       lane == 0 ? n.label : n.label + " (" + std::to_string(lane + 1) + ")",
+                       lane == 0 ? n.thread_id : 0, n.sort * 64 + lane);
   }
 
-  void Complete(const Process& p, const char* cat, const std::string& name, uint64_t track,
-                uint64_t start_ns, uint64_t end_ns, const std::string& args) {
-    Event(p, cat, name, "X", track, start_ns, end_ns > start_ns ? end_ns - start_ns : 0, args, "");
-  }
-
-  void Event(const Process& p, const char* cat, const std::string& name, const char* ph,
-             uint64_t track, uint64_t cupti_ns, uint64_t dur_ns, const std::string& args,
-             const char* extra) {
-    // Microseconds with ns fractions; a double holds them exactly for
-    // spans of weeks.
-    const int64_t rel_ns = static_cast<int64_t>(timebase_.ToOriginNs(p.uid, cupti_ns));
-    char ts[64];
-    snprintf(ts, sizeof(ts), "%.3f", static_cast<double>(rel_ns) / 1000.0);
-    Separator();
-    out_ << "{\"ph\":\"" << ph << "\",\"cat\":\"" << cat << "\",\"name\":" << JsonWriter::Quote(name)
-         << ",\"pid\":" << p.pid << ",\"tid\":" << track << ",\"ts\":" << ts;
-    if (ph[0] == 'X') {
-      snprintf(ts, sizeof(ts), "%.3f", static_cast<double>(dur_ns) / 1000.0);
-      out_ << ",\"dur\":" << ts;
+  void Submit(ExportSlice s) {
+    auto it = tracks_.find({s.process, s.track});
+    if (it == tracks_.end()) {
+      if (tracks_.size() >= kMaxWindowedTracks) {
+        ++unwindowed_;
+        return Emit(std::move(s), nullptr);
+      }
+      it = tracks_.try_emplace({s.process, s.track}).first;
     }
-    out_ << ",\"args\":{" << args << "}" << extra << "}";
-    ++events_written_;
+    Track* t = &it->second;
+    t->window.Push(std::move(s), [&](ExportSlice&& out) { Emit(std::move(out), t); });
   }
 
-  void Separator() {
-    if (first_) {
-      first_ = false;
+  // A slice leaves its track's window: its lane, its flow.
+  void Emit(ExportSlice&& s, Track* t) {
+    const uint32_t lane = t != nullptr ? t->lanes.Place(s.start_ns, s.end_ns) : 0;
+    Declare(processes_[by_index_[s.process]], s.track, lane);
+    const uint64_t tid = s.track | (uint64_t{lane} << kLaneShift);
+    sink_.Slice(s, tid);
+    if (s.role == ExportSlice::kPlain || s.correlation == 0) return;
+    const uint64_t key = render::FlowMatcher::Key(s.process, s.correlation);
+    const render::FlowEnd end{s.process, tid, s.start_ns};
+    flows_out_.clear();
+    if (s.role == ExportSlice::kLaunch) {
+      flows_.Launch(key, end, &flows_out_);
     } else {
-      out_ << ",\n";
+      flows_.Work(key, end, &flows_out_);
     }
+    if (!flows_out_.empty()) sink_.Flows(flows_out_);
   }
 
-  std::ostream& out_;
+  render::TraceExportSink& sink_;
   std::ostream& err_;
   const reader::Timebase& timebase_;
-  bool first_ = true;
-  uint64_t events_written_ = 0;
-  absl::flat_hash_map<uint64_t, Process> processes_;
+  absl::flat_hash_map<uint64_t, Process> processes_;  // by process uid
+  std::vector<uint64_t> by_index_;                    // process index -> uid
+  // Ordered by (process, track): the order the windows are flushed in.
+  std::map<std::pair<uint32_t, uint64_t>, Track> tracks_;
   render::ChromeStacks stacks_;
+  render::FlowMatcher flows_;
+  std::vector<render::FlowMatcher::Flow> flows_out_;
+  uint64_t unwindowed_ = 0;  // slices past kMaxWindowedTracks
 };
+
+// One function per format: each opens its writer on `out`, reads the files
+// through the exporter into it and ends the file. Returns the read for the
+// caller's error report; *written: events (Chrome) or packets (Perfetto).
+reader::ReadResult ExportChrome(const std::vector<std::string>& files,
+                                const reader::Timebase& timebase, std::ostream& out,
+                                std::ostream& err, uint64_t* written) {
+  render::ChromeJsonWriter writer(out);
+  Exporter exporter(writer, err, timebase);
+  writer.set_stacks(&exporter.stacks());
+  reader::ReadResult read = reader::ReadEvents(files, {&exporter});
+  exporter.Finish();
+  writer.Finish(timebase, &read.index);
+  *written = writer.events();
+  return read;
+}
+
+reader::ReadResult ExportPerfetto(const std::vector<std::string>& files,
+                                  const reader::Timebase& timebase, std::ostream& out,
+                                  std::ostream& err, uint64_t* written) {
+  render::PerfettoTraceWriter writer(out, timebase.origin_realtime_ns());
+  Exporter exporter(writer, err, timebase);
+  writer.set_stacks(&exporter.stacks());
+  reader::ReadResult read = reader::ReadEvents(files, {&exporter});
+  exporter.Finish();
+  writer.Finish();
+  *written = writer.packets();
+  return read;
+}
 
 }  // namespace
 
@@ -275,11 +362,16 @@ int RunExport(const std::vector<std::string>& raw_args, std::ostream& out, std::
   if (help || parsed->positional.empty() || (format != "chrome" && format != "perfetto")) {
     (help ? out : err) << "usage: " << kProgram
                        << " export [--format chrome|perfetto|sqlite] [-o OUT] FILE...\n\n"
-                       << "Writes Chrome trace-event JSON (opens in ui.perfetto.dev and "
-                          "chrome://tracing;\n'perfetto' writes the same JSON, which Perfetto "
-                          "imports). Default output: stdout. Times (ts) are microseconds since\n"
-                          "the time origin every command prints (metadata.gpscope_time_origin).\n"
-                       << "'sqlite' writes an SQLite database to -o OUT.sqlite (docs/sqlite.md).\n";
+                       << "chrome (default): Chrome trace-event JSON (chrome://tracing, "
+                          "ui.perfetto.dev, speedscope);\n  ts are microseconds since the time "
+                          "origin every command prints (metadata.gpscope_time_origin).\n"
+                          "perfetto: a Perfetto protobuf trace (.pftrace, ui.perfetto.dev); "
+                          "timestamps are realtime ns.\n"
+                          "Both: a track per GPU stream, host thread (CUDA API), NVTX and sync "
+                          "lane, per process;\n  slices that overlap without nesting go to an "
+                          "extra lane; flows from each launch to its GPU work.\nDefault output: "
+                          "stdout.\n"
+                       << "sqlite: an SQLite database to -o OUT.sqlite (docs/sqlite.md).\n";
     return help ? kExitOk : kExitUsage;
   }
   std::string path = parsed->has("output") ? parsed->flags.at("output") : "-";
@@ -296,10 +388,11 @@ int RunExport(const std::vector<std::string>& raw_args, std::ostream& out, std::
   // Events are written as they are read: the timebase (final clocks, the
   // origin) comes from a first pass.
   const reader::Timebase timebase = reader::ScanTimebase(parsed->positional);
-  Exporter exporter(*sink, err, timebase);
-  reader::ReadResult read = reader::ReadEvents(parsed->positional, {&exporter});
+  uint64_t written = 0;
+  reader::ReadResult read =
+      format == "perfetto" ? ExportPerfetto(parsed->positional, timebase, *sink, err, &written)
+                           : ExportChrome(parsed->positional, timebase, *sink, err, &written);
   const reader::TraceIndex* index = &read.index;
-  exporter.Finish(index);
   ReportMissingEnds(*index, err);
   const bool partial = ReportPartial(*index, err);
   if (absl::Status st = index->FirstFileError(); !st.ok()) {
@@ -312,7 +405,8 @@ int RunExport(const std::vector<std::string>& raw_args, std::ostream& out, std::
       err << kProgram << ": " << path << ": write failed\n";
       return kExitFailed;
     }
-    err << "wrote " << path << " (" << exporter.events() << " events)\n";
+    err << "wrote " << path << " (" << written
+        << (format == "perfetto" ? " packets" : " events") << ")\n";
   }
   return partial ? kExitFailed : kExitOk;
 }
