@@ -594,6 +594,17 @@ TEST(OccupancyTest, LimitedByWarpsRegistersSharedMemoryAndBlocks) {
   EXPECT_EQ(model::TheoreticalOccupancy({0, 0, 0}, h100), -1);
 }
 
+// Values from a hostile trace (the analyzer fuzzer found the first: 2^27
+// registers per thread wrapped the per-warp count to 0, a division by zero).
+TEST(OccupancyTest, ImpossibleShapesAreUnknownNotADivisionByZero) {
+  model::SmLimits h100{2048, 32, 65536, 233472};
+  EXPECT_EQ(model::TheoreticalOccupancy({256, 1u << 27, 0}, h100), -1);
+  EXPECT_EQ(model::TheoreticalOccupancy({256, 256, 0}, h100), -1);  // past 255 per thread
+  EXPECT_EQ(model::TheoreticalOccupancy({256, 255, 0}, h100), 0.125);  // 8 warps: one block
+  EXPECT_EQ(model::TheoreticalOccupancy({0xFFFFFFFFu, 0, 0}, h100), -1);  // wraps in 32 bits
+  EXPECT_EQ(model::TheoreticalOccupancy({256, 0, 0xFFFFFFFFu}, h100), 0);
+}
+
 TEST(RulesTest, RegisterHungryLaunchesYieldLowOccupancy) {
   TraceBuilder trace;
   Synth s(trace, 0x5157, 4242, {}, SetSmLimits);
