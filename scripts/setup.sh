@@ -9,6 +9,7 @@ pkgs=(cmake g++ make pkg-config git
       clang libclang-rt-14-dev binutils python3
       prometheus curl  # the node monitor's Prometheus integration test
       dpkg-dev file lintian  # scripts/package.sh (CPack's .deb) and its checks
+      nodejs  # export_chrome_nests_and_pairs (check_chrome.mjs) and the report tests
       debootstrap)  # scripts/sysroot.sh: the Debian 11 root the release is built against
 missing=()
 for p in "${pkgs[@]}"; do
