@@ -171,16 +171,16 @@ constexpr char kGoldenText[] = R"(gpscope trace info: 1 file, 2 processes
 time origin 2023-11-14T22:13:20.000500000Z (earliest event of all files; times are since it)
 
 file job.gps
-  format      version 1, 1.2 KiB, 7 frames
+  format      version 1, 1.28 kB, 7 frames
   damage      1 damaged region, 40 bytes skipped
 
 process 1000 on node-7  (uid 00000000000000a0)
   command     python train.py --epochs=3
   identity    job 4711, rank 0 of 2, local rank 0, node rank 0 (torchrun)
   versions    gpscope 0.1.0-test, CUDA driver API 13.0, CUPTI 130001, driver 580.159.04
-  device 0    NVIDIA H100 80GB HBM3, 132 SMs, 79.6 GiB, sm_90
+  device 0    NVIDIA H100 80GB HBM3, 132 SMs, 85.5 GB, sm_90
               GPU-00000000-1111-2222-3333-444444444444, PCI 0000:18:00.0
-  time span   2023-11-14 22:13:20.000500 .. 22:13:20.003250 UTC (2.750 ms)
+  time span   2023-11-14 22:13:20.000500 .. 22:13:20.003250 UTC (2.75 ms)
   frames      4 read
   events      kernels 10  memcpys 1  memsets 0  syncs 1  api calls 1  nvtx ranges 0  nvtx marks 0
               overheads 0  metric samples 0
@@ -191,15 +191,15 @@ process 1001 on node-7  (uid 00000000000000a1)
   identity    job 4711, rank 1 of 2, local rank 1, node rank 0 (torchrun)
   fork        child of uid 00000000000000a0 (ppid 1000)
   versions    gpscope 0.1.0-test, CUDA driver API 13.0, CUPTI 130001, driver 580.159.04
-  device 1    NVIDIA H100 80GB HBM3, 132 SMs, 79.6 GiB, sm_90
+  device 1    NVIDIA H100 80GB HBM3, 132 SMs, 85.5 GB, sm_90
               GPU-00000000-1111-2222-3333-444444444444, PCI 0000:18:00.0
-  time span   2023-11-14 22:13:20.001500 .. 22:13:20.004010 UTC (2.510 ms)
+  time span   2023-11-14 22:13:20.001500 .. 22:13:20.004010 UTC (2.51 ms)
   frames      3 read, 1 LOST (sequence 2)
   events      kernels 2  memcpys 0  memsets 0  syncs 0  api calls 0  nvtx ranges 1  nvtx marks 1
               overheads 1  metric samples 2
   dropped     cupti reported 3 records, ring full 17 records
   lost        1 interval with incomplete data (UTC time, length, why):
-              22:13:20.002100 (100.000 us)  other profiler active: nsys attached
+              22:13:20.002100 (100 us)  other profiler active: nsys attached
   unavailable gpm: not supported on this GPU
   end         MISSING: the process did not exit cleanly (killed, crashed or still running)
 

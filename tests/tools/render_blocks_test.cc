@@ -85,14 +85,13 @@ TEST(JsonWriterTest, PrettyStyleIndentsAndKeeps17SignificantDigits) {
             "  \"s\": \"q\\\"\\n\"\n}\n");
 }
 
-TEST(TextFormatTest, TraceSizesAreExactAndBinary) {
-  EXPECT_EQ(render::BinaryBytes(512), "512 B");
-  EXPECT_EQ(render::BinaryBytes(1536), "1.5 KiB");
-  EXPECT_EQ(render::BinaryBytes(80ull << 30), "80.0 GiB");
-  EXPECT_EQ(render::FixedTime(812), "812 ns");
-  EXPECT_EQ(render::FixedTime(8'210'000), "8.210 ms");
+TEST(TextFormatTest, CountsOfThingsAndOneStyleOfSizesAndDurations) {
   EXPECT_EQ(render::Things(1, "frame"), "1 frame");
   EXPECT_EQ(render::Things(1234, "frame"), "1,234 frames");
+  // info's device memory and file sizes and its spans read as summary's do.
+  EXPECT_EQ(render::Bytes(150'109'880'320.0), "150 GB");  // an H200's global memory
+  EXPECT_EQ(render::Bytes(59'904.0), "59.9 kB");
+  EXPECT_EQ(render::Time(uint64_t{5'600'014'000}), "5.6 s");
 }
 
 TEST(TextFormatTest, WallTimesAreUtc) {

@@ -130,14 +130,14 @@ void RenderProcessText(const InfoProcess& p, InfoText& t) {
   for (const auto& [id, d] : p.devices) {
     t.Row(absl::StrCat("device ", d.device_id()),
           absl::StrFormat("%s, %d SMs, %s, sm_%d%d", d.name(), d.sm_count(),
-                          BinaryBytes(d.global_memory_bytes()), d.compute_capability_major(),
+                          Bytes(static_cast<double>(d.global_memory_bytes())), d.compute_capability_major(),
                           d.compute_capability_minor()));
     t.Row("", absl::StrCat(d.uuid(), d.pci_bus_id().empty() ? "" : ", PCI ", d.pci_bus_id()));
   }
   if (p.has_events) {
     t.Row("time span", absl::StrCat(UtcSpanText(p.clocks.ToRealtimeNs(p.first_event_ns),
                                              p.clocks.ToRealtimeNs(p.last_event_ns)),
-                                    " (", FixedTime(p.last_event_ns - p.first_event_ns), ")"));
+                                    " (", Time(p.last_event_ns - p.first_event_ns), ")"));
     if (p.clocks.empty()) t.Row("", "(no clock snapshot: CUPTI time taken as wall time)");
   } else {
     t.Row("time span", "no events");
@@ -193,7 +193,7 @@ void RenderProcessText(const InfoProcess& p, InfoText& t) {
       std::string line = l.end_ns() == 0
                              ? absl::StrCat(UtcText(start).substr(11), " .. end of trace")
                              : absl::StrCat(UtcText(start).substr(11), " (",
-                                            FixedTime(l.end_ns() - l.start_ns()), ")");
+                                            Time(l.end_ns() - l.start_ns()), ")");
       absl::StrAppend(&line, "  ", Spaced(LostName(l.reason())));
       if (!l.detail().empty()) absl::StrAppend(&line, ": ", l.detail());
       t.Row("", line);
@@ -387,7 +387,7 @@ std::string RenderInfoText(const InfoReport& report) {
       continue;
     }
     t.Line("", absl::StrCat("file ", f.path));
-    t.Row("format", absl::StrCat("version ", f.format_version, ", ", BinaryBytes(f.file_bytes), ", ",
+    t.Row("format", absl::StrCat("version ", f.format_version, ", ", Bytes(static_cast<double>(f.file_bytes)), ", ",
                                  Things(f.frames, "frame")));
     if (f.damaged_regions > 0 || f.truncated || f.bad_chunks > 0) {
       std::vector<std::string> damage;

@@ -44,22 +44,6 @@ std::string Things(uint64_t n, std::string_view thing) {
   return absl::StrCat(Count(n), " ", absl::string_view(thing.data(), thing.size()), n == 1 ? "" : "s");
 }
 
-std::string BinaryBytes(uint64_t bytes) {
-  if (bytes < 1024) return absl::StrCat(bytes, " B");
-  const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
-  double v = static_cast<double>(bytes) / 1024;
-  int u = 0;
-  for (; v >= 1024 && u < 4; ++u) v /= 1024;
-  return absl::StrFormat("%.1f %s", v, units[u]);
-}
-
-std::string FixedTime(uint64_t ns) {
-  if (ns < 1'000) return absl::StrCat(ns, " ns");
-  if (ns < 1'000'000) return absl::StrFormat("%.3f us", static_cast<double>(ns) / 1e3);
-  if (ns < 1'000'000'000) return absl::StrFormat("%.3f ms", static_cast<double>(ns) / 1e6);
-  return absl::StrFormat("%.3f s", static_cast<double>(ns) / 1e9);
-}
-
 namespace {
 absl::Time WallTime(uint64_t realtime_ns) {
   return absl::FromUnixNanos(static_cast<int64_t>(std::min<uint64_t>(realtime_ns, INT64_MAX)));

@@ -1,12 +1,10 @@
 // tools/render/text_format.h: the one set of unit formatters of the text
-// renderers. Measurements (summary, diff, the report): three significant
-// digits with a decimal unit. Sizes and lengths of the trace itself (info):
-// exact, binary units for memory and files, three decimals for durations.
-// Wall-clock times: UTC.
+// renderers (summary, info, metrics, diff, stats): three significant digits
+// with a decimal unit for every size and duration, so a number reads the
+// same in every command. Wall-clock times: UTC.
 //
 //   Time(8.21e6) -> "8.21 ms"   Count(1234567) -> "1,234,567"
 //   Percent(0.372) -> "37.2%"   Bytes(2.5e9) -> "2.5 GB"
-//   BinaryBytes(80 << 30) -> "80.0 GiB"   FixedTime(1234567) -> "1.235 ms"
 //   Things(2, "frame") -> "2 frames"      UtcIso(ns, 3) -> "2023-11-14T22:13:20.000Z"
 //
 // Thread model: pure functions.
@@ -30,10 +28,6 @@ std::string Bytes(double bytes);
 
 // "1,234 frames", "1 frame".
 std::string Things(uint64_t n, std::string_view thing);
-// "512 B", "1.5 KiB", "80.0 GiB" (one decimal, powers of 1024).
-std::string BinaryBytes(uint64_t bytes);
-// "812 ns", "94.200 us", "8.210 ms", "1.440 s": three decimals.
-std::string FixedTime(uint64_t ns);
 
 // CLOCK_REALTIME ns as UTC: "2023-11-14 22:13:20.000500" (microseconds).
 std::string UtcText(uint64_t realtime_ns);
