@@ -355,24 +355,35 @@ TEST_F(CollectorHardeningTest, SigtermInsideATightLoopOfCallsKeepsTheEndRecord) 
 // forced flush. That buffer is lost, and counted, as not flushed before the
 // exit: not as stolen by another CUPTI client, which there was none of.
 TEST_F(CollectorHardeningTest, ABufferCuptiKeepsAtASignalIsNotBlamedOnAnotherClient) {
-  ASSERT_NO_FATAL_FAILURE(Start({{"FAKE_CUPTI_KERNELS", "forever"},
-                                 {"FAKE_CUPTI_RATE", "20000"},
-                                 {"FAKE_CUPTI_FLUSH", "forced-keeps-running"},
-                                 {"GPSCOPE_EXIT_TIMEOUT_MS", "3000"}},
-                                Then::kTightLoop));
-  Trace live;
-  ASSERT_TRUE(WaitForKernels(1, 5000, &live)) << "no kernels within 5 s";
-  ASSERT_EQ(kill(child_, SIGTERM), 0);
-  bool hung = false;
-  const int status = WaitAtMost(10000, &hung);
-  ASSERT_FALSE(hung);
-  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status << Stderr();
-  Trace t;
-  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
-  ASSERT_TRUE(t.end.has_value()) << "end MISSING; stderr:\n" << Stderr();
-  EXPECT_EQ(t.end->reason(), proto::END_SIGNAL);
-  EXPECT_EQ(t.Dropped(proto::DROP_BUFFER_STOLEN), 0u);
-  EXPECT_EQ(t.Dropped(proto::DROP_EXIT_FLUSH_TIMEOUT), 1u) << "the buffer CUPTI kept";
+  // The stand-in keeps the buffer its workload thread holds at that moment;
+  // the signal can land just after that thread handed a full buffer over
+  // and before it got the next one (nothing kept, nothing lost: seen once
+  // on a loaded machine). Up to three runs for the case with a kept buffer.
+  uint64_t kept_counted = 0;
+  for (int attempt = 0; attempt < 3 && kept_counted == 0; ++attempt) {
+    ASSERT_EQ(system(("rm -rf '" + trace_dir_ + "'").c_str()), 0);
+    ASSERT_NO_FATAL_FAILURE(Start({{"FAKE_CUPTI_KERNELS", "forever"},
+                                   {"FAKE_CUPTI_RATE", "20000"},
+                                   {"FAKE_CUPTI_FLUSH", "forced-keeps-running"},
+                                   {"GPSCOPE_EXIT_TIMEOUT_MS", "3000"}},
+                                  Then::kTightLoop));
+    Trace live;
+    ASSERT_TRUE(WaitForKernels(1, 5000, &live)) << "no kernels within 5 s";
+    ASSERT_EQ(kill(child_, SIGTERM), 0);
+    bool hung = false;
+    const int status = WaitAtMost(10000, &hung);
+    ASSERT_FALSE(hung);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status << Stderr();
+    child_ = 0;
+    Trace t;
+    ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+    ASSERT_TRUE(t.end.has_value()) << "end MISSING; stderr:\n" << Stderr();
+    EXPECT_EQ(t.end->reason(), proto::END_SIGNAL);
+    EXPECT_EQ(t.Dropped(proto::DROP_BUFFER_STOLEN), 0u);
+    kept_counted = t.Dropped(proto::DROP_EXIT_FLUSH_TIMEOUT);
+    EXPECT_LE(kept_counted, 1u);
+  }
+  EXPECT_EQ(kept_counted, 1u) << "the buffer CUPTI kept, counted as not flushed";
 }
 
 // A call that never returns: the final flush never can. The end record is
