@@ -8,7 +8,10 @@
 #   4. writes reports of the bundled traces (single GPU, the two-GPU DDP
 #      runs, a power-capped H200), a hostile-strings trace, two- and
 #      eight-rank traces and a 1M-event trace, and runs the browser tests;
-#      checks that the committed report/dist/ matches a fresh build.
+#      checks that the committed report/dist/ matches a fresh build;
+#   5. loads export's Chrome JSON of five traces in speedscope's own web app
+#      (tests/export/speedscope_check.mjs: a real consumer; it fails on
+#      the slices that overlapped on one lane before the export's lanes).
 # Prints "N passed, N failed" last; exits non-zero when any failed.
 #
 #   scripts/test_report.sh [--build DIR] [--out DIR] [--screenshots]
@@ -57,3 +60,9 @@ step "npm ci (report/)"
 step "browser tests"
 node tests/report/run.mjs --analyze "$build/tools/gpscope-analyze" \
   --gen-trace "$build/bench/gen_trace" --out "$out" --check-dist "${docs[@]}"
+
+step "export's Chrome JSON in a real consumer: speedscope (report/package.json) in Chromium"
+node tests/export/speedscope_check.mjs --analyze "$build/tools/gpscope-analyze" \
+  tests/export/sample.gpscope tests/data/torch_train_starved.gpscope \
+  tests/data/torch_train_sync.gpscope tests/data/h200x2_ddp_straggler.gpscope \
+  tests/data/stacks/item_then_host.gpscope
