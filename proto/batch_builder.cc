@@ -523,8 +523,6 @@ size_t EncodeHeaderChunk(const ProcessHeaderRecord& r, uint64_t process_uid, uin
   PutU(w, 14, r.cuda_driver_version);
   PutU(w, 15, r.cupti_api_version);
   PutStr(w, 16, r.driver_version);
-  PutBool(w, 17, r.is_fork_child);
-  PutFixed64(w, 18, r.parent_process_uid);
   w.EndNested(header);
   return w.ok() ? w.size() : 0;
 }

@@ -164,8 +164,6 @@ struct ProcessHeaderRecord {
   uint32_t cuda_driver_version;
   uint32_t cupti_api_version;
   StringRef driver_version;
-  bool is_fork_child;
-  uint64_t parent_process_uid;
 };
 
 struct ProcessEndRecord {

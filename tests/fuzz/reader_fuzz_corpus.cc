@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
     TraceBuilder::Process& a = trace.AddProcess(2, 200);
     TraceBuilder::Process& b = trace.AddProcess(3, 300);
     a.WriteHeader();
-    b.header().set_is_fork_child(true);
+    b.header().set_ppid(2);
     b.WriteHeader();
     a.AddKernel(10, 5, "a").Flush();
     trace.AppendBytes("garbage GPSF", 12);

@@ -964,8 +964,6 @@ ProcessHeaderRecord RandomHeader(RecordGen& r, std::vector<StringRef>& cmdline,
   h.cuda_driver_version = g.U32();
   h.cupti_api_version = g.U32();
   h.driver_version = r.S();
-  h.is_fork_child = g.Bool();
-  h.parent_process_uid = g.U64();
   return h;
 }
 
@@ -1021,8 +1019,6 @@ TEST(EncoderPropertyTest, HeaderChunksRoundTripThroughLibprotobuf) {
     EXPECT_EQ(p.cuda_driver_version(), h.cuda_driver_version);
     EXPECT_EQ(p.cupti_api_version(), h.cupti_api_version);
     EXPECT_EQ(p.driver_version(), Str(h.driver_version));
-    EXPECT_EQ(p.is_fork_child(), h.is_fork_child);
-    EXPECT_EQ(p.parent_process_uid(), h.parent_process_uid);
 
     ExpectOverflowIsClean(g, n, [&](uint8_t* o, size_t cap) {
       return EncodeHeaderChunk(h, uid, pid, o, cap);

@@ -53,8 +53,6 @@ void BuildJobTrace(TraceBuilder& trace) {
     id->set_launcher("torchrun");
     h.mutable_devices(0)->set_device_id(rank);
   }
-  r1.header().set_is_fork_child(true);
-  r1.header().set_parent_process_uid(0xA0);
   r1.header().set_ppid(1000);
   r0.WriteHeader();
   r1.WriteHeader();
@@ -171,7 +169,7 @@ constexpr char kGoldenText[] = R"(gpscope trace info: 1 file, 2 processes
 time origin 2023-11-14T22:13:20.000500000Z (earliest event of all files; times are since it)
 
 file job.gps
-  format      version 1, 1.28 kB, 7 frames
+  format      version 1, 1.26 kB, 7 frames
   damage      1 damaged region, 40 bytes skipped
 
 process 1000 on node-7  (uid 00000000000000a0)
@@ -189,7 +187,6 @@ process 1000 on node-7  (uid 00000000000000a0)
 process 1001 on node-7  (uid 00000000000000a1)
   command     python train.py --epochs=3
   identity    job 4711, rank 1 of 2, local rank 1, node rank 0 (torchrun)
-  fork        child of uid 00000000000000a0 (ppid 1000)
   versions    gpscope 0.1.0-test, CUDA driver API 13.0, CUPTI 130001, driver 580.159.04
   device 1    NVIDIA H100 80GB HBM3, 132 SMs, 85.5 GB, sm_90
               GPU-00000000-1111-2222-3333-444444444444, PCI 0000:18:00.0
@@ -204,8 +201,8 @@ process 1001 on node-7  (uid 00000000000000a1)
   end         MISSING: the process did not exit cleanly (killed, crashed or still running)
 
 warnings (2):
-  job.gps: offset 720: no frame magic, skipped 40 bytes to next frame
-  job.gps: offset 1195: process 1001 (uid 00000000000000a1): 1 frame lost (sequence 2 missing)
+  job.gps: offset 707: no frame magic, skipped 40 bytes to next frame
+  job.gps: offset 1182: process 1001 (uid 00000000000000a1): 1 frame lost (sequence 2 missing)
 )";
 
 TEST_F(InfoTest, TextReportMatchesGolden) {
@@ -242,8 +239,6 @@ TEST_F(InfoTest, JsonReportHasStableKeysInOrder) {
                                              "ppid",
                                              "cmdline",
                                              "exe_path",
-                                             "is_fork_child",
-                                             "parent_process_uid",
                                              "identity",
                                              "job_id",
                                              "rank",
@@ -302,7 +297,7 @@ TEST_F(InfoTest, JsonReportHasStableKeysInOrder) {
         "\"dropped\": {\n        \"cupti_reported\": 3,\n        \"ring_full\": 17\n      }",
         "\"sequence_gaps\": [\n        {\n          \"first_sequence\": 2,\n          \"count\": 1",
         "\"reason\": \"other_profiler_active\"", "\"clean_exit\": false,\n      \"end\": null",
-        "\"parent_process_uid\": \"00000000000000a0\"", "\"damaged_regions\": 1", "\"error\": null",
+        "\"damaged_regions\": 1", "\"error\": null",
         "\"warnings_omitted\": 0\n}\n"}) {
     EXPECT_NE(json.find(part), std::string::npos) << part;
   }

@@ -148,7 +148,6 @@ class Dumper : public reader::EventSink {
           .S("job", h.identity().job_id())
           .S("launcher", h.identity().launcher())
           .S("exe", h.exe_path())
-          .B("fork_child", h.is_fork_child())
           .U("cupti_api_version", h.cupti_api_version())
           .U("cuda_driver_version", h.cuda_driver_version());
     }

@@ -107,10 +107,6 @@ void RenderProcessText(const InfoProcess& p, InfoText& t) {
       for (const proto::KeyValue& kv : h.env()) env.push_back(absl::StrCat(kv.key(), "=", kv.value()));
       t.WrappedRow("environment", env);
     }
-    if (h.is_fork_child()) {
-      t.Row("fork",
-            absl::StrCat("child of uid ", Uid(h.parent_process_uid()), " (ppid ", h.ppid(), ")"));
-    }
     // A version the collector could not read is 0 or empty: said so, not
     // shown as "CUDA driver API 0.0" or a blank.
     t.Row("versions",
@@ -250,12 +246,6 @@ void RenderProcessJson(const InfoProcess& p, JsonWriter& j) {
     for (const std::string& arg : h.cmdline()) j.String(arg);
     j.EndArray();
     j.Key("exe_path").String(h.exe_path());
-    j.Key("is_fork_child").Bool(h.is_fork_child());
-    if (h.is_fork_child()) {
-      j.Key("parent_process_uid").String(Uid(h.parent_process_uid()));
-    } else {
-      j.Key("parent_process_uid").Null();
-    }
     const proto::Identity& id = h.identity();
     j.Key("identity").BeginObject();
     j.Key("job_id").String(id.job_id());
