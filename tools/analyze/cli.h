@@ -27,7 +27,7 @@ namespace gpscope::analyze {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;
 inline constexpr int kExitUsage = 2;
-inline constexpr std::string_view kProgram = "gpscope-analyze";
+inline constexpr std::string_view kProgram = render::kAnalyzeProgram;
 
 // Options every command takes (cli.cc handles them before the command
 // runs); printed under each command's --help.

@@ -9,6 +9,7 @@
 #include "gpscope/trace.pb.h"
 #include "tools/reader/batch_decode.h"
 #include "tools/render/json_writer.h"
+#include "tools/render/read_status.h"
 #include "tools/render/text_sanitize.h"
 
 namespace gpscope::render {
@@ -31,8 +32,7 @@ bool DumpFilter::AddKind(std::string name) {
 
 namespace {
 
-// Messages name the command's program (analyze/cli.h's kProgram).
-constexpr std::string_view kProgram = "gpscope-analyze";
+constexpr std::string_view kProgram = kAnalyzeProgram;
 
 
 // The proto enum's value name without its prefix ("MEMCPY_HTOD" -> "HTOD").

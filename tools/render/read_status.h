@@ -11,11 +11,15 @@
 #define GPSCOPE_TOOLS_RENDER_READ_STATUS_H_
 
 #include <string>
+#include <string_view>
 
 #include "tools/reader/trace_reader.h"
 #include "tools/render/json_writer.h"
 
 namespace gpscope::render {
+
+// The analyzer's name, as its messages start (analyze/cli.h uses it too).
+inline constexpr std::string_view kAnalyzeProgram = "gpscope-analyze";
 
 // "PARTIAL RESULT: <message>" (no newline), or "" when reading was complete.
 std::string PartialText(const reader::TraceIndex& index);

@@ -18,13 +18,13 @@
 #include "tools/render/chrome_tracks.h"
 #include "tools/render/perfetto_trace.h"
 #include "tools/render/json_writer.h"
+#include "tools/render/read_status.h"
 #include "tools/render/text_sanitize.h"
 
 namespace gpscope::render {
 namespace {
 
-// Messages name the command's program (analyze/cli.h's kProgram).
-constexpr std::string_view kProgram = "gpscope-analyze";
+constexpr std::string_view kProgram = kAnalyzeProgram;
 
 // Track ids within a process: GPU streams and host-side tracks are told
 // apart by high bits, so they never collide with OS thread ids; a track's
