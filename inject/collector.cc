@@ -1921,10 +1921,12 @@ void Collector::WriterLoop() {
                    static_cast<unsigned long long>(pool.acquire_failures()),
                    static_cast<unsigned long long>(pressure_flushes_));
   if (stack_table_ != nullptr) {
-    GPSCOPE_LOG_INFO("call-site stacks: %llu captured on %u threads (%llu native ones through "
+    GPSCOPE_LOG_INFO("call-site stacks: %llu captured on %u threads (%llu the main Python "
+                     "thread's, at syncs of threads without Python; %llu native ones through "
                      "libgcc, the slow path), %llu lost to full rings, %zu stacks of %zu frames "
                      "(%llu frames unresolved)",
                      static_cast<unsigned long long>(g_stacks.captures()), g_stacks.threads_seen(),
+                     static_cast<unsigned long long>(g_stacks.main_thread_captures()),
                      static_cast<unsigned long long>(g_stacks.native_slow_path()),
                      static_cast<unsigned long long>(g_stacks.ring_drops()), stack_table_->stacks(),
                      stack_table_->frames(),

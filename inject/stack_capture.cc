@@ -98,6 +98,7 @@ StackCapturer::Thread* StackCapturer::Attach() {
     stacks::CurrentThreadStackBounds(&t->bounds);
     t->last_exit_ns = 0;
     t->last_sample_ns = 0;
+    t->last_main_ns = 0;
     t->enter_ns = 0;
     t->runtime_depth = 0;
     t->blocking = false;
@@ -191,7 +192,26 @@ void StackCapturer::Capture(Thread* t, StackTrigger trigger, uint8_t domain, uin
       case stacks::PyCaptureStatus::kInconsistent:
         c->Set(StackKind::kPython, r.depth, stacks::kStackInconsistent);
         break;
-      default:  // not a Python thread, Python stacks off, or shutting down
+      case stacks::PyCaptureStatus::kNoThreadState:
+        // A synchronizing call on a thread without Python: the main Python
+        // thread's stack, at most one per kMainThreadIntervalNs per thread.
+        if (trigger == StackTrigger::kSync && now_ns - t->last_main_ns >= kMainThreadIntervalNs) {
+          t->last_main_ns = now_ns;
+          const stacks::PyCaptureResult m =
+              stacks::CaptureMainThreadPythonStack(c->frames, stacks::kMaxStackDepth);
+          if ((m.status == stacks::PyCaptureStatus::kOk ||
+               m.status == stacks::PyCaptureStatus::kTruncated) &&
+              m.depth > 0) {
+            c->trigger = StackTrigger::kSyncMainThread;
+            c->Set(StackKind::kPython, m.depth,
+                   m.status == stacks::PyCaptureStatus::kTruncated ? stacks::kStackTruncated : 0);
+            t->main_thread.fetch_add(1, std::memory_order_relaxed);
+            break;
+          }
+        }
+        need_native = native_fallback_;
+        break;
+      default:  // Python stacks off, or shutting down
         need_native = native_fallback_;
         break;
     }
@@ -238,6 +258,13 @@ uint64_t StackCapturer::captures() const {
   uint64_t n = 0;
   const uint32_t hw = high_water_.load(std::memory_order_acquire);
   for (uint32_t i = 0; i < hw; ++i) n += ThreadAt(i)->captured.load(std::memory_order_relaxed);
+  return n;
+}
+
+uint64_t StackCapturer::main_thread_captures() const {
+  uint64_t n = 0;
+  const uint32_t hw = high_water_.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i < hw; ++i) n += ThreadAt(i)->main_thread.load(std::memory_order_relaxed);
   return n;
 }
 

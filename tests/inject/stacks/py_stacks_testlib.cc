@@ -166,6 +166,36 @@ __attribute__((visibility("default"))) int gps_capture_on_native_thread(char* ou
   return arg.n;
 }
 
+// From a fresh pthread that never ran Python, while this (main) thread
+// waits for it inside this C call without the GIL, as JAX's main thread
+// waits in `float(loss)` while an XLA thread synchronizes: the main
+// thread's stack through CaptureMainThreadPythonStack, in gps_capture's
+// format.
+__attribute__((visibility("default"))) int gps_capture_main_from_native_thread(char* out, int cap) {
+  struct Arg {
+    char* out;
+    int cap;
+    int n;
+  } arg{out, cap, -1};
+  pthread_t t;
+  if (pthread_create(
+          &t, nullptr,
+          [](void* p) -> void* {
+            Arg* a = static_cast<Arg*>(p);
+            FrameRef frames[kMaxStackDepth];
+            const PyCaptureResult r = CaptureMainThreadPythonStack(frames, kMaxStackDepth);
+            std::string text = std::string(StatusName(r.status)) + " " + std::to_string(r.depth) + "\n";
+            if (g_resolver) text += Resolve(frames, r.depth);
+            a->n = Put(text, a->out, a->cap);
+            return nullptr;
+          },
+          &arg) != 0) {
+    return -1;
+  }
+  pthread_join(t, nullptr);
+  return arg.n;
+}
+
 // The native stack here (through libffi, _ctypes and the interpreter's
 // eval loop) with the fast unwinder and with _Unwind_Backtrace: writes
 // "<fast depth> <libgcc depth> <fast path used 0|1> <frames equal 0|1>".

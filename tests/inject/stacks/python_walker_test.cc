@@ -386,6 +386,100 @@ TEST(PythonStacksTest, AThreadWithoutAThreadStateIsReportedSo) {
   EXPECT_TRUE(PythonStacksEnabled());
 }
 
+// The main thread's stack read from a thread without Python (JAX: an XLA
+// thread syncs while the main thread waits in `float(loss)`): the oldest
+// thread state of the list, walked with checked reads; a broken list or a
+// chain that changes under the walk is a race, and Python stacks stay on.
+uint8_t* g_list_head = nullptr;
+void* FakeListHead() { return g_list_head; }
+
+class MainThreadStackTest : public testing::TestWithParam<int> {};
+
+TEST_P(MainThreadStackTest, TakesTheOldestThreadStatesFramesAndARaceLeavesStacksOn) {
+  const PythonLayout& l = *FindPythonLayout(3, GetParam());
+  FakeChain main_thread(l);
+  uint8_t* outer = main_thread.Code(10);
+  main_thread.Push(outer, 1);
+  main_thread.Push(main_thread.Code(20), 2);
+  uint8_t* inner_code = main_thread.Code(30);
+  uint8_t* inner = main_thread.Push(inner_code, 3);
+  // Two newer thread states ahead of it in the list (their own chains are
+  // never read: the first has none at all).
+  uint8_t* newest = main_thread.Block(256);
+  uint8_t* newer = main_thread.Block(256);
+  FakeChain::Put<uint64_t>(newest, 8, FakeChain::Addr(newer));
+  FakeChain::Put<uint64_t>(newer, 8, main_thread.tstate());
+  g_list_head = newest;
+  InstallPythonRuntimeForTest(main_thread.target(), NoThreadState, nullptr, FakeListHead);
+
+  FrameRef out[kMaxStackDepth];
+  EXPECT_EQ(CapturePythonStack(out, kMaxStackDepth).status, PyCaptureStatus::kNoThreadState);
+  PyCaptureResult r = CaptureMainThreadPythonStack(out, kMaxStackDepth);
+  ASSERT_EQ(r.status, PyCaptureStatus::kOk);
+  ASSERT_EQ(r.depth, 3);
+  EXPECT_EQ(out[0].addr, FakeChain::Addr(inner_code));
+  EXPECT_EQ(out[2].addr, FakeChain::Addr(outer));
+  EXPECT_EQ(CaptureMainThreadPythonStack(out, 2).status, PyCaptureStatus::kTruncated);
+
+  // The main thread popped a frame mid-walk (its code pointer now junk):
+  // reported, not fatal, and plain-load captures are not affected.
+  main_thread.SetCode(inner, 0xdead0);
+  r = CaptureMainThreadPythonStack(out, kMaxStackDepth);
+  EXPECT_EQ(r.status, PyCaptureStatus::kInconsistent);
+  EXPECT_TRUE(PythonStacksEnabled());
+  EXPECT_EQ(PythonStacksFault(), WalkFault::kNone);
+  main_thread.SetCode(inner, FakeChain::Addr(inner_code));
+
+  // A link into unmapped memory (a thread state being freed): checked reads.
+  void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(page, MAP_FAILED);
+  ASSERT_EQ(munmap(page, 4096), 0);
+  FakeChain::Put<uint64_t>(newer, 8, FakeChain::Addr(page));
+  EXPECT_EQ(CaptureMainThreadPythonStack(out, kMaxStackDepth).status, PyCaptureStatus::kInconsistent);
+  // A list that loops is cut at kMaxThreadStates.
+  FakeChain::Put<uint64_t>(newer, 8, FakeChain::Addr(newest));
+  EXPECT_EQ(CaptureMainThreadPythonStack(out, kMaxStackDepth).status, PyCaptureStatus::kInconsistent);
+  EXPECT_TRUE(PythonStacksEnabled());
+  FakeChain::Put<uint64_t>(newer, 8, main_thread.tstate());
+  EXPECT_EQ(CaptureMainThreadPythonStack(out, kMaxStackDepth).depth, 3);
+
+  g_list_head = nullptr;  // no interpreter state yet
+  EXPECT_EQ(CaptureMainThreadPythonStack(out, kMaxStackDepth).status, PyCaptureStatus::kNoThreadState);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, MainThreadStackTest, testing::Values(9, 10, 11, 12, 13));
+
+TEST(BlockReaderTest, ServesReadsFromCachedBlocksAndNeverCrossesIntoAnUnmappedPage) {
+  // Two pages, the second unmapped: a block from near the end of the first
+  // stops at the page boundary.
+  void* p = mmap(nullptr, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  auto* bytes = static_cast<uint8_t*>(p);
+  for (int i = 0; i < 4096; ++i) bytes[i] = static_cast<uint8_t>(i * 7);
+  ASSERT_EQ(munmap(bytes + 4096, 4096), 0);
+  SelfMemoryReader self;
+  BlockReader r(&self);
+  const uint64_t base = FakeChain::Addr(bytes);
+  uint64_t v = 0, want = 0;
+  ASSERT_TRUE(r.Read(base + 16, &v, 8));
+  std::memcpy(&want, bytes + 16, 8);
+  EXPECT_EQ(v, want);
+  ASSERT_TRUE(r.Read(base + 200, &v, 8));  // inside the first block
+  std::memcpy(&want, bytes + 200, 8);
+  EXPECT_EQ(v, want);
+  EXPECT_EQ(r.fetches(), 1u);
+  ASSERT_TRUE(r.Read(base + 4088, &v, 8));  // the page's last 8 bytes
+  std::memcpy(&want, bytes + 4088, 8);
+  EXPECT_EQ(v, want);
+  EXPECT_FALSE(r.Read(base + 4092, &v, 8));  // crosses into the unmapped page
+  EXPECT_FALSE(r.Read(base + 4096, &v, 8));
+  bytes[16] = 0;  // a cached block is a snapshot: later reads see what was read
+  ASSERT_TRUE(r.Read(base + 16, &v, 8));
+  std::memcpy(&want, bytes + 16, 8);
+  EXPECT_NE(v, want);
+  ASSERT_EQ(munmap(bytes, 4096), 0);
+}
+
 TEST(PythonStacksTest, InitWithoutPythonInTheProcessSaysSo) {
   // This test binary does not load libpython.
   const PythonInfo info = InitPythonStacks();
