@@ -3,7 +3,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "inject/raw_log.h"
+#include "common/raw_log.h"
 #include "proto/enums.h"
 
 namespace gpscope::inject {

@@ -23,6 +23,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/posix.h"
+#include "common/raw_log.h"
+#include "common/safe_path.h"
 #include "inject/buffer_pool.h"
 #include "inject/chunk_writer.h"
 #include "inject/api_cbids.h"
@@ -37,8 +40,6 @@
 #include "inject/metrics/nvml_backend.h"
 #include "inject/metrics/sample_ring.h"
 #include "inject/metrics/sampler_thread.h"
-#include "inject/raw_log.h"
-#include "inject/safe_path.h"
 #include "inject/stack_capture.h"
 #include "inject/stacks/fast_unwind.h"
 #include "inject/stacks/memory_reader.h"
@@ -56,6 +57,15 @@ namespace gpscope::inject {
 namespace {
 
 using format::StringRef;
+// Shared with the node monitor and the launcher (common/).
+using common::ClockNs;
+using common::DirModeFor;
+using common::OpenOutputDir;
+using common::OpenTraceFileIn;
+using common::OutputDir;
+using common::PrivateTraceName;
+using common::RandomUid;
+using common::SetLogLevel;
 
 // proto enum values (proto/enums.h mirrors proto/gpscope/trace.proto).
 constexpr uint32_t kApiRuntime = wire::API_RUNTIME, kApiDriver = wire::API_DRIVER;
@@ -105,20 +115,6 @@ static_assert((U(CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH) >> 16) + 1 ==
                   wire::OVERHEAD_CUPTI_BUFFER_FLUSH &&
               (U(CUPTI_ACTIVITY_OVERHEAD_UVM_ACTIVITY_INIT) >> 16) + 1 ==
                   wire::OVERHEAD_UVM_ACTIVITY_INIT);
-
-uint64_t ClockNs(clockid_t id) {
-  timespec ts;
-  clock_gettime(id, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-uint64_t RandomUid() {
-  uint64_t v = 0;
-  if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v) || v == 0) {
-    v = ClockNs(CLOCK_REALTIME) ^ (static_cast<uint64_t>(getpid()) << 32) ^ 0x9e3779b97f4a7c15ull;
-  }
-  return v;
-}
 
 class Collector;
 // Constant-initialized: CUPTI callbacks may run before Start() finished or
@@ -431,7 +427,7 @@ void Collector::AddClockSnapshot() {
 }
 
 // Application thread, at start: the folder, opened and checked against
-// other users (inject/safe_path.h), and the file's name. The file itself
+// other users (common/safe_path.h), and the file's name. The file itself
 // opens in OpenOutput (then or at the first context), inside that folder.
 bool Collector::PrepareOutput(std::string* error) {
   const std::string& dir = config.output_dir;

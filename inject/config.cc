@@ -200,7 +200,7 @@ Config ParseConfig(GetEnvFn get_env, std::vector<std::string>* problems) {
   uint32_t level = static_cast<uint32_t>(c.zstd_level);
   p.Range("GPSCOPE_ZSTD_LEVEL", 1, 19, &level);
   c.zstd_level = static_cast<int>(level);
-  c.log_level = static_cast<LogLevel>(p.Choice("GPSCOPE_LOG_LEVEL", kLogLevels, 1));
+  c.log_level = static_cast<common::LogLevel>(p.Choice("GPSCOPE_LOG_LEVEL", kLogLevels, 1));
   p.String("GPSCOPE_CUPTI_PATH", &c.cupti_path);
   ParseMetricSources(get_env("GPSCOPE_METRICS"), &c, &p);
   p.Range("GPSCOPE_METRICS_INTERVAL_MS", 10, 1000, &c.metrics_interval_ms);

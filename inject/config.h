@@ -45,7 +45,7 @@
 #include <utility>
 #include <vector>
 
-#include "inject/raw_log.h"
+#include "common/raw_log.h"
 #include "inject/stacks/stack_settings.h"
 
 namespace gpscope::inject {
@@ -75,7 +75,7 @@ struct Config {
   uint32_t exit_timeout_ms = 4000;
   CuptiMode cupti_mode = CuptiMode::kHold;
   int zstd_level = 1;
-  LogLevel log_level = LogLevel::kWarning;
+  common::LogLevel log_level = common::LogLevel::kWarning;
   std::string cupti_path;
   bool metrics = true;  // any source on
   // Metric sources (GPSCOPE_METRICS): device readings, GPM counters (need

@@ -1,11 +1,12 @@
 #include "inject/identity.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+
+#include "common/posix.h"
 
 namespace gpscope::inject {
 namespace {
@@ -53,16 +54,7 @@ bool ParseInt(const char* s, int32_t* out) {
   return true;
 }
 
-std::string ReadSmallFile(const char* path) {
-  std::string out;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0 && out.size() < (1u << 20)) out.append(buf, n);
-  close(fd);
-  return out;
-}
+constexpr size_t kMaxProcFileBytes = 1 << 20;
 
 }  // namespace
 
@@ -131,7 +123,7 @@ ProcessIdentity ReadProcessIdentity(const Config& config) {
   if (id.hostname.empty()) id.hostname = "unknown-host";
   id.pid = static_cast<uint32_t>(getpid());
   id.ppid = static_cast<uint32_t>(getppid());
-  std::string cmd = ReadSmallFile("/proc/self/cmdline");
+  std::string cmd = common::ReadFileText("/proc/self/cmdline", kMaxProcFileBytes);
   for (size_t pos = 0; pos < cmd.size();) {
     size_t nul = cmd.find('\0', pos);
     if (nul == std::string::npos) nul = cmd.size();
@@ -149,7 +141,7 @@ ProcessIdentity ReadProcessIdentity(const Config& config) {
     std::string name(*e, eq - *e);
     if (IsAllowListedEnv(name.c_str())) id.env.emplace_back(name, eq + 1);
   }
-  id.driver_version = ParseNvidiaDriverVersion(ReadSmallFile("/proc/driver/nvidia/version"));
+  id.driver_version = ParseNvidiaDriverVersion(common::ReadFileText("/proc/driver/nvidia/version", kMaxProcFileBytes));
   char ns[64];
   const ssize_t ns_len = readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
   if (ns_len > 0) id.in_pid_namespace = IsNonInitialPidNamespace(std::string(ns, ns_len));

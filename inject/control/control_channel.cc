@@ -14,18 +14,13 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/posix.h"
 #include "inject/control/capture_window.h"
 
 namespace gpscope::inject::control {
 namespace {
 
 constexpr char kCommands[] = "commands: status, start DURATION_MS [INTERVAL_MS], stop";
-
-uint64_t MonotonicMs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
-}
 
 std::string Errno(const char* what, const std::string& path) {
   return std::string(what) + " " + path + ": " + strerror(errno);
@@ -35,7 +30,7 @@ std::string Errno(const char* what, const std::string& path) {
 // Returns 1 ready, 0 timed out, -1 woken or error.
 int WaitFd(int fd, short events, int wake_fd, uint64_t deadline_ms) {
   for (;;) {
-    const uint64_t now = MonotonicMs();
+    const uint64_t now = common::ClockMs(CLOCK_MONOTONIC);
     if (now >= deadline_ms) return 0;
     pollfd fds[2] = {{fd, events, 0}, {wake_fd, POLLIN, 0}};
     const int n = poll(fds, wake_fd >= 0 ? 2 : 1, static_cast<int>(deadline_ms - now));
@@ -492,14 +487,14 @@ void ControlChannel::ServeClient(int fd) {
     SendAll(fd,
             "error permission denied: only uid " + std::to_string(options_.allowed_uid) +
                 " may control this process\n",
-            wake_read_fd_, MonotonicMs() + timeout_ms);
+            wake_read_fd_, common::ClockMs(CLOCK_MONOTONIC) + timeout_ms);
     return;
   }
   // Bounded: one line of at most max_line_bytes (plus its '\n') is buffered.
   std::string buffer;
   buffer.reserve(options_.max_line_bytes + 1);
   char chunk[512];
-  uint64_t deadline = MonotonicMs() + timeout_ms;
+  uint64_t deadline = common::ClockMs(CLOCK_MONOTONIC) + timeout_ms;
   for (;;) {
     if (WaitFd(fd, POLLIN, wake_read_fd_, deadline) != 1) return;  // idle, or Stop()
     const size_t room = options_.max_line_bytes + 1 - buffer.size();
@@ -513,14 +508,14 @@ void ControlChannel::ServeClient(int fd) {
       const std::string reply =
           HandleControlLine(std::string_view(buffer).substr(0, newline), *handler_) + "\n";
       buffer.erase(0, newline + 1);
-      if (!SendAll(fd, reply, wake_read_fd_, MonotonicMs() + timeout_ms)) return;
-      deadline = MonotonicMs() + timeout_ms;
+      if (!SendAll(fd, reply, wake_read_fd_, common::ClockMs(CLOCK_MONOTONIC) + timeout_ms)) return;
+      deadline = common::ClockMs(CLOCK_MONOTONIC) + timeout_ms;
     }
     if (buffer.size() > options_.max_line_bytes) {
       SendAll(fd,
               "error line too long (at most " + std::to_string(options_.max_line_bytes) +
                   " bytes)\n",
-              wake_read_fd_, MonotonicMs() + timeout_ms);
+              wake_read_fd_, common::ClockMs(CLOCK_MONOTONIC) + timeout_ms);
       return;
     }
   }
@@ -583,7 +578,7 @@ ClientError ControlClient::SendRaw(std::string_view bytes, uint32_t timeout_ms,
     *error = "not connected";
     return ClientError::kIo;
   }
-  if (!SendAll(fd_, bytes, -1, MonotonicMs() + timeout_ms)) {
+  if (!SendAll(fd_, bytes, -1, common::ClockMs(CLOCK_MONOTONIC) + timeout_ms)) {
     *error = errno == EPIPE || errno == ECONNRESET ? "the process closed the connection"
                                                    : std::string("send failed: ") + strerror(errno);
     return errno == EPIPE || errno == ECONNRESET ? ClientError::kClosed : ClientError::kIo;
@@ -596,7 +591,7 @@ ClientError ControlClient::ReadLine(uint32_t timeout_ms, std::string* reply, std
     *error = "not connected";
     return ClientError::kIo;
   }
-  const uint64_t deadline = MonotonicMs() + timeout_ms;
+  const uint64_t deadline = common::ClockMs(CLOCK_MONOTONIC) + timeout_ms;
   constexpr size_t kMaxReplyBytes = 64 * 1024;
   for (;;) {
     const size_t newline = pending_.find('\n');

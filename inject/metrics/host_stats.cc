@@ -10,6 +10,8 @@
 #include <cstring>
 #include <new>
 
+#include "common/posix.h"
+
 namespace gpscope::metrics {
 namespace {
 
@@ -48,12 +50,6 @@ struct Cursor {
     return true;
   }
 };
-
-uint64_t MonoNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // pread at offset 0 into buf (NUL-terminated); length or -1.
 ssize_t ReadAt0(int fd, char* buf, size_t size) {
@@ -175,7 +171,7 @@ bool ProcHostSource::Open(const char** reason) {
 
 void ProcHostSource::Read(HostSnapshot* out) {
   *out = HostSnapshot{};
-  out->mono_ns = MonoNs();
+  out->mono_ns = common::ClockNs(CLOCK_MONOTONIC);
   char buf[1024];
   if (real_proc_) {
     rusage ru;
@@ -209,7 +205,7 @@ void ProcHostSource::Read(HostSnapshot* out) {
 
 bool ProcHostSource::ReadThreads(ThreadCpu* out, size_t cap, ThreadScan* scan) {
   *scan = ThreadScan{};
-  scan->mono_ns = MonoNs();
+  scan->mono_ns = common::ClockNs(CLOCK_MONOTONIC);
   size_t* total = &scan->total;
   if (task_dir_fd_ < 0 || dirents_ == nullptr) return false;
   if (lseek(task_dir_fd_, 0, SEEK_SET) != 0) return false;

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "inject/safe_path.h"
+#include "common/safe_path.h"
 
 namespace gpscope::metrics::nvml {
 
@@ -114,7 +114,7 @@ bool LoadApi(Api* api, const char** error, const char* library) {
   // sampler thread only: one static buffer for the reason.
   static char why_buf[512];
   std::string why;
-  if (!inject::SearchPathIsSafe(lib, &why)) {
+  if (!common::SearchPathIsSafe(lib, &why)) {
     snprintf(why_buf, sizeof(why_buf), "%s", why.c_str());
     *error = why_buf;
     return false;

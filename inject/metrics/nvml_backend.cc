@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/posix.h"
+
 namespace gpscope::metrics {
 namespace {
 
@@ -38,13 +40,6 @@ constexpr GpmId kGpmIds[] = {
 };
 static_assert(sizeof(kGpmIds) / sizeof(kGpmIds[0]) == kGpuMetricCount - kFirstGpmMetric,
               "every GPM metric has an NVML id");
-
-unsigned long long RealtimeUs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<unsigned long long>(ts.tv_sec) * 1000000ull +
-         static_cast<unsigned long long>(ts.tv_nsec) / 1000ull;
-}
 
 void CopyBasename(const char* path, char* buf, size_t len) {
   const char* slash = std::strrchr(path, '/');
@@ -266,7 +261,7 @@ void NvmlBackend::Probe(GpuProbe* out) {
           r == nvml::kSuccess || r == nvml::kErrorInsufficientSize || r == nvml::kErrorNotFound;
       if (!p.process_util) p.process_util_reason = api_.Error(r);
       process_util_ok_[d] = p.process_util;
-      last_util_us_[d] = RealtimeUs();
+      last_util_us_[d] = common::ClockNs(CLOCK_REALTIME) / 1000;
     }
 
     if (!api_.has_gpm()) {

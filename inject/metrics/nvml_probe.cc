@@ -20,23 +20,13 @@
 #include <string>
 
 #include "inject/metrics/host_stats.h"
+#include "common/posix.h"
 #include "inject/metrics/nvml_backend.h"
 #include "inject/metrics/sampler.h"
 
 namespace gm = gpscope::metrics;
 
 namespace {
-
-uint64_t ClockNs(clockid_t id) {
-  timespec ts;
-  clock_gettime(id, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-void SleepMs(uint32_t ms) {
-  timespec ts{static_cast<time_t>(ms / 1000), static_cast<long>(ms % 1000) * 1000000L};
-  nanosleep(&ts, nullptr);
-}
 
 struct CountingSink : gm::MetricSink {
   size_t descriptors = 0, capabilities = 0, samples = 0;
@@ -105,19 +95,19 @@ int main(int argc, char** argv) {
   {
     gm::NvmlBackend nvml(nvml_options);
     const char* why = nullptr;
-    uint64_t t0 = ClockNs(CLOCK_MONOTONIC);
+    uint64_t t0 = gpscope::common::ClockNs(CLOCK_MONOTONIC);
     if (!nvml.Open(&why)) {
       std::printf("NVML unavailable: %s\n", why);
       if (rec != nullptr) std::fprintf(rec, "nvml missing %s\n", why);
     } else {
       const uint32_t n = nvml.device_count();
       std::printf("NVML open in %.1f ms; driver %s; %u GPU(s) sampled, %u ignored\n",
-                  (ClockNs(CLOCK_MONOTONIC) - t0) / 1e6, nvml.driver_version(), n,
+                  (gpscope::common::ClockNs(CLOCK_MONOTONIC) - t0) / 1e6, nvml.driver_version(), n,
                   nvml.ignored_device_count());
       gm::GpuProbe probe[gm::kMaxDevices];
-      t0 = ClockNs(CLOCK_MONOTONIC);
+      t0 = gpscope::common::ClockNs(CLOCK_MONOTONIC);
       nvml.Probe(probe);
-      std::printf("probe in %.1f ms\n", (ClockNs(CLOCK_MONOTONIC) - t0) / 1e6);
+      std::printf("probe in %.1f ms\n", (gpscope::common::ClockNs(CLOCK_MONOTONIC) - t0) / 1e6);
       for (uint32_t d = 0; d < n; ++d) {
         const gm::GpuDeviceInfo& info = nvml.device(d);
         const gm::GpuProbe& p = probe[d];
@@ -154,15 +144,15 @@ int main(int argc, char** argv) {
       bool have_prev[gm::kMaxDevices] = {};
       gm::GpuProcessReading procs[64];
       for (uint32_t s = 0; s < samples; ++s) {
-        if (s > 0) SleepMs(interval_ms);
+        if (s > 0) gpscope::common::SleepMs(interval_ms);
         std::printf("\nsample %u\n", s);
         if (rec != nullptr) std::fprintf(rec, "step\n");
-        nvml.BeginSample(ClockNs(CLOCK_REALTIME));
+        nvml.BeginSample(gpscope::common::ClockNs(CLOCK_REALTIME));
         for (uint32_t d = 0; d < n; ++d) {
           gm::GpuReadings r;
-          const uint64_t w0 = ClockNs(CLOCK_MONOTONIC);
+          const uint64_t w0 = gpscope::common::ClockNs(CLOCK_MONOTONIC);
           nvml.Read(d, probe[d].supported & gm::kNvmlMask, &r);
-          const uint64_t w1 = ClockNs(CLOCK_MONOTONIC);
+          const uint64_t w1 = gpscope::common::ClockNs(CLOCK_MONOTONIC);
           if (probe[d].gpm && nvml.GpmSnapshot(d, slot[d])) {
             if (have_prev[d]) {
               nvml.GpmRead(d, 1 - slot[d], slot[d], probe[d].supported & gm::kGpmMask, &r);
@@ -170,7 +160,7 @@ int main(int argc, char** argv) {
             have_prev[d] = true;
             slot[d] = 1 - slot[d];
           }
-          const uint64_t w2 = ClockNs(CLOCK_MONOTONIC);
+          const uint64_t w2 = gpscope::common::ClockNs(CLOCK_MONOTONIC);
           std::printf("  GPU %u  (nvml reads %.0f us, gpm %.0f us)\n", nvml.device(d).index,
                       (w1 - w0) / 1e3, (w2 - w1) / 1e3);
           for (int m = 0; m < gm::kGpuMetricCount; ++m) {
@@ -189,9 +179,9 @@ int main(int argc, char** argv) {
             }
           }
           bool more = false;
-          const uint64_t w3 = ClockNs(CLOCK_MONOTONIC);
+          const uint64_t w3 = gpscope::common::ClockNs(CLOCK_MONOTONIC);
           size_t np = nvml.ReadProcesses(d, procs, 64, &more);
-          std::printf("    processes (%.0f us)%s:\n", (ClockNs(CLOCK_MONOTONIC) - w3) / 1e3,
+          std::printf("    processes (%.0f us)%s:\n", (gpscope::common::ClockNs(CLOCK_MONOTONIC) - w3) / 1e3,
                       more ? " (more not shown)" : "");
           for (size_t i = 0; i < np; ++i) {
             char name[96];
@@ -218,21 +208,21 @@ int main(int argc, char** argv) {
   gm::Sampler sampler(std::make_unique<gm::NvmlBackend>(nvml_options),
                       std::make_unique<gm::ProcHostSource>(), gm::SamplerOptions{});
   CountingSink sink;
-  uint64_t t0 = ClockNs(CLOCK_MONOTONIC);
+  uint64_t t0 = gpscope::common::ClockNs(CLOCK_MONOTONIC);
   sampler.Init(&sink);
-  std::printf("Init: %.1f ms wall\n", (ClockNs(CLOCK_MONOTONIC) - t0) / 1e6);
+  std::printf("Init: %.1f ms wall\n", (gpscope::common::ClockNs(CLOCK_MONOTONIC) - t0) / 1e6);
   if (cost_samples > 0) {
-    const uint64_t cpu0 = ClockNs(CLOCK_THREAD_CPUTIME_ID);
+    const uint64_t cpu0 = gpscope::common::ClockNs(CLOCK_THREAD_CPUTIME_ID);
     uint64_t worst_wall = 0, total_wall = 0;
     for (uint32_t s = 0; s < cost_samples; ++s) {
-      SleepMs(100);
-      const uint64_t w0 = ClockNs(CLOCK_MONOTONIC);
-      sampler.SampleOnce(ClockNs(CLOCK_REALTIME), &sink);
-      const uint64_t w = ClockNs(CLOCK_MONOTONIC) - w0;
+      gpscope::common::SleepMs(100);
+      const uint64_t w0 = gpscope::common::ClockNs(CLOCK_MONOTONIC);
+      sampler.SampleOnce(gpscope::common::ClockNs(CLOCK_REALTIME), &sink);
+      const uint64_t w = gpscope::common::ClockNs(CLOCK_MONOTONIC) - w0;
       total_wall += w;
       if (w > worst_wall) worst_wall = w;
     }
-    const double cpu_us = (ClockNs(CLOCK_THREAD_CPUTIME_ID) - cpu0) / 1e3 / cost_samples;
+    const double cpu_us = (gpscope::common::ClockNs(CLOCK_THREAD_CPUTIME_ID) - cpu0) / 1e3 / cost_samples;
     std::printf(
         "SampleOnce over %u samples at 100 ms: %.1f us CPU each (%.3f%% of one core); "
         "wall avg %.1f us, worst %.1f us; %zu values\n",

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "inject/safe_path.h"
+#include "common/safe_path.h"
 
 namespace gpscope::metrics {
 namespace {
@@ -66,7 +66,7 @@ ReplayBackend::ReplayBackend(std::string_view text, bool loop) : loop_(loop) {
 std::unique_ptr<ReplayBackend> ReplayBackend::FromFile(const char* path, bool loop) {
   // A FIFO or device would block the read (or never end): regular files only.
   std::string why;
-  if (!inject::IsRegularFile(path, &why)) {
+  if (!common::IsRegularFile(path, &why)) {
     auto b = std::make_unique<ReplayBackend>("", loop);
     b->error_ = why;
     return b;

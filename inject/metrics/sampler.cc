@@ -12,14 +12,10 @@
 #include <string>
 #include <utility>
 
+#include "common/posix.h"
+
 namespace gpscope::metrics {
 namespace {
-
-uint64_t ClockNs(clockid_t id) {
-  timespec ts;
-  clock_gettime(id, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 template <size_t N>
 void CopyText(char (&dst)[N], const char* src) {
@@ -136,7 +132,7 @@ bool Sampler::Init(MetricSink* sink) {
                               options_.self_pid, 0, "gpscope");
     }
   }
-  self_since_mono_ns_ = ClockNs(CLOCK_MONOTONIC);
+  self_since_mono_ns_ = common::ClockNs(CLOCK_MONOTONIC);
   // Room for what SampleOnce may define or note later; fixed from here on.
   size_t lazy_defs = 0;
   if (gpu_ok_ && options_.gpu_processes) lazy_defs += 2 * size_t{options_.max_gpu_processes};
@@ -300,8 +296,8 @@ void Sampler::DefineDevice(uint32_t dev) {
 
 void Sampler::SampleOnce(uint64_t now_ns, MetricSink* sink) {
   if (!initialized_) return;
-  const uint64_t cpu_start = ClockNs(CLOCK_THREAD_CPUTIME_ID);
-  const uint64_t mono = ClockNs(CLOCK_MONOTONIC);
+  const uint64_t cpu_start = common::ClockNs(CLOCK_THREAD_CPUTIME_ID);
+  const uint64_t mono = common::ClockNs(CLOCK_MONOTONIC);
   Publish(sink);  // whatever the sink refused last time
   if (def_self_ != kNone && stats_.samples.load(std::memory_order_relaxed) > 0) {
     Emit(sink, def_self_, now_ns, CpuPercent(self_cpu_ns_, mono - self_since_mono_ns_));
@@ -312,7 +308,7 @@ void Sampler::SampleOnce(uint64_t now_ns, MetricSink* sink) {
   if (host_ok_) SampleHost(now_ns, sink);
   if (gpu_ok_) SampleGpu(now_ns, sink);
   Publish(sink);  // run-time notices
-  const uint64_t spent = ClockNs(CLOCK_THREAD_CPUTIME_ID) - cpu_start;
+  const uint64_t spent = common::ClockNs(CLOCK_THREAD_CPUTIME_ID) - cpu_start;
   self_cpu_ns_ += spent;
   stats_.cpu_ns.fetch_add(spent, std::memory_order_relaxed);
 }

@@ -11,16 +11,9 @@
 #include <thread>
 #include <utility>
 
+#include "common/posix.h"
+
 namespace gpscope::metrics {
-namespace {
-
-uint64_t RealtimeNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-}  // namespace
 
 // Forwards to the real sink until Stop() abandons a stuck thread; after
 // that the thread, should it ever come back, no longer touches the sink.
@@ -110,7 +103,8 @@ SamplerThread::SamplerThread(std::unique_ptr<Sampler> sampler, MetricSink* sink,
   if (interval_ms_ > kMaxIntervalMs) interval_ms_ = kMaxIntervalMs;
   state_->sampler = std::move(sampler);
   state_->sink.target = sink;
-  state_->clock_ns = options.clock_ns != nullptr ? options.clock_ns : RealtimeNs;
+  state_->clock_ns = options.clock_ns != nullptr ? options.clock_ns
+                                                        : +[] { return common::ClockNs(CLOCK_REALTIME); };
   state_->interval_ms = interval_ms_;
   state_->name = options.thread_name;
 }

@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/posix.h"
 #include "inject/control/capture_window.h"
 #include "tools/gpscope/analysis.h"
 #include "tools/gpscope/child.h"
@@ -264,7 +265,7 @@ int RunRun(const std::vector<std::string>& args, std::ostream& out, std::ostream
       tail.Poll();
       printer.Show(RenderRunProgress({now_ms, o.window, tail.stats()}, width));
     }
-    SleepMs(100);
+    common::SleepMs(100);
   }
   StopForwardingSignals();  // a second Ctrl-C now stops the report
   printer.Clear();

@@ -2,7 +2,6 @@
 #include "tools/monitor/monitor.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <time.h>
@@ -16,13 +15,14 @@
 #include <memory>
 #include <set>
 
+#include "common/posix.h"
 #include "inject/config.h"
 #include "inject/identity.h"
 #include "inject/metrics/host_stats.h"
 #include "inject/metrics/nvml_backend.h"
 #include "inject/metrics/replay_backend.h"
 #include "inject/metrics/sampler.h"
-#include "inject/safe_text.h"
+#include "common/safe_text.h"
 #include "proto/enums.h"
 #include "proto/framing.h"
 #include "tools/monitor/exposition.h"
@@ -55,12 +55,6 @@ constexpr char kUsage[] =
     "  --version             print the version and exit\n"
     "\n"
     "Exit status: 0 stopped cleanly, 1 could not start, 2 bad usage.\n";
-
-uint64_t ClockNs(clockid_t id) {
-  timespec ts;
-  clock_gettime(id, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 bool ParseUint(const std::string& s, uint64_t* out) {
   if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos) {
@@ -97,25 +91,8 @@ const std::map<std::string, std::string>* g_env_for_lookup = nullptr;
 std::string JobOfProcess(uint32_t pid) {
   char path[64];
   std::snprintf(path, sizeof(path), "/proc/%u/environ", pid);
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
-  std::string text;
-  char buf[8192];
-  for (;;) {
-    const ssize_t n = read(fd, buf, sizeof(buf));
-    if (n <= 0 || text.size() > (1u << 20)) break;
-    text.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  std::map<std::string, std::string> env;
-  for (size_t pos = 0; pos < text.size();) {
-    size_t nul = text.find('\0', pos);
-    if (nul == std::string::npos) nul = text.size();
-    const std::string entry = text.substr(pos, nul - pos);
-    const size_t eq = entry.find('=');
-    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
-    pos = nul + 1;
-  }
+  const std::map<std::string, std::string> env =
+      common::ParseEnvironBlock(common::ReadFileText(path, 1 << 20));
   inject::ProcessIdentity id;
   g_env_for_lookup = &env;
   inject::ParseLauncherEnv(
@@ -126,12 +103,6 @@ std::string JobOfProcess(uint32_t pid) {
       &id);
   g_env_for_lookup = nullptr;
   return id.job_id;
-}
-
-std::string ReadHostname() {
-  char host[256] = {};
-  if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') return "unknown-host";
-  return host;
 }
 
 // ------------------------------------------------------------------ monitor --
@@ -195,7 +166,7 @@ class Monitor : public FileStarter {
 
   void Log(const std::string& line) {
     // One line, whatever a path or a process's value in it holds.
-    err_ << "gpscope-monitor: " << inject::SanitizeText(line, 4096) << "\n";
+    err_ << "gpscope-monitor: " << common::SanitizeText(line, 4096) << "\n";
     err_.flush();
     ++stats_.log_lines;
   }
@@ -473,7 +444,7 @@ void Monitor::TryGpuInit(uint64_t now_mono) {
     for (const format::DeviceRecord& r : DeviceRecords(*gen)) w->AddDevice(r);
     if (gpu_down_since_ns_ != 0) {
       static constexpr char kDetail[] = "GPU sampling was down (NVML failed); see the notices";
-      w->AddLostInterval(format::LostIntervalRecord{gpu_down_since_ns_, ClockNs(CLOCK_REALTIME), 0,
+      w->AddLostInterval(format::LostIntervalRecord{gpu_down_since_ns_, common::ClockNs(CLOCK_REALTIME), 0,
                                                     {kDetail, sizeof(kDetail) - 1}});
     }
   }
@@ -505,7 +476,7 @@ void Monitor::GpuLost(const std::string& reason, uint64_t now_mono) {
   const uint64_t delay_ms = backoff_ms_ == 0 ? options_.retry_initial_ms : backoff_ms_;
   backoff_ms_ = std::min<uint64_t>(delay_ms * 2, options_.retry_max_ms);
   next_gpu_try_mono_ = now_mono + delay_ms * 1000000ull;
-  gpu_down_since_ns_ = ClockNs(CLOCK_REALTIME);
+  gpu_down_since_ns_ = common::ClockNs(CLOCK_REALTIME);
   constexpr uint32_t kLoggedLosses = 5;
   if (losses_logged_ < kLoggedLosses) {
     ++losses_logged_;
@@ -583,7 +554,7 @@ void Monitor::OnFileStart(inject::ChunkWriter& w, uint64_t process_uid) {
   for (const auto& [k, v] : self_.env) env.push_back({{k.data(), k.size()}, {v.data(), v.size()}});
   std::vector<format::DeviceRecord> devices;
   if (gpu_ != nullptr) devices = DeviceRecords(*gpu_);
-  const format::ClockRecord clock{0, ClockNs(CLOCK_REALTIME), ClockNs(CLOCK_MONOTONIC)};
+  const format::ClockRecord clock{0, common::ClockNs(CLOCK_REALTIME), common::ClockNs(CLOCK_MONOTONIC)};
   format::ProcessHeaderRecord h{};
   h.format_version = format::kFormatVersion;
   h.gpscope_version = format::MakeStringRef(GPSCOPE_VERSION);
@@ -681,9 +652,9 @@ void Monitor::StageMonitorSeries() {
 }
 
 int Monitor::Run(MonitorStats* stats) {
-  hostname_ = options_.hostname.empty() ? ReadHostname() : options_.hostname;
   self_ = inject::ReadProcessIdentity(inject::Config{});
-  start_realtime_ns_ = ClockNs(CLOCK_REALTIME);
+  hostname_ = options_.hostname.empty() ? self_.hostname : options_.hostname;
+  start_realtime_ns_ = common::ClockNs(CLOCK_REALTIME);
   if (!options_.replay_path.empty()) {
     monitor_notices_.push_back(Notice{"monitor.backend", true, BackendText()});
   }
@@ -755,7 +726,7 @@ int Monitor::Run(MonitorStats* stats) {
   const uint64_t interval_ns = uint64_t{options_.interval_ms} * 1000000ull;
   const uint64_t flush_ns = uint64_t{std::max(options_.flush_interval_ms, options_.interval_ms)} *
                             1000000ull;
-  const uint64_t start_mono = ClockNs(CLOCK_MONOTONIC);
+  const uint64_t start_mono = common::ClockNs(CLOCK_MONOTONIC);
   const uint64_t end_mono =
       options_.duration_s > 0 ? start_mono + static_cast<uint64_t>(options_.duration_s * 1e9)
                               : UINT64_MAX;
@@ -763,20 +734,20 @@ int Monitor::Run(MonitorStats* stats) {
   uint64_t last_flush_mono = start_mono;
   int signal_number = 0;
   for (;;) {
-    uint64_t now = ClockNs(CLOCK_MONOTONIC);
+    uint64_t now = common::ClockNs(CLOCK_MONOTONIC);
     if (gpu_ == nullptr && now >= next_gpu_try_mono_) TryGpuInit(now);
 
-    const uint64_t ts = ClockNs(CLOCK_REALTIME);
+    const uint64_t ts = common::ClockNs(CLOCK_REALTIME);
     ++stats_.rounds;
     host_->sampler->SampleOnce(ts, host_->sink.get());
     if (gpu_ != nullptr) {
       gpu_->sampler->SampleOnce(ts, gpu_->sink.get());
-      CheckGpuHealth(ClockNs(CLOCK_MONOTONIC));
+      CheckGpuHealth(common::ClockNs(CLOCK_MONOTONIC));
     }
     StageMonitorSeries();
     store_.Commit();
     files_->MaybeRotateByAge();
-    now = ClockNs(CLOCK_MONOTONIC);
+    now = common::ClockNs(CLOCK_MONOTONIC);
     if (now - last_flush_mono >= flush_ns) {
       files_->Flush();
       last_flush_mono = now;
@@ -787,7 +758,7 @@ int Monitor::Run(MonitorStats* stats) {
     if (next_mono <= now) next_mono = now + interval_ns;  // fell behind: skip, never burst
     bool stop = false;
     while (!stop) {
-      now = ClockNs(CLOCK_MONOTONIC);
+      now = common::ClockNs(CLOCK_MONOTONIC);
       if (now >= end_mono || (options_.stop != nullptr && options_.stop->load())) {
         stop = true;
         break;
@@ -884,7 +855,7 @@ bool ParseRetention(const std::string& text, uint32_t* max_files, uint64_t* max_
 int ParseMonitorArgs(const std::vector<std::string>& args, MonitorOptions* o, std::ostream& out,
                      std::ostream& err) {
   auto bad = [&err](const std::string& msg) {
-    err << "gpscope-monitor: " << inject::SanitizeText(msg, 4096) << " (see --help)\n";
+    err << "gpscope-monitor: " << common::SanitizeText(msg, 4096) << " (see --help)\n";
     return 2;
   };
   for (size_t i = 0; i < args.size(); ++i) {

@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "inject/chunk_writer.h"
-#include "inject/safe_path.h"
+#include "common/safe_path.h"
 #include "proto/records.h"
 
 namespace gpscope::monitor {
@@ -106,7 +106,7 @@ class RotatingTraceWriter {
   RotatingTraceWriter& operator=(const RotatingTraceWriter&) = delete;
 
   // Creates the directory if needed (checked against other users:
-  // inject/safe_path.h), applies retention, opens the first file.
+  // common/safe_path.h), applies retention, opens the first file.
   bool Open(std::string* error);
   // The writer, after rotating when the next record might not fit. Null when
   // no file could be opened (the record is then dropped and counted).
@@ -134,7 +134,7 @@ class RotatingTraceWriter {
   void ApplyRetention();
 
   Options options_;
-  inject::OutputDir dir_;  // options_.dir, opened and checked by Open()
+  common::OutputDir dir_;  // options_.dir, opened and checked by Open()
   Clocks clocks_;
   FileStarter* starter_;
   std::ostream* log_;

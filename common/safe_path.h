@@ -1,4 +1,4 @@
-// inject/safe_path.h: where gpscope writes, checked against the other users
+// common/safe_path.h: where gpscope writes, checked against the other users
 // of the machine (docs/security.md). Used by the collector (inside the
 // traced process), the node monitor and the launcher.
 //
@@ -31,15 +31,15 @@
 //   int fd = OpenTraceFileIn(dir, "job_host.gpscope", 0640, geteuid(), &foreign, &error);
 //
 // Thread model: cold paths, any one thread; allocate; no locks.
-#ifndef GPSCOPE_INJECT_SAFE_PATH_H_
-#define GPSCOPE_INJECT_SAFE_PATH_H_
+#ifndef GPSCOPE_COMMON_SAFE_PATH_H_
+#define GPSCOPE_COMMON_SAFE_PATH_H_
 
 #include <sys/stat.h>
 #include <sys/types.h>
 
 #include <string>
 
-namespace gpscope::inject {
+namespace gpscope::common {
 
 // 0640 -> 0750, 0600 -> 0700, 0660 -> 0770: a directory others may read
 // the files of only when they may read the files.
@@ -111,6 +111,6 @@ bool IsRegularFile(const std::string& path, std::string* why);
 // other than a regular file (the loader would open, and block on, a FIFO).
 bool SearchPathIsSafe(const std::string& soname, std::string* why);
 
-}  // namespace gpscope::inject
+}  // namespace gpscope::common
 
-#endif  // GPSCOPE_INJECT_SAFE_PATH_H_
+#endif  // GPSCOPE_COMMON_SAFE_PATH_H_

@@ -1,6 +1,6 @@
-#include "inject/raw_log.h"
+#include "common/raw_log.h"
 
-#include "inject/safe_text.h"
+#include "common/safe_text.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 #include <cstdarg>
 #include <cstdio>
 
-namespace gpscope::inject {
+namespace gpscope::common {
 namespace {
 std::atomic<int> g_level{static_cast<int>(LogLevel::kWarning)};
 }  // namespace
@@ -40,4 +40,4 @@ void RawLog(LogLevel level, const char* fmt, ...) {
   errno = saved_errno;
 }
 
-}  // namespace gpscope::inject
+}  // namespace gpscope::common

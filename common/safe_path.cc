@@ -1,5 +1,5 @@
-// inject/safe_path.cc: see safe_path.h.
-#include "inject/safe_path.h"
+// common/safe_path.cc: see safe_path.h.
+#include "common/safe_path.h"
 
 #include <fcntl.h>
 #include <sys/random.h>
@@ -14,7 +14,7 @@
 
 #include "proto/framing.h"
 
-namespace gpscope::inject {
+namespace gpscope::common {
 namespace {
 
 std::string Octal(mode_t mode) {
@@ -273,4 +273,4 @@ bool SearchPathIsSafe(const std::string& soname, std::string* why) {
   return true;
 }
 
-}  // namespace gpscope::inject
+}  // namespace gpscope::common

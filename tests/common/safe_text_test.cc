@@ -1,6 +1,6 @@
-// The sanitizer every echoed user string goes through (inject/safe_text.h),
+// The sanitizer every echoed user string goes through (common/safe_text.h),
 // and RawLog, which applies it to every line the collector writes.
-#include "inject/safe_text.h"
+#include "common/safe_text.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -12,9 +12,9 @@
 #include <sstream>
 #include <string>
 
-#include "inject/raw_log.h"
+#include "common/raw_log.h"
 
-namespace gpscope::inject {
+namespace gpscope::common {
 namespace {
 
 TEST(SafeTextTest, PrintableAsciiAndUtf8PassUnchanged) {
@@ -90,4 +90,4 @@ TEST(SafeTextTest, RawLogWritesOneLineWhateverTheValueHolds) {
 }
 
 }  // namespace
-}  // namespace gpscope::inject
+}  // namespace gpscope::common

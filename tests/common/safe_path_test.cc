@@ -1,9 +1,9 @@
-// inject/safe_path.h: the output directory and trace file checks against
+// common/safe_path.h: the output directory and trace file checks against
 // the machine's other users. "Another user" is played two ways: as root the
 // test hands files to an unused uid (12345) with chown; as anyone it asks
 // the checks on behalf of a uid that is not the files' owner. Both run in CI
 // (root); the chown cases say SKIPPED elsewhere.
-#include "inject/safe_path.h"
+#include "common/safe_path.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -18,7 +18,7 @@
 
 #include "proto/framing.h"
 
-namespace gpscope::inject {
+namespace gpscope::common {
 namespace {
 
 constexpr uid_t kOtherUid = 12345;
@@ -337,4 +337,4 @@ TEST_F(SafePathTest, LibraryPathsMustBeRegularFilesAndAreCheckedWithoutBlocking)
 }
 
 }  // namespace
-}  // namespace gpscope::inject
+}  // namespace gpscope::common

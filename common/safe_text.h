@@ -1,4 +1,4 @@
-// inject/safe_text.h: the one sanitizer for user-supplied text that gpscope
+// common/safe_text.h: the one sanitizer for user-supplied text that gpscope
 // echoes in a message line (environment values, paths, library names,
 // replies read from a socket), in the collector (inject/), the node monitor
 // and the launcher (tools/gpscope).
@@ -23,14 +23,14 @@
 //
 // Thread model: pure functions. SanitizeInto neither allocates nor makes a
 // system call (RawLog calls it on every line it writes).
-#ifndef GPSCOPE_INJECT_SAFE_TEXT_H_
-#define GPSCOPE_INJECT_SAFE_TEXT_H_
+#ifndef GPSCOPE_COMMON_SAFE_TEXT_H_
+#define GPSCOPE_COMMON_SAFE_TEXT_H_
 
 #include <cstddef>
 #include <string>
 #include <string_view>
 
-namespace gpscope::inject {
+namespace gpscope::common {
 
 // Writes the sanitized form of in[0, n) to out (NUL-terminated, at most
 // out_bytes - 1 characters). Returns the length written.
@@ -39,6 +39,6 @@ size_t SanitizeInto(const char* in, size_t n, char* out, size_t out_bytes);
 // The same into a string of at most max_bytes (default: enough for a path).
 std::string SanitizeText(std::string_view in, size_t max_bytes = 1024);
 
-}  // namespace gpscope::inject
+}  // namespace gpscope::common
 
-#endif  // GPSCOPE_INJECT_SAFE_TEXT_H_
+#endif  // GPSCOPE_COMMON_SAFE_TEXT_H_

@@ -1,9 +1,9 @@
-// inject/safe_text.cc: see safe_text.h.
-#include "inject/safe_text.h"
+// common/safe_text.cc: see safe_text.h.
+#include "common/safe_text.h"
 
 #include <cstdint>
 
-namespace gpscope::inject {
+namespace gpscope::common {
 namespace {
 
 constexpr char kHex[] = "0123456789abcdef";
@@ -103,4 +103,4 @@ std::string SanitizeText(std::string_view in, size_t max_bytes) {
   return out;
 }
 
-}  // namespace gpscope::inject
+}  // namespace gpscope::common
