@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/identity.h"
 #include "common/posix.h"
 #include "common/raw_log.h"
 #include "common/safe_path.h"
@@ -36,7 +37,6 @@
 #include "inject/cupti_hooks.h"
 #include "inject/cupti_loader.h"
 #include "inject/exit_finisher.h"
-#include "inject/identity.h"
 #include "inject/metrics/nvml_backend.h"
 #include "inject/metrics/sample_ring.h"
 #include "inject/metrics/sampler_thread.h"
@@ -64,8 +64,11 @@ using common::OpenOutputDir;
 using common::OpenTraceFileIn;
 using common::OutputDir;
 using common::PrivateTraceName;
+using common::ProcessIdentity;
 using common::RandomUid;
+using common::ReadProcessIdentity;
 using common::SetLogLevel;
+using common::TraceFileName;
 
 // proto enum values (proto/enums.h mirrors proto/gpscope/trace.proto).
 constexpr uint32_t kApiRuntime = wire::API_RUNTIME, kApiDriver = wire::API_DRIVER;
@@ -694,7 +697,7 @@ bool Collector::Start() {
     GPSCOPE_LOG_INFO("disabled by GPSCOPE_ENABLE=0");
     return false;
   }
-  identity = ReadProcessIdentity(config);
+  identity = ReadProcessIdentity();
   if (config.cupti_mode == CuptiMode::kHold) {
     problems.clear();
     capture = control::ParseCaptureConfig(+[](const char* n) -> const char* { return getenv(n); },

@@ -5,6 +5,9 @@
 
 namespace gpscope::inject::control {
 
+using common::EnvValues;
+using common::MsAsSeconds;
+
 // ------------------------------------------------------------------ config --
 
 bool CaptureConfig::windowed() const {

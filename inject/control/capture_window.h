@@ -64,9 +64,11 @@
 #include <utility>
 #include <vector>
 
-#include "inject/control/env_values.h"
+#include "common/env_values.h"
 
 namespace gpscope::inject::control {
+
+using common::GetEnvFn;
 
 // GPSCOPE_* capture settings (all optional):
 //   GPSCOPE_STANDBY              1|0             default 0: tracing off until `gpscope attach`

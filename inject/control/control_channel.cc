@@ -18,6 +18,9 @@
 #include "inject/control/capture_window.h"
 
 namespace gpscope::inject::control {
+
+using common::EnvValues;
+using common::MsAsSeconds;
 namespace {
 
 constexpr char kCommands[] = "commands: status, start DURATION_MS [INTERVAL_MS], stop";

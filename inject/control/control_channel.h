@@ -51,9 +51,11 @@
 #include <string_view>
 #include <vector>
 
-#include "inject/control/env_values.h"
+#include "common/env_values.h"
 
 namespace gpscope::inject::control {
+
+using common::GetEnvFn;
 
 // ------------------------------------------------------------ configuration --
 

@@ -18,9 +18,8 @@
 #include <tuple>
 #include <vector>
 
-#include "inject/config.h"
+#include "common/identity.h"
 #include "inject/control/control_channel.h"
-#include "inject/identity.h"
 #include "proto/framing.h"
 #include "tests/inject/collector_child.h"
 
@@ -51,7 +50,7 @@ std::string HostName() {
 
 // The node file's name for GPSCOPE_JOB=hard, as the collector makes it.
 std::string NodeFileName() {
-  return inject::TraceFileName("hard", HostName(), 0, inject::FileMode::kNode);
+  return common::TraceFileName("hard", HostName(), 0, common::FileMode::kNode);
 }
 
 class CollectorHardeningTest : public CollectorCuptiTest {
@@ -222,8 +221,8 @@ TEST_F(CollectorHardeningTest, ARelativeOutputIsReportedAsAnAbsolutePath) {
   }
   ASSERT_EQ(client.Request("status", 2000, &reply, &error), inject::control::ClientError::kOk)
       << error;
-  const std::string expected = " trace=" + Real(dir_) + "/rel/out/" + inject::TraceFileName(
-      "", HostName(), static_cast<uint32_t>(child_), inject::FileMode::kProcess);
+  const std::string expected = " trace=" + Real(dir_) + "/rel/out/" + common::TraceFileName(
+      "", HostName(), static_cast<uint32_t>(child_), common::FileMode::kProcess);
   EXPECT_NE(reply.find(expected), std::string::npos) << reply << "\nwanted" << expected;
   client.Close();
   kill(child_, SIGKILL);

@@ -8,9 +8,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/env_values.h"
 #include "common/posix.h"
 #include "inject/control/capture_window.h"
 #include "tools/gpscope/analysis.h"
@@ -98,9 +98,10 @@ absl::StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
         "--idle-gap-ms must be a number of milliseconds > 0, not '", p.get("idle-gap-ms"), "'"));
   }
   if (p.has("metrics-interval-ms")) {
-    uint32_t ms = 0;
+    uint64_t ms = 0;
     const std::string& v = p.get("metrics-interval-ms");
-    if (!absl::SimpleAtoi(v, &ms) || ms < 10 || ms > 1000) {
+    // As the collector reads GPSCOPE_METRICS_INTERVAL_MS (plain digits).
+    if (!common::ParseWholeNumber(v.c_str(), 10, 1000, &ms)) {
       return absl::InvalidArgumentError(
           absl::StrCat("--metrics-interval-ms must be a whole number 10..1000, not '", v, "'"));
     }

@@ -16,8 +16,8 @@
 #include <set>
 
 #include "common/posix.h"
-#include "inject/config.h"
-#include "inject/identity.h"
+#include "common/env_values.h"
+#include "common/identity.h"
 #include "inject/metrics/host_stats.h"
 #include "inject/metrics/nvml_backend.h"
 #include "inject/metrics/replay_backend.h"
@@ -56,12 +56,10 @@ constexpr char kUsage[] =
     "\n"
     "Exit status: 0 stopped cleanly, 1 could not start, 2 bad usage.\n";
 
+// Flag values are plain digits (at most 18), as the GPSCOPE_* variables are.
 bool ParseUint(const std::string& s, uint64_t* out) {
-  if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos) {
-    return false;
-  }
-  *out = std::stoull(s);
-  return true;
+  return s.find('\0') == std::string::npos &&
+         common::ParseWholeNumber(s.c_str(), 0, 999999999999999999ull, out);
 }
 
 bool ParseNumber(const std::string& s, double* out) {
@@ -93,9 +91,9 @@ std::string JobOfProcess(uint32_t pid) {
   std::snprintf(path, sizeof(path), "/proc/%u/environ", pid);
   const std::map<std::string, std::string> env =
       common::ParseEnvironBlock(common::ReadFileText(path, 1 << 20));
-  inject::ProcessIdentity id;
+  common::ProcessIdentity id;
   g_env_for_lookup = &env;
-  inject::ParseLauncherEnv(
+  common::ParseLauncherEnv(
       +[](const char* name) -> const char* {
         auto it = g_env_for_lookup->find(name);
         return it == g_env_for_lookup->end() ? nullptr : it->second.c_str();
@@ -188,7 +186,7 @@ class Monitor : public FileStarter {
   MonitorStats stats_;
   std::unique_ptr<RotatingTraceWriter> files_;
   std::string hostname_;
-  inject::ProcessIdentity self_;
+  common::ProcessIdentity self_;
   uint64_t start_realtime_ns_ = 0;
 
   uint32_t next_out_id_ = 1;
@@ -652,7 +650,7 @@ void Monitor::StageMonitorSeries() {
 }
 
 int Monitor::Run(MonitorStats* stats) {
-  self_ = inject::ReadProcessIdentity(inject::Config{});
+  self_ = common::ReadProcessIdentity();
   hostname_ = options_.hostname.empty() ? self_.hostname : options_.hostname;
   start_realtime_ns_ = common::ClockNs(CLOCK_REALTIME);
   if (!options_.replay_path.empty()) {

@@ -1,4 +1,5 @@
-#include "inject/identity.h"
+// common/identity.h: launcher variables, the allow-list, this process, file names.
+#include "common/identity.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -6,7 +7,7 @@
 #include <map>
 #include <string>
 
-namespace gpscope::inject {
+namespace gpscope::common {
 namespace {
 
 std::map<std::string, std::string>* g_env = nullptr;
@@ -111,7 +112,7 @@ TEST(IdentityTest, AllowListKeepsBehaviourChangingSettings) {
 TEST(IdentityTest, ReadsThisProcess) {
   setenv("GPSCOPE_TEST_VISIBLE", "1", 1);
   setenv("MY_API_TOKEN", "secret", 1);
-  ProcessIdentity id = ReadProcessIdentity(Config{});
+  ProcessIdentity id = ReadProcessIdentity();
   EXPECT_EQ(id.pid, static_cast<uint32_t>(getpid()));
   EXPECT_FALSE(id.hostname.empty());
   ASSERT_FALSE(id.cmdline.empty());
@@ -155,4 +156,4 @@ TEST(IdentityTest, PidNamespaceFromTheNsLink) {
 }
 
 }  // namespace
-}  // namespace gpscope::inject
+}  // namespace gpscope::common

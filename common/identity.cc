@@ -1,4 +1,5 @@
-#include "inject/identity.h"
+// common/identity.cc: see identity.h.
+#include "common/identity.h"
 
 #include <unistd.h>
 
@@ -8,7 +9,7 @@
 
 #include "common/posix.h"
 
-namespace gpscope::inject {
+namespace gpscope::common {
 namespace {
 
 // Exact names, then prefixes. Launcher topology, CUDA/NCCL knobs that change
@@ -116,14 +117,14 @@ void ParseLauncherEnv(GetEnvFn get_env, ProcessIdentity* id) {
   if (ParseInt(get_env("GPSCOPE_WORLD_SIZE"), &v)) id->world_size = v;
 }
 
-ProcessIdentity ReadProcessIdentity(const Config& config) {
+ProcessIdentity ReadProcessIdentity() {
   ProcessIdentity id;
   char host[HOST_NAME_MAX + 1] = {};
   if (gethostname(host, sizeof(host) - 1) == 0) id.hostname = host;
   if (id.hostname.empty()) id.hostname = "unknown-host";
   id.pid = static_cast<uint32_t>(getpid());
   id.ppid = static_cast<uint32_t>(getppid());
-  std::string cmd = common::ReadFileText("/proc/self/cmdline", kMaxProcFileBytes);
+  std::string cmd = ReadFileText("/proc/self/cmdline", kMaxProcFileBytes);
   for (size_t pos = 0; pos < cmd.size();) {
     size_t nul = cmd.find('\0', pos);
     if (nul == std::string::npos) nul = cmd.size();
@@ -134,14 +135,14 @@ ProcessIdentity ReadProcessIdentity(const Config& config) {
   ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   if (n > 0) id.exe_path.assign(exe, n);
   ParseLauncherEnv(+[](const char* n) -> const char* { return getenv(n); }, &id);
-  if (!config.job.empty()) id.job_id = config.job;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const char* eq = strchr(*e, '=');
     if (eq == nullptr) continue;
     std::string name(*e, eq - *e);
     if (IsAllowListedEnv(name.c_str())) id.env.emplace_back(name, eq + 1);
   }
-  id.driver_version = ParseNvidiaDriverVersion(common::ReadFileText("/proc/driver/nvidia/version", kMaxProcFileBytes));
+  id.driver_version =
+      ParseNvidiaDriverVersion(ReadFileText("/proc/driver/nvidia/version", kMaxProcFileBytes));
   char ns[64];
   const ssize_t ns_len = readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
   if (ns_len > 0) id.in_pid_namespace = IsNonInitialPidNamespace(std::string(ns, ns_len));
@@ -187,4 +188,4 @@ std::string TraceFileName(const std::string& job, const std::string& host, uint3
   return name + ".gpscope";
 }
 
-}  // namespace gpscope::inject
+}  // namespace gpscope::common

@@ -1,12 +1,12 @@
-// inject/control/env_values.cc: see env_values.h.
-#include "inject/control/env_values.h"
+// common/env_values.cc: see env_values.h.
+#include "common/env_values.h"
 
 #include <strings.h>
 
 #include <cstring>
 #include <utility>
 
-namespace gpscope::inject::control {
+namespace gpscope::common {
 
 const char* EnvValues::Get(const char* name) const {
   const char* v = get_env_(name);
@@ -44,7 +44,9 @@ bool ParseFixed(const char* s, int max_decimals, uint64_t limit, uint64_t* out) 
   const char* p = s;
   if (*p < '0' || *p > '9') return false;
   for (; *p >= '0' && *p <= '9'; ++p) {
-    whole = whole * 10 + static_cast<uint64_t>(*p - '0');
+    const uint64_t digit = static_cast<uint64_t>(*p - '0');
+    if (whole > (UINT64_MAX - digit) / 10) return false;
+    whole = whole * 10 + digit;
     if (whole > limit) return false;
   }
   uint64_t frac = 0;
@@ -67,16 +69,38 @@ bool ParseFixed(const char* s, int max_decimals, uint64_t limit, uint64_t* out) 
 
 }  // namespace
 
+bool ParseWholeNumber(const char* text, uint64_t lo, uint64_t hi, uint64_t* out) {
+  uint64_t n = 0;
+  if (text == nullptr || !ParseFixed(text, 0, hi, &n) || n < lo || n > hi) return false;
+  *out = n;
+  return true;
+}
+
 void EnvValues::WholeNumber(const char* name, uint64_t lo, uint64_t hi, uint64_t* out) {
   const char* v = Get(name);
   if (v == nullptr) return;
-  uint64_t n = 0;
-  if (!ParseFixed(v, 0, hi, &n) || n < lo || n > hi) {
+  if (!ParseWholeNumber(v, lo, hi, out)) {
     Problem(name, v, "a whole number in " + std::to_string(lo) + ".." + std::to_string(hi),
             std::to_string(*out));
-    return;
   }
-  *out = n;
+}
+
+void EnvValues::WholeNumber(const char* name, uint32_t lo, uint32_t hi, uint32_t* out) {
+  uint64_t n = *out;
+  WholeNumber(name, uint64_t{lo}, uint64_t{hi}, &n);
+  *out = static_cast<uint32_t>(n);
+}
+
+int EnvValues::ChoiceOf(const char* name, const char* const* choices, size_t n, int current) {
+  const char* v = Get(name);
+  if (v == nullptr) return current;
+  for (size_t i = 0; i < n; ++i) {
+    if (!strcasecmp(v, choices[i])) return static_cast<int>(i);
+  }
+  std::string expected = "one of ";
+  for (size_t i = 0; i < n; ++i) expected += (i ? "|" : "") + std::string(choices[i]);
+  Problem(name, v, expected, choices[current]);
+  return current;
 }
 
 void EnvValues::SecondsAsMs(const char* name, uint64_t max_s, uint64_t* out_ms) {
@@ -107,4 +131,4 @@ std::string MsAsSeconds(uint64_t ms) {
   return s;
 }
 
-}  // namespace gpscope::inject::control
+}  // namespace gpscope::common

@@ -1,20 +1,25 @@
-// inject/identity.h: who this process is — host, pid, command line, and its
+// common/identity.h: who this process is — host, pid, command line, and its
 // place in a distributed job as told by the launcher's environment
-// (torchrun, Slurm, Open MPI, MPICH/PMI, or GPSCOPE_JOB/GPSCOPE_RANK).
+// (torchrun, Slurm, Open MPI, MPICH/PMI, or GPSCOPE_JOB/GPSCOPE_RANK). The
+// collector records its process's; the node monitor its own, and the job of
+// each process on a GPU (ParseLauncherEnv over /proc/<pid>/environ).
 //
 // Cold path, runs once per process (and again in a fork child). CUDA-free.
 // Only allow-listed environment variables are ever recorded: no secrets.
-#ifndef GPSCOPE_INJECT_IDENTITY_H_
-#define GPSCOPE_INJECT_IDENTITY_H_
+#ifndef GPSCOPE_COMMON_IDENTITY_H_
+#define GPSCOPE_COMMON_IDENTITY_H_
 
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "inject/config.h"
+#include "common/env_values.h"
 
-namespace gpscope::inject {
+namespace gpscope::common {
+
+// One trace file per node (processes append to it) or per process.
+enum class FileMode { kNode, kProcess };
 
 struct ProcessIdentity {
   std::string hostname;
@@ -51,9 +56,9 @@ void ParseLauncherEnv(GetEnvFn get_env, ProcessIdentity* id);
 // True if `name` may be recorded in a trace.
 bool IsAllowListedEnv(const char* name);
 
-// Reads /proc/self, the host name and /proc/driver/nvidia/version, then
-// ParseLauncherEnv(getenv).
-ProcessIdentity ReadProcessIdentity(const Config& config);
+// Reads /proc/self, the host name ("unknown-host" when it has none) and
+// /proc/driver/nvidia/version, then ParseLauncherEnv(getenv).
+ProcessIdentity ReadProcessIdentity();
 
 // "<job>_<host>.gpscope" (node mode) or "<job>_<host>_<pid>.gpscope"
 // (process mode). Characters outside [A-Za-z0-9._-] become '_'. job may be
@@ -61,6 +66,6 @@ ProcessIdentity ReadProcessIdentity(const Config& config);
 std::string TraceFileName(const std::string& job, const std::string& host, uint32_t pid,
                           FileMode mode);
 
-}  // namespace gpscope::inject
+}  // namespace gpscope::common
 
-#endif  // GPSCOPE_INJECT_IDENTITY_H_
+#endif  // GPSCOPE_COMMON_IDENTITY_H_
