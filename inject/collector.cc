@@ -32,8 +32,8 @@
 #include "inject/api_cbids.h"
 #include "inject/api_classes.h"
 #include "inject/config.h"
-#include "inject/control/capture_window.h"
-#include "inject/control/control_channel.h"
+#include "common/control/capture_window.h"
+#include "common/control/control_channel.h"
 #include "inject/cupti_hooks.h"
 #include "inject/cupti_loader.h"
 #include "inject/exit_finisher.h"
@@ -218,7 +218,7 @@ class Collector : public control::ControlHandler, public ExitFinisher::Hooks {
   std::unique_ptr<metrics::SamplerThread> sampler;
   std::string visible_devices;  // CUDA_VISIBLE_DEVICES at start
 
-  // Capture windows and attach (inject/control). The window is shared by
+  // Capture windows and attach (common/control). The window is shared by
   // the writer thread (ticks, NVTX) and the control thread (attach/stop)
   // under window_mu; only the writer applies transitions (CUPTI enable/
   // disable, lost intervals), which the control thread queues.

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "inject/api_cbids.h"
-#include "inject/control/control_channel.h"
+#include "common/control/control_channel.h"
 #include "tools/reader/batch_decode.h"
 #include "tools/reader/trace_reader.h"
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "common/identity.h"
-#include "inject/control/control_channel.h"
+#include "common/control/control_channel.h"
 #include "proto/framing.h"
 #include "tests/inject/collector_child.h"
 
@@ -211,15 +211,15 @@ TEST_F(CollectorHardeningTest, ARelativeOutputIsReportedAsAnAbsolutePath) {
                                  {"@chdir", dir_},
                                  {"GPSCOPE_OUTPUT", "rel/out"}},
                                 Then::kStay));
-  const std::string socket = inject::control::ControlSocketPath(control_dir_, child_);
-  inject::control::ControlClient client;
+  const std::string socket = control::ControlSocketPath(control_dir_, child_);
+  control::ControlClient client;
   std::string error, reply;
   const uint64_t deadline = MonotonicMs() + 5000;
-  while (client.Connect(socket, &error) != inject::control::ClientError::kOk) {
+  while (client.Connect(socket, &error) != control::ClientError::kOk) {
     ASSERT_LT(MonotonicMs(), deadline) << "no control socket at " << socket << ": " << error;
     SleepMs(10);
   }
-  ASSERT_EQ(client.Request("status", 2000, &reply, &error), inject::control::ClientError::kOk)
+  ASSERT_EQ(client.Request("status", 2000, &reply, &error), control::ClientError::kOk)
       << error;
   const std::string expected = " trace=" + Real(dir_) + "/rel/out/" + common::TraceFileName(
       "", HostName(), static_cast<uint32_t>(child_), common::FileMode::kProcess);

@@ -4,7 +4,7 @@
 // Like the collector it reads GPSCOPE_OUTPUT, GPSCOPE_STANDBY and the
 // capture-window variables, appends frames to <output>/fakejob_<host>.gpscope
 // and serves the real control channel driven by the real
-// CaptureWindow (inject/control/), so `gpscope attach` can be tested end to
+// CaptureWindow (common/control/), so `gpscope attach` can be tested end to
 // end. Kernels are written only while the window says "tracing"; every
 // window's kernel count goes to <output>/windows.txt ("kernels N" per
 // closed window) so a test can check the attach captured exactly it.
@@ -17,7 +17,7 @@
 // Like the collector it opens GPSCOPE_OUTPUT with common/safe_path.h's
 // checks and reports the trace's absolute path, and serves its socket from
 // the first control directory it can make private, else from a private
-// fallback (inject/control: StartControlChannel).
+// fallback (common/control: StartControlChannel).
 // To play a hostile server (tests of attach's checks):
 //   FAKE_APP_SOCKET_PID=P   serve <GPSCOPE_CONTROL_DIR>/P.sock (another
 //                           process's name) from the first candidate directory
@@ -38,13 +38,13 @@
 #include <thread>
 #include <vector>
 
-#include "inject/control/capture_window.h"
-#include "inject/control/control_channel.h"
+#include "common/control/capture_window.h"
+#include "common/control/control_channel.h"
 #include "common/safe_path.h"
 #include "proto/framing.h"
 #include "tests/testing/trace_builder.h"
 
-namespace ic = gpscope::inject::control;
+namespace ic = gpscope::control;
 
 namespace {
 

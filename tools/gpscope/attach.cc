@@ -23,7 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/posix.h"
-#include "inject/control/control_channel.h"
+#include "common/control/control_channel.h"
 #include "proto/framing.h"
 #include "tools/gpscope/analysis.h"
 #include "tools/gpscope/child.h"
@@ -36,9 +36,9 @@
 namespace gpscope::launcher {
 namespace {
 
-using inject::control::ClientError;
-using inject::control::ControlClient;
-using inject::control::ControlStatus;
+using control::ClientError;
+using control::ControlClient;
+using control::ControlStatus;
 
 constexpr uint32_t kRequestTimeoutMs = 5000;
 
@@ -101,7 +101,7 @@ struct Endpoint {
 // user, and the server that accepted is the target process itself
 // (SO_PEERCRED), so another user's socket at that path cannot answer.
 ClientError ConnectToTarget(const Endpoint& target, ControlClient* client, std::string* error) {
-  if (!inject::control::CheckControlSocketPath(target.socket, target.uid, error)) {
+  if (!control::CheckControlSocketPath(target.socket, target.uid, error)) {
     return ClientError::kPermission;
   }
   const ClientError e = client->Connect(target.socket, error);
@@ -109,7 +109,7 @@ ClientError ConnectToTarget(const Endpoint& target, ControlClient* client, std::
   pid_t peer_pid = 0;
   uid_t peer_uid = 0;
   if (!client->PeerCredentials(&peer_pid, &peer_uid) ||
-      !inject::control::ServerIsTarget(peer_pid, peer_uid, target.pid, target.uid)) {
+      !control::ServerIsTarget(peer_pid, peer_uid, target.pid, target.uid)) {
     *error = absl::StrCat(target.socket, " is served by process ", peer_pid, " (uid ", peer_uid,
                           "), not by process ", target.pid, "; refusing to talk to it");
     client->Close();
@@ -128,7 +128,7 @@ ClientError QueryStatus(const Endpoint& target, ControlStatus* status, std::stri
   std::string reply;
   e = client.Request("status", kRequestTimeoutMs, &reply, error);
   if (e != ClientError::kOk) return e;
-  if (!inject::control::ParseStatusReply(reply, status, state)) {
+  if (!control::ParseStatusReply(reply, status, state)) {
     *error = "unexpected reply: " + reply;
     return ClientError::kIo;
   }
@@ -409,16 +409,16 @@ std::vector<std::string> ControlSocketCandidates(pid_t pid, const TargetProcess&
   // The target's own view first (its environment decides where it listens).
   static const std::map<std::string, std::string>* env_of = nullptr;
   env_of = &target.env;
-  add(inject::control::ControlDirCandidates(
+  add(control::ControlDirCandidates(
       [](const char* name) -> const char* {
         const auto it = env_of->find(name);
         return it == env_of->end() ? nullptr : it->second.c_str();
       },
       uid));
   env_of = nullptr;
-  add(inject::control::ControlDirCandidates([](const char* n) -> const char* { return getenv(n); }, uid));
+  add(control::ControlDirCandidates([](const char* n) -> const char* { return getenv(n); }, uid));
   std::vector<std::string> sockets;
-  for (const std::string& d : dirs) sockets.push_back(inject::control::ControlSocketPath(d, pid));
+  for (const std::string& d : dirs) sockets.push_back(control::ControlSocketPath(d, pid));
   return sockets;
 }
 

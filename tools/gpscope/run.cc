@@ -12,7 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "common/env_values.h"
 #include "common/posix.h"
-#include "inject/control/capture_window.h"
+#include "common/control/capture_window.h"
 #include "tools/gpscope/analysis.h"
 #include "tools/gpscope/child.h"
 #include "tools/gpscope/cli.h"
@@ -127,8 +127,8 @@ absl::StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
   if (p.has("standby")) window_env["GPSCOPE_STANDBY"] = "1";
   std::vector<std::string> problems;
   g_validating = &window_env;
-  const inject::control::CaptureConfig capture =
-      inject::control::ParseCaptureConfig(&ValidatingEnv, &problems);
+  const control::CaptureConfig capture =
+      control::ParseCaptureConfig(&ValidatingEnv, &problems);
   g_validating = nullptr;
   if (!problems.empty()) {
     std::string flag;

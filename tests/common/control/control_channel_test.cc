@@ -1,4 +1,4 @@
-#include "inject/control/control_channel.h"
+#include "common/control/control_channel.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-namespace gpscope::inject::control {
+namespace gpscope::control {
 namespace {
 
 // Records what the control thread asked for; all access under mu.
@@ -556,4 +556,4 @@ TEST_F(ControlChannelTest, ServerChecksAttachAppliesBeforeTrustingAReply) {
 }
 
 }  // namespace
-}  // namespace gpscope::inject::control
+}  // namespace gpscope::control

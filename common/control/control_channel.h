@@ -1,4 +1,4 @@
-// inject/control/control_channel.h: the per-process control socket that
+// common/control/control_channel.h: the per-process control socket that
 // `gpscope attach` talks to, and the client side of it.
 //
 // The collector runs a ControlChannel on a thread of its own. It listens on
@@ -37,8 +37,8 @@
 // call at a time. Stop() wakes it through a pipe (also while a client is
 // connected) and joins it: bounded by the handler call in progress. The
 // counters are atomics (relaxed) readable from any thread.
-#ifndef GPSCOPE_INJECT_CONTROL_CONTROL_CHANNEL_H_
-#define GPSCOPE_INJECT_CONTROL_CONTROL_CHANNEL_H_
+#ifndef GPSCOPE_COMMON_CONTROL_CONTROL_CHANNEL_H_
+#define GPSCOPE_COMMON_CONTROL_CONTROL_CHANNEL_H_
 
 #include <pthread.h>
 #include <sys/types.h>
@@ -53,7 +53,7 @@
 
 #include "common/env_values.h"
 
-namespace gpscope::inject::control {
+namespace gpscope::control {
 
 using common::GetEnvFn;
 
@@ -256,6 +256,6 @@ class ControlClient {
   std::string pending_;  // bytes read past the last line
 };
 
-}  // namespace gpscope::inject::control
+}  // namespace gpscope::control
 
-#endif  // GPSCOPE_INJECT_CONTROL_CONTROL_CHANNEL_H_
+#endif  // GPSCOPE_COMMON_CONTROL_CONTROL_CHANNEL_H_

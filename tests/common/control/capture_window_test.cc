@@ -1,4 +1,4 @@
-#include "inject/control/capture_window.h"
+#include "common/control/capture_window.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace gpscope::inject::control {
+namespace gpscope::control {
 namespace {
 
 constexpr uint64_t kMs = 1'000'000;
@@ -343,4 +343,4 @@ TEST(CaptureWindowTest, CallsBeforeStartDoNothing) {
 }
 
 }  // namespace
-}  // namespace gpscope::inject::control
+}  // namespace gpscope::control

@@ -1,4 +1,4 @@
-// inject/control/capture_window.h: when the collector traces. The
+// common/control/capture_window.h: when the collector traces. The
 // equivalents of nsys's --delay / --duration / --capture-range, a step
 // limit, and standby + attach for production.
 //
@@ -54,8 +54,8 @@
 // writer or control thread), or calls are serialised by the caller's mutex;
 // never an application thread's callback (it is cheap, but the collector
 // must not lock there). Nothing here allocates, blocks or logs.
-#ifndef GPSCOPE_INJECT_CONTROL_CAPTURE_WINDOW_H_
-#define GPSCOPE_INJECT_CONTROL_CAPTURE_WINDOW_H_
+#ifndef GPSCOPE_COMMON_CONTROL_CAPTURE_WINDOW_H_
+#define GPSCOPE_COMMON_CONTROL_CAPTURE_WINDOW_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -66,7 +66,7 @@
 
 #include "common/env_values.h"
 
-namespace gpscope::inject::control {
+namespace gpscope::control {
 
 using common::GetEnvFn;
 
@@ -222,6 +222,6 @@ class CaptureWindow {
 // separators before it dropped, '_' and '-' read as spaces.
 bool IsStepRangeName(std::string_view name);
 
-}  // namespace gpscope::inject::control
+}  // namespace gpscope::control
 
-#endif  // GPSCOPE_INJECT_CONTROL_CAPTURE_WINDOW_H_
+#endif  // GPSCOPE_COMMON_CONTROL_CAPTURE_WINDOW_H_

@@ -1,5 +1,5 @@
-// inject/control/control_channel.cc: see control_channel.h.
-#include "inject/control/control_channel.h"
+// common/control/control_channel.cc: see control_channel.h.
+#include "common/control/control_channel.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,9 +15,9 @@
 #include <cstring>
 
 #include "common/posix.h"
-#include "inject/control/capture_window.h"
+#include "common/control/capture_window.h"
 
-namespace gpscope::inject::control {
+namespace gpscope::control {
 
 using common::EnvValues;
 using common::MsAsSeconds;
@@ -659,4 +659,4 @@ ClientError ControlClient::Request(std::string_view line, uint32_t timeout_ms, s
   return ReadLine(timeout_ms, reply, error);
 }
 
-}  // namespace gpscope::inject::control
+}  // namespace gpscope::control

@@ -1,9 +1,9 @@
-// inject/control/capture_window.cc: see capture_window.h.
-#include "inject/control/capture_window.h"
+// common/control/capture_window.cc: see capture_window.h.
+#include "common/control/capture_window.h"
 
 #include <cstring>
 
-namespace gpscope::inject::control {
+namespace gpscope::control {
 
 using common::EnvValues;
 using common::MsAsSeconds;
@@ -301,4 +301,4 @@ AttachResult CaptureWindow::OnStopRequest(uint64_t now_ns) {
   return r;
 }
 
-}  // namespace gpscope::inject::control
+}  // namespace gpscope::control
