@@ -19,12 +19,12 @@
 #include <random>
 #include <string>
 
-#include "inject/chunk_writer.h"
+#include "proto/chunk_writer.h"
 #include "proto/framing.h"
 
 namespace {
 
-using gpscope::inject::ChunkWriter;
+using gpscope::format::ChunkWriter;
 namespace format = gpscope::format;
 
 int Usage() {

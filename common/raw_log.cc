@@ -40,4 +40,6 @@ void RawLog(LogLevel level, const char* fmt, ...) {
   errno = saved_errno;
 }
 
+void RawLogError(const char* line) { RawLog(LogLevel::kError, "%s", line); }
+
 }  // namespace gpscope::common

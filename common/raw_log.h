@@ -18,6 +18,9 @@ LogLevel GetLogLevel();
 
 // printf-style; a trailing newline is added.
 void RawLog(LogLevel level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+// RawLog(kError, "%s", line): the trace writer's error sink
+// (format::ChunkWriter::Options::log_error).
+void RawLogError(const char* line);
 
 }  // namespace gpscope::common
 

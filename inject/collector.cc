@@ -28,7 +28,6 @@
 #include "common/raw_log.h"
 #include "common/safe_path.h"
 #include "inject/buffer_pool.h"
-#include "inject/chunk_writer.h"
 #include "inject/api_cbids.h"
 #include "inject/api_classes.h"
 #include "inject/config.h"
@@ -48,6 +47,7 @@
 #include "inject/stacks/python_stacks.h"
 #include "inject/stacks/stack_table.h"
 #include "inject/wake_word.h"
+#include "proto/chunk_writer.h"
 #include "proto/enums.h"
 #include "proto/framing.h"
 
@@ -56,6 +56,7 @@
 namespace gpscope::inject {
 namespace {
 
+using format::ChunkWriter;
 using format::StringRef;
 // Shared with the node monitor and the launcher (common/).
 using common::ClockNs;
@@ -741,6 +742,7 @@ bool Collector::Start() {
   }
   ChunkWriter::Options opts;
   opts.zstd_level = config.zstd_level;
+  opts.log_error = common::RawLogError;
   writer = std::make_unique<ChunkWriter>(-1, process_uid, identity.pid, opts);  // holds frames
   if (!writer->ok() || !WriteHeader()) {
     GPSCOPE_LOG_ERROR("cannot encode the trace header; the application runs untraced");

@@ -111,7 +111,7 @@ class Monitor : public FileStarter {
       : options_(options), err_(err), store_(2) {}
 
   int Run(MonitorStats* stats);
-  void OnFileStart(inject::ChunkWriter& writer, uint64_t process_uid) override;
+  void OnFileStart(format::ChunkWriter& writer, uint64_t process_uid) override;
 
  private:
   // One trace series (an id in the output files), made from a Sampler's
@@ -274,7 +274,7 @@ bool Monitor::Sink::OnDescriptor(const gm::MetricDef& def) {
   if (g_->series.size() <= index) g_->series.resize(index + 1);
   g_->series[index] = std::move(s);
   const Series& added = g_->series[index];
-  if (inject::ChunkWriter* w = m_->files_->Room()) {
+  if (format::ChunkWriter* w = m_->files_->Room()) {
     w->AddMetricDescriptor(format::MetricDescriptorRecord{
         added.out_id, {added.name.data(), added.name.size()}, {added.unit.data(), added.unit.size()},
         added.scope, added.device_id, added.pid, added.thread_id,
@@ -303,7 +303,7 @@ void Monitor::Sink::OnSample(const format::MetricSample& sample) {
   const size_t index = sample.metric_id - g_->first_metric_id;
   if (index >= g_->series.size() || g_->series[index].out_id == 0) return;
   const Series& s = g_->series[index];
-  if (inject::ChunkWriter* w = m_->files_->Room()) {
+  if (format::ChunkWriter* w = m_->files_->Room()) {
     w->AddMetricSample(format::MetricSample{sample.timestamp_ns, s.out_id, sample.value});
   }
   if (!s.expo.empty()) {
@@ -343,7 +343,7 @@ std::vector<format::DeviceRecord> Monitor::DeviceRecords(const Generation& gen) 
 }
 
 void Monitor::WriteNotice(const Notice& n) {
-  if (inject::ChunkWriter* w = files_->Room()) {
+  if (format::ChunkWriter* w = files_->Room()) {
     w->AddCapability(format::CapabilityRecord{{n.component.data(), n.component.size()},
                                               n.available,
                                               {n.reason.data(), n.reason.size()}});
@@ -438,7 +438,7 @@ void Monitor::TryGpuInit(uint64_t now_mono) {
         " GPUs seen before are missing now");
   }
   max_devices_seen_ = std::max(max_devices_seen_, devices);
-  if (inject::ChunkWriter* w = files_->Room()) {
+  if (format::ChunkWriter* w = files_->Room()) {
     for (const format::DeviceRecord& r : DeviceRecords(*gen)) w->AddDevice(r);
     if (gpu_down_since_ns_ != 0) {
       static constexpr char kDetail[] = "GPU sampling was down (NVML failed); see the notices";
@@ -526,7 +526,7 @@ void Monitor::CheckGpuHealth(uint64_t now_mono) {
   }
 }
 
-void Monitor::OnFileStart(inject::ChunkWriter& w, uint64_t process_uid) {
+void Monitor::OnFileStart(format::ChunkWriter& w, uint64_t process_uid) {
   (void)process_uid;
   // Header: who wrote this (the monitor, its pid and command line).
   std::vector<format::StringRef> cmdline;
@@ -780,7 +780,7 @@ int Monitor::Run(MonitorStats* stats) {
   end.reason = signal_number != 0 ? wire::END_SIGNAL : wire::END_EXIT;
   end.signal = signal_number;
   if (gpu_down_since_ns_ != 0) {
-    if (inject::ChunkWriter* w = files_->Room()) {
+    if (format::ChunkWriter* w = files_->Room()) {
       static constexpr char kDetail[] = "GPU sampling was down (NVML failed) until the end";
       w->AddLostInterval(
           format::LostIntervalRecord{gpu_down_since_ns_, 0, 0, {kDetail, sizeof(kDetail) - 1}});

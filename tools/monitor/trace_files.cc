@@ -14,6 +14,7 @@
 #include <cstdio>
 
 #include "common/posix.h"
+#include "common/raw_log.h"
 #include "common/safe_text.h"
 #include "proto/framing.h"
 #include "zstd.h"
@@ -186,10 +187,11 @@ bool RotatingTraceWriter::OpenNext(std::string* error) {
   const uint64_t on_disk = fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_size)
                                                : format::kFileHeaderBytes;
   const uint64_t uid = common::RandomUid();
-  inject::ChunkWriter::Options wopt;
+  format::ChunkWriter::Options wopt;
+  wopt.log_error = common::RawLogError;
   wopt.max_chunk_bytes = chunk_bytes_;
   wopt.zstd_level = options_.zstd_level;
-  auto writer = std::make_unique<inject::ChunkWriter>(fd, uid, options_.pid, wopt);
+  auto writer = std::make_unique<format::ChunkWriter>(fd, uid, options_.pid, wopt);
   if (!writer->ok()) {
     close(fd);
     unlinkat(dir_.fd(), name.c_str(), 0);
@@ -239,7 +241,7 @@ void RotatingTraceWriter::LogOpenFailure(const std::string& error) {
   open_failure_logged_ = true;
 }
 
-inject::ChunkWriter* RotatingTraceWriter::Room() {
+format::ChunkWriter* RotatingTraceWriter::Room() {
   if (writer_ == nullptr) {
     std::string error;
     if (clocks_.monotonic_ns() < next_retry_mono_ns_ || !OpenNext(&error)) {

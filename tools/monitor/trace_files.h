@@ -35,8 +35,8 @@
 #include <string>
 #include <vector>
 
-#include "inject/chunk_writer.h"
 #include "common/safe_path.h"
+#include "proto/chunk_writer.h"
 #include "proto/records.h"
 
 namespace gpscope::monitor {
@@ -79,7 +79,7 @@ inline constexpr uint64_t kMinFileBytes = 100 * 1024;
 class FileStarter {
  public:
   virtual ~FileStarter() = default;
-  virtual void OnFileStart(inject::ChunkWriter& writer, uint64_t process_uid) = 0;
+  virtual void OnFileStart(format::ChunkWriter& writer, uint64_t process_uid) = 0;
 };
 
 struct Clocks {
@@ -110,7 +110,7 @@ class RotatingTraceWriter {
   bool Open(std::string* error);
   // The writer, after rotating when the next record might not fit. Null when
   // no file could be opened (the record is then dropped and counted).
-  inject::ChunkWriter* Room();
+  format::ChunkWriter* Room();
   // Rotates when the current file is older than max_file_age_ns.
   void MaybeRotateByAge();
   // Ships the open batch.
@@ -142,7 +142,7 @@ class RotatingTraceWriter {
   uint64_t reserve_bytes_;  // 2 * max frame + end frame
 
   int fd_ = -1;
-  std::unique_ptr<inject::ChunkWriter> writer_;
+  std::unique_ptr<format::ChunkWriter> writer_;
   std::string path_;
   uint64_t opened_mono_ns_ = 0;
   uint64_t base_bytes_ = 0;     // on disk beyond writer_->bytes_written() (file header, torn frames)

@@ -1,4 +1,5 @@
-// inject/chunk_writer.h: turns events into frames on disk, for one process.
+// proto/chunk_writer.h: the trace writer: turns events into frames on disk,
+// for one process (the collector's, or the node monitor's own files).
 //
 // Owns the BatchBuilder (columnar encoding), the string and launch-shape
 // interners, the FrameEncoder (zstd) and the output fd. Add*() appends to
@@ -6,9 +7,10 @@
 // partial one (the periodic flush). Each chunk is one frame, one write().
 //
 // A failed write (disk full, I/O error) loses that chunk only: the loss is
-// counted, reported once on stderr, and recorded in the next chunk that
-// lands (a DropNotice and a LostInterval); every interned string is sent
-// again so later chunks stay readable.
+// counted, reported once through Options::log_error (the collector and the
+// monitor pass common/raw_log.h's RawLogError: one stderr line), and
+// recorded in the next chunk that lands (a DropNotice and a LostInterval);
+// every interned string is sent again so later chunks stay readable.
 //
 // Deferred output: constructed with fd -1, it holds its frames in memory
 // (at most Options::max_held_bytes; beyond, frames are lost and recorded as
@@ -19,10 +21,11 @@
 // file; DiscardHeld() drops what it held.
 //
 // Thread model: single-threaded. Only the collector's writer thread (and,
-// after it has stopped, the exit path) calls it. CUDA-free. Allocates only
-// when it meets a new name or launch shape, and for held frames.
-#ifndef GPSCOPE_INJECT_CHUNK_WRITER_H_
-#define GPSCOPE_INJECT_CHUNK_WRITER_H_
+// after it has stopped, the exit path) calls it; in the monitor, its
+// sampling thread. CUDA-free, no libprotobuf. Allocates only when it meets
+// a new name or launch shape, and for held frames.
+#ifndef GPSCOPE_PROTO_CHUNK_WRITER_H_
+#define GPSCOPE_PROTO_CHUNK_WRITER_H_
 
 #include <cstdint>
 #include <memory>
@@ -34,7 +37,7 @@
 #include "proto/batch_builder.h"
 #include "proto/framing.h"
 
-namespace gpscope::inject {
+namespace gpscope::format {
 
 class ChunkWriter {
  public:
@@ -42,6 +45,9 @@ class ChunkWriter {
     size_t max_chunk_bytes = 1 << 20;
     int zstd_level = 1;
     size_t max_held_bytes = 4 << 20;  // frames held while fd is -1
+    // Gets the one line about a frame or header that could not be written
+    // (without a newline). Null: not logged; the loss is still recorded.
+    void (*log_error)(const char* line) = nullptr;
   };
   ChunkWriter(int fd, uint64_t process_uid, uint32_t pid, const Options& options);
   ChunkWriter(const ChunkWriter&) = delete;
@@ -109,6 +115,7 @@ class ChunkWriter {
   template <typename Fn>
   void AddWith(uint64_t ts_ns, Fn add);
   bool Ship(const uint8_t* raw, size_t raw_bytes, size_t events);
+  void LogError(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
   // One frame to the file, or into held_ while there is none.
   bool Put(const uint8_t* frame, size_t frame_bytes, int* err);
   // Bookkeeping of a frame that did not land (Ship, Open).
@@ -129,6 +136,7 @@ class ChunkWriter {
 
   int fd_;
   size_t max_held_bytes_;
+  void (*log_error_)(const char* line);
   std::vector<std::vector<uint8_t>> held_;  // frames before Open(), in order
   size_t held_bytes_ = 0;
   uint64_t process_uid_;
@@ -160,6 +168,6 @@ class ChunkWriter {
   uint64_t batch_last_ns_ = 0;
 };
 
-}  // namespace gpscope::inject
+}  // namespace gpscope::format
 
-#endif  // GPSCOPE_INJECT_CHUNK_WRITER_H_
+#endif  // GPSCOPE_PROTO_CHUNK_WRITER_H_

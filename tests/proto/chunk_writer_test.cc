@@ -1,4 +1,5 @@
-#include "inject/chunk_writer.h"
+// proto/chunk_writer.h: events -> frames, held frames, failed writes.
+#include "proto/chunk_writer.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -6,7 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -14,7 +17,7 @@
 #include "tools/reader/batch_decode.h"
 #include "tools/reader/trace_reader.h"
 
-namespace gpscope::inject {
+namespace gpscope::format {
 namespace {
 
 // Reads a trace back: names per id, decoded events, drops, lost intervals.
@@ -122,15 +125,22 @@ TEST(ChunkWriterTest, EventsRoundTripAcrossManyChunksWithNamesResolved) {
   unlink(path.c_str());
 }
 
+std::vector<std::string> g_logged;
+void Logged(const char* line) { g_logged.push_back(line); }
+
 // A write that fails (here: file size limit, as with a full disk) loses that
-// chunk only. The loss is recorded in the next chunk that lands, and names
-// first sent in the lost chunk are sent again so later events resolve.
+// chunk only. The loss is logged once, recorded in the next chunk that
+// lands, and names first sent in the lost chunk are sent again so later
+// events resolve.
 TEST(ChunkWriterTest, FailedWriteIsRecordedAndNamesAreResent) {
   std::string path = TempPath("cw_fail");
   char err[256];
   int fd = format::OpenForAppend(path.c_str(), err, sizeof(err));
   ASSERT_GE(fd, 0) << err;
-  ChunkWriter w(fd, 0xbeef, 1234, {});
+  ChunkWriter::Options options;
+  options.log_error = Logged;
+  g_logged.clear();
+  ChunkWriter w(fd, 0xbeef, 1234, options);
   ASSERT_TRUE(w.WriteHeader(Header()));
   w.AddKernel(Kernel(w, 0, "before"));
   ASSERT_TRUE(w.Flush());
@@ -148,6 +158,10 @@ TEST(ChunkWriterTest, FailedWriteIsRecordedAndNamesAreResent) {
   ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old_limit), 0);
   EXPECT_EQ(w.frames_failed(), 1u);
   EXPECT_EQ(w.events_lost(), 100u);
+  ASSERT_EQ(g_logged.size(), 1u);  // a torn write reads as a full disk
+  EXPECT_EQ(g_logged[0], std::string("cannot write trace frame (") + strerror(ENOSPC) +
+                             "); the application runs on, this part of the trace is lost and "
+                             "the loss is recorded");
 
   w.AddKernel(Kernel(w, 101, "lost_name"));  // name defined only in the lost chunk
   ASSERT_TRUE(w.Flush());
@@ -245,4 +259,4 @@ TEST(ChunkWriterTest, FramesHeldUntilOpenLandInOrderAndTheCapIsALoss) {
 }
 
 }  // namespace
-}  // namespace gpscope::inject
+}  // namespace gpscope::format

@@ -1,14 +1,14 @@
-#include "inject/chunk_writer.h"
+// proto/chunk_writer.cc: see chunk_writer.h.
+#include "proto/chunk_writer.h"
 
 #include <cerrno>
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
 
-#include "common/raw_log.h"
 #include "proto/enums.h"
 
-namespace gpscope::inject {
-
-using format::BatchBuilder;
+namespace gpscope::format {
 
 bool ChunkWriter::LaunchKey::operator==(const LaunchKey& o) const {
   return memcmp(v, o.v, sizeof(v)) == 0;
@@ -23,6 +23,7 @@ size_t ChunkWriter::LaunchKeyHash::operator()(const LaunchKey& k) const {
 ChunkWriter::ChunkWriter(int fd, uint64_t process_uid, uint32_t pid, const Options& options)
     : fd_(fd),
       max_held_bytes_(options.max_held_bytes),
+      log_error_(options.log_error),
       process_uid_(process_uid),
       pid_(pid),
       builder_(options.max_chunk_bytes),
@@ -222,13 +223,23 @@ bool ChunkWriter::Ship(const uint8_t* raw, size_t raw_bytes, size_t events) {
   return false;
 }
 
+void ChunkWriter::LogError(const char* fmt, ...) {
+  if (log_error_ == nullptr) return;
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof(line), fmt, ap);
+  va_end(ap);
+  log_error_(line);
+}
+
 void ChunkWriter::FrameLost(int err) {
   // One line per new cause; held frames beyond the cap before the file
   // opens (ENOBUFS) are recorded, not logged.
   if (err != ENOBUFS && (frames_failed_ == 0 || err != last_errno_)) {
-    GPSCOPE_LOG_ERROR("cannot write trace frame (%s); the application runs on, this part of the "
-                      "trace is lost and the loss is recorded",
-                      strerror(err));
+    LogError("cannot write trace frame (%s); the application runs on, this part of the "
+             "trace is lost and the loss is recorded",
+             strerror(err));
   }
   ++frames_failed_;
   last_errno_ = err;
@@ -249,7 +260,7 @@ bool ChunkWriter::WriteHeader(const format::ProcessHeaderRecord& header) {
   size_t frame_bytes = n ? encoder_.Encode(raw_.get(), n, &frame) : 0;
   int err = 0;
   if (frame_bytes == 0 || !Put(frame, frame_bytes, &err)) {
-    GPSCOPE_LOG_ERROR("cannot write the trace header (%s)", strerror(err ? err : EOVERFLOW));
+    LogError("cannot write the trace header (%s)", strerror(err ? err : EOVERFLOW));
     return false;
   }
   bytes_written_ += frame_bytes;
@@ -266,4 +277,4 @@ bool ChunkWriter::WriteEnd(format::ProcessEndRecord end) {
   return Ship(raw_.get(), n, 0);
 }
 
-}  // namespace gpscope::inject
+}  // namespace gpscope::format
