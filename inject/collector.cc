@@ -36,9 +36,9 @@
 #include "inject/cupti_hooks.h"
 #include "inject/cupti_loader.h"
 #include "inject/exit_finisher.h"
-#include "inject/metrics/nvml_backend.h"
-#include "inject/metrics/sample_ring.h"
-#include "inject/metrics/sampler_thread.h"
+#include "metrics/nvml_backend.h"
+#include "metrics/sample_ring.h"
+#include "metrics/sampler_thread.h"
 #include "inject/stack_capture.h"
 #include "inject/stacks/fast_unwind.h"
 #include "inject/stacks/memory_reader.h"
@@ -212,7 +212,7 @@ class Collector : public control::ControlHandler, public ExitFinisher::Hooks {
   // us about contexts (we hold the subscriber); otherwise at start.
   bool open_at_context = false;
 
-  // Metrics (inject/metrics): the sampler thread pushes into metric_ring;
+  // Metrics (metrics): the sampler thread pushes into metric_ring;
   // the writer thread drains it. Absent with GPSCOPE_METRICS=0.
   metrics::MetricRing metric_ring;
   std::unique_ptr<metrics::RingSink> metric_sink;

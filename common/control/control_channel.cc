@@ -369,7 +369,7 @@ bool ControlChannel::SpawnThread(std::string* error) {
   // collector's exit flush (which waits for other threads) never runs on
   // it. Only those, like the writer and sampler threads: a gpscope thread
   // that blocked every signal was under suspicion in a CUDA hang seen on
-  // the H200 (inject/metrics/sampler_thread.cc). The caller's mask is
+  // the H200 (metrics/sampler_thread.cc). The caller's mask is
   // restored right after.
   sigset_t all, old;
   sigemptyset(&all);

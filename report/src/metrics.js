@@ -1,6 +1,6 @@
 // metrics.js: what the sampled metrics are called for people, their units,
 // how their axes scale, and the named states of a bitmask metric. Metric
-// names are the sampler's (inject/metrics/gpu_backend.cc, sampler.cc); a name
+// names are the sampler's (metrics/gpu_backend.cc, sampler.cc); a name
 // not listed here keeps its raw name and unit.
 
 

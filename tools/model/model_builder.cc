@@ -140,7 +140,7 @@ ApiClass ClassifyApiCbid(uint32_t domain, uint32_t cbid) {
   return kApiOther;
 }
 
-// Metric names as inject/metrics defines them.
+// Metric names as metrics defines them.
 MetricKind ClassifyMetric(const proto::MetricDescriptor& d, uint32_t own_pid) {
   const std::string& n = d.name();
   if (d.scope() == proto::SCOPE_DEVICE) {

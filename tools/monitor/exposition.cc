@@ -9,7 +9,7 @@
 namespace gpscope::monitor {
 namespace {
 
-// proto MetricScope values (inject/metrics/sampler.h kScope*).
+// proto MetricScope values (metrics/sampler.h kScope*).
 constexpr uint32_t kDevice = 1;
 constexpr uint32_t kProcess = 2;
 constexpr uint32_t kHost = 3;

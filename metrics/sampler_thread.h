@@ -1,4 +1,4 @@
-// inject/metrics/sampler_thread.h: runs a Sampler on its own thread.
+// metrics/sampler_thread.h: runs a Sampler on its own thread.
 //
 // Start() spawns the thread with SIGTERM and SIGINT blocked (the
 // collector's fatal-signal handler waits for other threads and must never
@@ -29,14 +29,14 @@
 // Thread model: Start() and Stop() from one controlling thread, never from
 // a signal handler (they lock and join). running(), initialized() and
 // sampler()->stats() from any thread.
-#ifndef GPSCOPE_INJECT_METRICS_SAMPLER_THREAD_H_
-#define GPSCOPE_INJECT_METRICS_SAMPLER_THREAD_H_
+#ifndef GPSCOPE_METRICS_SAMPLER_THREAD_H_
+#define GPSCOPE_METRICS_SAMPLER_THREAD_H_
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
 
-#include "inject/metrics/sampler.h"
+#include "metrics/sampler.h"
 
 namespace gpscope::metrics {
 
@@ -77,4 +77,4 @@ class SamplerThread {
 
 }  // namespace gpscope::metrics
 
-#endif  // GPSCOPE_INJECT_METRICS_SAMPLER_THREAD_H_
+#endif  // GPSCOPE_METRICS_SAMPLER_THREAD_H_

@@ -1,4 +1,4 @@
-// inject/metrics/replay_backend.h: a GpuBackend that replays recorded
+// metrics/replay_backend.h: a GpuBackend that replays recorded
 // readings from a small text file, for tests and for the node monitor's
 // tests, where there is no GPU. nvml_probe --record writes this format.
 //
@@ -26,8 +26,8 @@
 // (or wraps, with `loop`).
 //
 // Thread model: as GpuBackend; parsing (the constructor) is cold.
-#ifndef GPSCOPE_INJECT_METRICS_REPLAY_BACKEND_H_
-#define GPSCOPE_INJECT_METRICS_REPLAY_BACKEND_H_
+#ifndef GPSCOPE_METRICS_REPLAY_BACKEND_H_
+#define GPSCOPE_METRICS_REPLAY_BACKEND_H_
 
 #include <cstdint>
 #include <map>
@@ -36,7 +36,7 @@
 #include <string_view>
 #include <vector>
 
-#include "inject/metrics/gpu_backend.h"
+#include "metrics/gpu_backend.h"
 
 namespace gpscope::metrics {
 
@@ -91,4 +91,4 @@ class ReplayBackend : public GpuBackend {
 
 }  // namespace gpscope::metrics
 
-#endif  // GPSCOPE_INJECT_METRICS_REPLAY_BACKEND_H_
+#endif  // GPSCOPE_METRICS_REPLAY_BACKEND_H_

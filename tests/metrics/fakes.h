@@ -1,4 +1,4 @@
-// tests/inject/metrics/fakes.h: a scripted HostSource and a recording
+// tests/metrics/fakes.h: a scripted HostSource and a recording
 // MetricSink for the sampler tests.
 #ifndef GPSCOPE_TESTS_INJECT_METRICS_FAKES_H_
 #define GPSCOPE_TESTS_INJECT_METRICS_FAKES_H_
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "inject/metrics/host_stats.h"
-#include "inject/metrics/sampler.h"
+#include "metrics/host_stats.h"
+#include "metrics/sampler.h"
 
 namespace gpscope::metrics::testing {
 

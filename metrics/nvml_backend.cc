@@ -1,4 +1,4 @@
-#include "inject/metrics/nvml_backend.h"
+#include "metrics/nvml_backend.h"
 
 #include <fcntl.h>
 #include <time.h>

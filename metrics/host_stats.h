@@ -1,4 +1,4 @@
-// inject/metrics/host_stats.h: host-side readings for the sampler: this
+// metrics/host_stats.h: host-side readings for the sampler: this
 // process's CPU time and RSS, its threads' CPU time and names, and the
 // node's CPU busy and iowait shares. They tell "GPU idle, CPU busy" from
 // "GPU idle, CPU idle".
@@ -21,8 +21,8 @@
 //
 // Thread model: a HostSource is used by one thread (the sampler thread).
 // Reading /proc costs syscalls, so it never runs on an application thread.
-#ifndef GPSCOPE_INJECT_METRICS_HOST_STATS_H_
-#define GPSCOPE_INJECT_METRICS_HOST_STATS_H_
+#ifndef GPSCOPE_METRICS_HOST_STATS_H_
+#define GPSCOPE_METRICS_HOST_STATS_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -142,4 +142,4 @@ class ProcHostSource : public HostSource {
 
 }  // namespace gpscope::metrics
 
-#endif  // GPSCOPE_INJECT_METRICS_HOST_STATS_H_
+#endif  // GPSCOPE_METRICS_HOST_STATS_H_

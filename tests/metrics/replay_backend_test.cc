@@ -1,4 +1,4 @@
-#include "inject/metrics/replay_backend.h"
+#include "metrics/replay_backend.h"
 
 #include <gtest/gtest.h>
 

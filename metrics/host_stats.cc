@@ -1,4 +1,4 @@
-#include "inject/metrics/host_stats.h"
+#include "metrics/host_stats.h"
 
 #include <errno.h>
 #include <fcntl.h>

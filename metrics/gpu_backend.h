@@ -1,6 +1,6 @@
-// inject/metrics/gpu_backend.h: where the sampler gets GPU readings from.
+// metrics/gpu_backend.h: where the sampler gets GPU readings from.
 //
-// GpuBackend is the seam between the Sampler (inject/metrics/sampler.h) and
+// GpuBackend is the seam between the Sampler (metrics/sampler.h) and
 // a source of per-GPU readings: NvmlBackend (the driver's NVML, dlopen'd) in
 // production, ReplayBackend (a recorded text file) in tests and in the node
 // monitor's tests. Everything above this interface builds and tests without
@@ -23,8 +23,8 @@
 // Thread model: a backend is used by one thread at a time (the sampler
 // thread). Open/Probe/ProcessName are cold (may allocate, block, sleep);
 // BeginSample/Read/GpmSnapshot/GpmRead/ReadProcesses never allocate.
-#ifndef GPSCOPE_INJECT_METRICS_GPU_BACKEND_H_
-#define GPSCOPE_INJECT_METRICS_GPU_BACKEND_H_
+#ifndef GPSCOPE_METRICS_GPU_BACKEND_H_
+#define GPSCOPE_METRICS_GPU_BACKEND_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -167,4 +167,4 @@ class GpuBackend {
 
 }  // namespace gpscope::metrics
 
-#endif  // GPSCOPE_INJECT_METRICS_GPU_BACKEND_H_
+#endif  // GPSCOPE_METRICS_GPU_BACKEND_H_

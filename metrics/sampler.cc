@@ -1,4 +1,4 @@
-#include "inject/metrics/sampler.h"
+#include "metrics/sampler.h"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "inject/metrics/sample_ring.h"
+#include "metrics/sample_ring.h"
 
 #include <gtest/gtest.h>
 

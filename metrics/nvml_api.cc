@@ -1,4 +1,4 @@
-#include "inject/metrics/nvml_api.h"
+#include "metrics/nvml_api.h"
 
 #include <dlfcn.h>
 

@@ -19,10 +19,10 @@
 #include <memory>
 #include <string>
 
-#include "inject/metrics/host_stats.h"
+#include "metrics/host_stats.h"
 #include "common/posix.h"
-#include "inject/metrics/nvml_backend.h"
-#include "inject/metrics/sampler.h"
+#include "metrics/nvml_backend.h"
+#include "metrics/sampler.h"
 
 namespace gm = gpscope::metrics;
 

@@ -1,4 +1,4 @@
-// inject/metrics/sampler.h: hardware and host metrics, sampled alongside the
+// metrics/sampler.h: hardware and host metrics, sampled alongside the
 // trace (issue 4). One Sampler reads a GpuBackend (NVML, or a replay) and a
 // HostSource (/proc) and turns the readings into the trace's metric model:
 // MetricDescriptor definitions (what an id means), CapabilityNotice entries
@@ -48,8 +48,8 @@
 // pass pointers to them to another thread. stats() may be read from any
 // thread; the descriptor/capability/device accessors only on the sampler
 // thread or after it has stopped (the tables grow within their capacity).
-#ifndef GPSCOPE_INJECT_METRICS_SAMPLER_H_
-#define GPSCOPE_INJECT_METRICS_SAMPLER_H_
+#ifndef GPSCOPE_METRICS_SAMPLER_H_
+#define GPSCOPE_METRICS_SAMPLER_H_
 
 #include <atomic>
 #include <cstddef>
@@ -57,8 +57,8 @@
 #include <memory>
 #include <vector>
 
-#include "inject/metrics/gpu_backend.h"
-#include "inject/metrics/host_stats.h"
+#include "metrics/gpu_backend.h"
+#include "metrics/host_stats.h"
 #include "proto/enums.h"
 #include "proto/events.h"
 #include "proto/records.h"
@@ -260,4 +260,4 @@ class Sampler {
 
 }  // namespace gpscope::metrics
 
-#endif  // GPSCOPE_INJECT_METRICS_SAMPLER_H_
+#endif  // GPSCOPE_METRICS_SAMPLER_H_

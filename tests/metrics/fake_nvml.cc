@@ -1,7 +1,7 @@
-// tests/inject/metrics/fake_nvml.cc: a stand-in libnvidia-ml for
+// tests/metrics/fake_nvml.cc: a stand-in libnvidia-ml for
 // NvmlBackend's tests. It exports the entry points NvmlBackend resolves,
 // with struct layouts written out here from NVIDIA's public nvml.h (not
-// from inject/metrics/nvml_api.h, so the two are checked against each
+// from metrics/nvml_api.h, so the two are checked against each
 // other), and canned readings:
 //   GPU 0 "Fake H200": everything, GPM (NVLink metrics NOT_SUPPORTED);
 //   GPU 1 "Fake T4": no GPM, no enforced power limit, process utilization

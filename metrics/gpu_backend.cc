@@ -1,4 +1,4 @@
-#include "inject/metrics/gpu_backend.h"
+#include "metrics/gpu_backend.h"
 
 namespace gpscope::metrics {
 namespace {

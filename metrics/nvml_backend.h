@@ -1,4 +1,4 @@
-// inject/metrics/nvml_backend.h: GpuBackend over the driver's NVML.
+// metrics/nvml_backend.h: GpuBackend over the driver's NVML.
 //
 // Open() dlopen()s libnvidia-ml.so.1 and calls nvmlInit_v2 (which can take
 // hundreds of ms on a node without persistence mode: run it on the sampler
@@ -9,14 +9,14 @@
 //
 // Thread model: as GpuBackend. The destructor frees the GPM samples and
 // shuts NVML down; destroy it on the thread that used it, after the last read.
-#ifndef GPSCOPE_INJECT_METRICS_NVML_BACKEND_H_
-#define GPSCOPE_INJECT_METRICS_NVML_BACKEND_H_
+#ifndef GPSCOPE_METRICS_NVML_BACKEND_H_
+#define GPSCOPE_METRICS_NVML_BACKEND_H_
 
 #include <cstdint>
 #include <string>
 
-#include "inject/metrics/gpu_backend.h"
-#include "inject/metrics/nvml_api.h"
+#include "metrics/gpu_backend.h"
+#include "metrics/nvml_api.h"
 
 namespace gpscope::metrics {
 
@@ -89,4 +89,4 @@ class NvmlBackend : public GpuBackend {
 
 }  // namespace gpscope::metrics
 
-#endif  // GPSCOPE_INJECT_METRICS_NVML_BACKEND_H_
+#endif  // GPSCOPE_METRICS_NVML_BACKEND_H_

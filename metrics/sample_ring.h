@@ -1,4 +1,4 @@
-// inject/metrics/sample_ring.h: the bounded hand-off from the sampler thread
+// metrics/sample_ring.h: the bounded hand-off from the sampler thread
 // to the collector's writer thread.
 //
 // SpscRing<T>: one producer, one consumer, fixed capacity (a power of two,
@@ -23,8 +23,8 @@
 //   RingSink sink(&ring);                     // sampler thread: sampler.SampleOnce(now, &sink)
 //   MetricEvent e;                            // writer thread:
 //   while (ring.TryPop(&e)) switch (e.kind) { ... }
-#ifndef GPSCOPE_INJECT_METRICS_SAMPLE_RING_H_
-#define GPSCOPE_INJECT_METRICS_SAMPLE_RING_H_
+#ifndef GPSCOPE_METRICS_SAMPLE_RING_H_
+#define GPSCOPE_METRICS_SAMPLE_RING_H_
 
 #include <atomic>
 #include <cstddef>
@@ -33,7 +33,7 @@
 #include <new>
 #include <type_traits>
 
-#include "inject/metrics/sampler.h"
+#include "metrics/sampler.h"
 #include "proto/events.h"
 
 namespace gpscope::metrics {
@@ -135,4 +135,4 @@ class RingSink : public MetricSink {
 
 }  // namespace gpscope::metrics
 
-#endif  // GPSCOPE_INJECT_METRICS_SAMPLE_RING_H_
+#endif  // GPSCOPE_METRICS_SAMPLE_RING_H_

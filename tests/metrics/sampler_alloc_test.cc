@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "inject/metrics/host_stats.h"
-#include "inject/metrics/replay_backend.h"
-#include "inject/metrics/sampler.h"
+#include "metrics/host_stats.h"
+#include "metrics/replay_backend.h"
+#include "metrics/sampler.h"
 
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC cannot see that these replacements pair malloc with free.

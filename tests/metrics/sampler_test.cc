@@ -1,4 +1,4 @@
-#include "inject/metrics/sampler.h"
+#include "metrics/sampler.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -7,9 +7,9 @@
 #include <set>
 #include <string>
 
-#include "inject/metrics/replay_backend.h"
-#include "inject/metrics/sample_ring.h"
-#include "tests/inject/metrics/fakes.h"
+#include "metrics/replay_backend.h"
+#include "metrics/sample_ring.h"
+#include "tests/metrics/fakes.h"
 
 namespace gpscope::metrics {
 namespace {

@@ -1,4 +1,4 @@
-#include "inject/metrics/host_stats.h"
+#include "metrics/host_stats.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

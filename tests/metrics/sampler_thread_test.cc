@@ -1,4 +1,4 @@
-#include "inject/metrics/sampler_thread.h"
+#include "metrics/sampler_thread.h"
 
 #include <gtest/gtest.h>
 #include <pthread.h>
@@ -10,8 +10,8 @@
 #include <set>
 #include <thread>
 
-#include "inject/metrics/replay_backend.h"
-#include "inject/metrics/sample_ring.h"
+#include "metrics/replay_backend.h"
+#include "metrics/sample_ring.h"
 
 namespace gpscope::metrics {
 namespace {

@@ -1,4 +1,4 @@
-#include "inject/metrics/nvml_backend.h"
+#include "metrics/nvml_backend.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -7,8 +7,8 @@
 #include <string>
 #include <thread>
 
-#include "inject/metrics/sampler.h"
-#include "tests/inject/metrics/fakes.h"
+#include "metrics/sampler.h"
+#include "tests/metrics/fakes.h"
 
 namespace gpscope::metrics {
 namespace {

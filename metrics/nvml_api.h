@@ -1,4 +1,4 @@
-// inject/metrics/nvml_api.h: the few NVML types and entry points the sampler
+// metrics/nvml_api.h: the few NVML types and entry points the sampler
 // uses, declared here (there is no nvml.h at build time) and resolved at run
 // time with dlopen("libnvidia-ml.so.1") + dlsym.
 //
@@ -13,8 +13,8 @@
 //
 // Thread model: NVML itself is thread-safe. NvmlApi is filled once by Load()
 // (cold path) and read-only afterwards.
-#ifndef GPSCOPE_INJECT_METRICS_NVML_API_H_
-#define GPSCOPE_INJECT_METRICS_NVML_API_H_
+#ifndef GPSCOPE_METRICS_NVML_API_H_
+#define GPSCOPE_METRICS_NVML_API_H_
 
 #include <cstdint>
 
@@ -205,4 +205,4 @@ void UnloadApi(Api* api);
 
 }  // namespace gpscope::metrics::nvml
 
-#endif  // GPSCOPE_INJECT_METRICS_NVML_API_H_
+#endif  // GPSCOPE_METRICS_NVML_API_H_

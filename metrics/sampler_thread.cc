@@ -1,4 +1,4 @@
-#include "inject/metrics/sampler_thread.h"
+#include "metrics/sampler_thread.h"
 
 #include <pthread.h>
 #include <signal.h>
