@@ -25,6 +25,7 @@
 
 #include "common/identity.h"
 #include "common/posix.h"
+#include "common/process_header.h"
 #include "common/raw_log.h"
 #include "common/safe_path.h"
 #include "inject/buffer_pool.h"
@@ -50,8 +51,6 @@
 #include "proto/chunk_writer.h"
 #include "proto/enums.h"
 #include "proto/framing.h"
-
-#include "gpscope_version.h"  // GPSCOPE_VERSION, from git describe (cmake/Version.cmake)
 
 namespace gpscope::inject {
 namespace {
@@ -503,42 +502,16 @@ bool Collector::MaybeOpenOutput() {
 }
 
 bool Collector::WriteHeader() {
-  std::vector<StringRef> argv;
-  for (const std::string& a : identity.cmdline) argv.push_back({a.data(), a.size()});
-  std::vector<format::KeyValueRecord> env, cfg;
-  for (const auto& [k, v] : identity.env) env.push_back({{k.data(), k.size()}, {v.data(), v.size()}});
-  std::vector<std::pair<std::string, std::string>> cfg_kv = config.AsKeyValues();
-  for (auto& kv : capture.AsKeyValues()) cfg_kv.push_back(std::move(kv));
-  for (const auto& [k, v] : cfg_kv) cfg.push_back({{k.data(), k.size()}, {v.data(), v.size()}});
-  format::ClockRecord clock = Snapshot();
+  common::ProcessHeaderBuilder header(identity);  // common/process_header.h, as the monitor's
+  header.AddConfig(config.AsKeyValues());
+  header.AddConfig(capture.AsKeyValues());
+  const format::ClockRecord clock = Snapshot();
   if (clock.cupti_ns != 0) {
     cupti_minus_realtime_ns_.store(static_cast<int64_t>(clock.cupti_ns - clock.realtime_ns),
                                    std::memory_order_relaxed);
   }
-
-  format::ProcessHeaderRecord h{};
-  h.format_version = format::kFormatVersion;
-  h.gpscope_version = format::MakeStringRef(GPSCOPE_VERSION);
-  h.hostname = {identity.hostname.data(), identity.hostname.size()};
-  h.pid = identity.pid;
-  h.ppid = identity.ppid;
-  h.cmdline = argv.data();
-  h.cmdline_count = argv.size();
-  h.exe_path = {identity.exe_path.data(), identity.exe_path.size()};
-  h.driver_version = {identity.driver_version.data(), identity.driver_version.size()};
-  h.start_realtime_ns = clock.realtime_ns;
-  h.identity.job_id = {identity.job_id.data(), identity.job_id.size()};
-  h.identity.rank = identity.rank;
-  h.identity.local_rank = identity.local_rank;
-  h.identity.world_size = identity.world_size;
-  h.identity.node_rank = identity.node_rank;
-  h.identity.launcher = {identity.launcher.data(), identity.launcher.size()};
-  h.env = env.data();
-  h.env_count = env.size();
-  h.config = cfg.data();
-  h.config_count = cfg.size();
-  h.clocks = &clock;
-  h.clock_count = 1;
+  header.SetClock(clock);
+  format::ProcessHeaderRecord h = header.Build();
   uint32_t cupti_version = 0;
   if (api.cuptiGetVersion != nullptr) api.cuptiGetVersion(&cupti_version);
   h.cupti_api_version = cupti_version;

@@ -15,14 +15,15 @@
 #include <memory>
 #include <set>
 
-#include "common/posix.h"
 #include "common/env_values.h"
 #include "common/identity.h"
+#include "common/posix.h"
+#include "common/process_header.h"
+#include "common/safe_text.h"
 #include "metrics/host_stats.h"
 #include "metrics/nvml_backend.h"
 #include "metrics/replay_backend.h"
 #include "metrics/sampler.h"
-#include "common/safe_text.h"
 #include "proto/enums.h"
 #include "proto/framing.h"
 #include "tools/monitor/exposition.h"
@@ -528,53 +529,25 @@ void Monitor::CheckGpuHealth(uint64_t now_mono) {
 
 void Monitor::OnFileStart(format::ChunkWriter& w, uint64_t process_uid) {
   (void)process_uid;
-  // Header: who wrote this (the monitor, its pid and command line).
-  std::vector<format::StringRef> cmdline;
-  for (const std::string& a : self_.cmdline) cmdline.push_back({a.data(), a.size()});
-  const std::string interval = std::to_string(options_.interval_ms);
-  const std::string backend = options_.replay_path.empty() ? "nvml" : "replay";
-  const std::string max_bytes = std::to_string(options_.limits.max_file_bytes);
-  const std::string max_age = std::to_string(options_.limits.max_file_age_ns / 1000000000ull);
-  const std::string listen = options_.listen;
-  const std::string replay = options_.replay_path;
-  std::vector<format::KeyValueRecord> config = {
-      {format::MakeStringRef("mode"), format::MakeStringRef("monitor")},
-      {format::MakeStringRef("interval_ms"), {interval.data(), interval.size()}},
-      {format::MakeStringRef("backend"), {backend.data(), backend.size()}},
-      {format::MakeStringRef("max_file_bytes"), {max_bytes.data(), max_bytes.size()}},
-      {format::MakeStringRef("max_file_age_s"), {max_age.data(), max_age.size()}},
-      {format::MakeStringRef("listen"), {listen.data(), listen.size()}},
-  };
-  if (!replay.empty()) {
-    config.push_back({format::MakeStringRef("replay"), {replay.data(), replay.size()}});
+  // Header: who wrote this (the monitor, its pid and command line), as the
+  // collector writes its own (common/process_header.h).
+  common::ProcessHeaderBuilder header(self_);
+  header.SetHostname(hostname_);
+  header.SetProgram("gpscope-monitor");
+  header.AddConfig("mode", "monitor");
+  header.AddConfig("interval_ms", std::to_string(options_.interval_ms));
+  header.AddConfig("backend", options_.replay_path.empty() ? "nvml" : "replay");
+  header.AddConfig("max_file_bytes", std::to_string(options_.limits.max_file_bytes));
+  header.AddConfig("max_file_age_s",
+                   std::to_string(options_.limits.max_file_age_ns / 1000000000ull));
+  header.AddConfig("listen", options_.listen);
+  if (!options_.replay_path.empty()) header.AddConfig("replay", options_.replay_path);
+  if (gpu_ != nullptr) {
+    for (const format::DeviceRecord& d : DeviceRecords(*gpu_)) header.AddDevice(d);
   }
-  std::vector<format::KeyValueRecord> env;
-  for (const auto& [k, v] : self_.env) env.push_back({{k.data(), k.size()}, {v.data(), v.size()}});
-  std::vector<format::DeviceRecord> devices;
-  if (gpu_ != nullptr) devices = DeviceRecords(*gpu_);
-  const format::ClockRecord clock{0, common::ClockNs(CLOCK_REALTIME), common::ClockNs(CLOCK_MONOTONIC)};
-  format::ProcessHeaderRecord h{};
-  h.format_version = format::kFormatVersion;
-  h.gpscope_version = format::MakeStringRef(GPSCOPE_VERSION);
-  h.hostname = {hostname_.data(), hostname_.size()};
-  h.pid = self_.pid;
-  h.ppid = self_.ppid;
-  h.cmdline = cmdline.data();
-  h.cmdline_count = cmdline.size();
-  h.exe_path = {self_.exe_path.data(), self_.exe_path.size()};
-  h.driver_version = {self_.driver_version.data(), self_.driver_version.size()};
-  h.start_realtime_ns = start_realtime_ns_;
-  h.identity = format::IdentityRecord{{nullptr, 0}, -1, -1, 0, -1,
-                                      format::MakeStringRef("gpscope-monitor")};
-  h.env = env.data();
-  h.env_count = env.size();
-  h.config = config.data();
-  h.config_count = config.size();
-  h.devices = devices.data();
-  h.device_count = devices.size();
-  h.clocks = &clock;
-  h.clock_count = 1;
-  w.WriteHeader(h);
+  header.SetClock({0, common::ClockNs(CLOCK_REALTIME), common::ClockNs(CLOCK_MONOTONIC)});
+  header.SetStartRealtimeNs(start_realtime_ns_);
+  w.WriteHeader(header.Build());
 
   // What every file must repeat to stand alone: notices and live descriptors.
   auto notice = [&w](const Notice& n) {
