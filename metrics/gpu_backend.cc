@@ -1,32 +1,35 @@
 #include "metrics/gpu_backend.h"
 
+#include "proto/metric_names.h"
+
 namespace gpscope::metrics {
 namespace {
 
-// Index = GpuMetric. Units are those of proto MetricDescriptor.unit.
+// Index = GpuMetric. Names: proto/metric_names.h; units are those of proto
+// MetricDescriptor.unit.
 constexpr GpuMetricInfo kInfo[kGpuMetricCount] = {
-    {"nvml.gpu_util", "percent"},
-    {"nvml.mem_util", "percent"},
-    {"nvml.sm_clock_mhz", "MHz"},
-    {"nvml.mem_clock_mhz", "MHz"},
-    {"nvml.clock_event_reasons", "bitmask"},
-    {"nvml.power_w", "W"},
-    {"nvml.power_limit_w", "W"},
-    {"nvml.temperature_c", "C"},
-    {"nvml.memory_used_bytes", "bytes"},
-    {"nvml.pcie_tx_bytes_per_s", "bytes/s"},
-    {"nvml.pcie_rx_bytes_per_s", "bytes/s"},
-    {"gpm.sm_util", "percent"},
-    {"gpm.sm_occupancy", "percent"},
-    {"gpm.tensor_util", "percent"},
-    {"gpm.dram_bw_util", "percent"},
-    {"gpm.fp16_util", "percent"},
-    {"gpm.fp32_util", "percent"},
-    {"gpm.fp64_util", "percent"},
-    {"gpm.pcie_tx_bytes_per_s", "bytes/s"},
-    {"gpm.pcie_rx_bytes_per_s", "bytes/s"},
-    {"gpm.nvlink_tx_bytes_per_s", "bytes/s"},
-    {"gpm.nvlink_rx_bytes_per_s", "bytes/s"},
+    {metric_names::kNvmlGpuUtil, "percent"},
+    {metric_names::kNvmlMemUtil, "percent"},
+    {metric_names::kNvmlSmClockMhz, "MHz"},
+    {metric_names::kNvmlMemClockMhz, "MHz"},
+    {metric_names::kNvmlClockEventReasons, "bitmask"},
+    {metric_names::kNvmlPowerW, "W"},
+    {metric_names::kNvmlPowerLimitW, "W"},
+    {metric_names::kNvmlTemperatureC, "C"},
+    {metric_names::kNvmlMemoryUsedBytes, "bytes"},
+    {metric_names::kNvmlPcieTxBytesPerS, "bytes/s"},
+    {metric_names::kNvmlPcieRxBytesPerS, "bytes/s"},
+    {metric_names::kGpmSmUtil, "percent"},
+    {metric_names::kGpmSmOccupancy, "percent"},
+    {metric_names::kGpmTensorUtil, "percent"},
+    {metric_names::kGpmDramBwUtil, "percent"},
+    {metric_names::kGpmFp16Util, "percent"},
+    {metric_names::kGpmFp32Util, "percent"},
+    {metric_names::kGpmFp64Util, "percent"},
+    {metric_names::kGpmPcieTxBytesPerS, "bytes/s"},
+    {metric_names::kGpmPcieRxBytesPerS, "bytes/s"},
+    {metric_names::kGpmNvlinkTxBytesPerS, "bytes/s"},
+    {metric_names::kGpmNvlinkRxBytesPerS, "bytes/s"},
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "common/posix.h"
+#include "proto/metric_names.h"
 
 namespace gpscope::metrics {
 namespace {
@@ -125,10 +126,10 @@ bool Sampler::Init(MetricSink* sink) {
   InitHost();
   InitGpu();
   if (options_.self_cost) {
-    def_self_ = AddDef("gpscope.sampler_cpu_pct", "percent", kScopeProcess, 0, options_.self_pid, 0,
-                       "gpscope-sampler");
+    def_self_ = AddDef(metric_names::kGpscopeSamplerCpuPct, "percent", kScopeProcess, 0,
+                       options_.self_pid, 0, "gpscope-sampler");
     if (threads_ok_) {
-      def_collector_ = AddDef("gpscope.collector_cpu_pct", "percent", kScopeProcess, 0,
+      def_collector_ = AddDef(metric_names::kGpscopeCollectorCpuPct, "percent", kScopeProcess, 0,
                               options_.self_pid, 0, "gpscope");
     }
   }
@@ -153,7 +154,7 @@ void Sampler::InitHost() {
   if (host_ == nullptr) return;
   const char* why = "unknown";
   if (!host_->Open(&why)) {
-    AddCapability("host", false, why);
+    AddCapability(metric_names::kCapHost, false, why);
     return;
   }
   host_ok_ = true;
@@ -162,22 +163,24 @@ void Sampler::InitHost() {
   const uint32_t pid = options_.self_pid;
   const char* self_name = program_invocation_short_name;
   if (s.has_process_cpu) {
-    def_user_ = AddDef("host.process_cpu_user_pct", "percent", kScopeProcess, 0, pid, 0, self_name);
+    def_user_ = AddDef(metric_names::kHostProcessCpuUserPct, "percent", kScopeProcess, 0, pid, 0,
+                       self_name);
     def_system_ =
-        AddDef("host.process_cpu_system_pct", "percent", kScopeProcess, 0, pid, 0, self_name);
+        AddDef(metric_names::kHostProcessCpuSystemPct, "percent", kScopeProcess, 0, pid, 0,
+               self_name);
   } else {
-    AddCapability("host.process_cpu", false, "cannot read this process's CPU time");
+    AddCapability(metric_names::kCapHostProcessCpu, false, "cannot read this process's CPU time");
   }
   if (s.has_rss) {
-    def_rss_ = AddDef("host.rss_bytes", "bytes", kScopeProcess, 0, pid, 0, self_name);
+    def_rss_ = AddDef(metric_names::kHostRssBytes, "bytes", kScopeProcess, 0, pid, 0, self_name);
   } else {
-    AddCapability("host.rss_bytes", false, "cannot read /proc/self/statm");
+    AddCapability(metric_names::kHostRssBytes, false, "cannot read /proc/self/statm");
   }
   if (s.has_system) {
-    def_cpu_ = AddDef("host.cpu_util_pct", "percent", kScopeHost, 0, 0, 0, "");
-    def_iowait_ = AddDef("host.iowait_pct", "percent", kScopeHost, 0, 0, 0, "");
+    def_cpu_ = AddDef(metric_names::kHostCpuUtilPct, "percent", kScopeHost, 0, 0, 0, "");
+    def_iowait_ = AddDef(metric_names::kHostIowaitPct, "percent", kScopeHost, 0, 0, 0, "");
   } else {
-    AddCapability("host.cpu", false, "cannot read /proc/stat");
+    AddCapability(metric_names::kCapHostCpu, false, "cannot read /proc/stat");
   }
   prev_host_ = s;  // the first baseline for rates
   have_prev_host_ = true;
@@ -188,7 +191,7 @@ void Sampler::InitHost() {
   thread_order_.resize(options_.max_threads);
   ThreadScan scan;
   if (!host_->ReadThreads(scan_[0].data(), scan_[0].size(), &scan)) {
-    AddCapability("host.threads", false, "cannot list /proc/self/task");
+    AddCapability(metric_names::kCapHostThreads, false, "cannot list /proc/self/task");
     return;
   }
   threads_ok_ = true;
@@ -204,7 +207,7 @@ void Sampler::InitGpu() {
   if (gpu_ == nullptr) return;
   const char* why = "unknown";
   if (!gpu_->Open(&why)) {
-    AddCapability("nvml", false, why);
+    AddCapability(metric_names::kCapNvml, false, why);
     return;
   }
   const uint32_t n = std::min(gpu_->device_count(), kMaxDevices);
@@ -215,12 +218,12 @@ void Sampler::InitGpu() {
   gpu_ok_ = true;
   std::string text = std::to_string(n) + (n == 1 ? " GPU" : " GPUs");
   for (uint32_t d = 0; d < n; ++d) text += std::string(d == 0 ? ": " : ", ") + devices_[d].name;
-  AddCapability("nvml", true, text.c_str());
+  AddCapability(metric_names::kCapNvml, true, text.c_str());
   if (gpu_->ignored_device_count() > 0) {
     text = std::to_string(gpu_->ignored_device_count()) +
            " GPU(s) not sampled (not in CUDA_VISIBLE_DEVICES, not accessible, or beyond " +
            std::to_string(kMaxDevices) + ")";
-    AddCapability("nvml.devices", false, text.c_str());
+    AddCapability(metric_names::kCapNvmlDevices, false, text.c_str());
   }
 
   // One notice per (component, availability, reason), listing its GPUs: eight
@@ -251,12 +254,12 @@ void Sampler::InitGpu() {
     std::fill(std::begin(ds.def), std::end(ds.def), kNone);
     ds.nvml = ds.probe.supported & kNvmlMask;
     if (!ds.probe.gpm) {
-      note("gpm", false, ds.probe.gpm_reason, index);
+      note(metric_names::kCapGpm, false, ds.probe.gpm_reason, index);
     } else if (!options_.gpm) {
-      note("gpm", false, "disabled by configuration", index);
+      note(metric_names::kCapGpm, false, "disabled by configuration", index);
     } else {
       ds.gpm = ds.probe.supported & kGpmMask;
-      note("gpm", true, "available", index);
+      note(metric_names::kCapGpm, true, "available", index);
     }
     for (int m = 0; m < kGpuMetricCount; ++m) {
       const bool is_gpm = m >= kFirstGpmMetric;
@@ -268,8 +271,12 @@ void Sampler::InitGpu() {
     if (options_.gpu_processes) {
       ds.processes = ds.probe.processes;
       ds.process_util = ds.probe.process_util;
-      if (!ds.processes) note("nvml.processes", false, ds.probe.processes_reason, index);
-      if (!ds.process_util) note("nvml.process_util", false, ds.probe.process_util_reason, index);
+      if (!ds.processes) {
+        note(metric_names::kCapNvmlProcesses, false, ds.probe.processes_reason, index);
+      }
+      if (!ds.process_util) {
+        note(metric_names::kCapNvmlProcessUtil, false, ds.probe.process_util_reason, index);
+      }
     }
     if (options_.active_devices == nullptr) DefineDevice(d);
   }
@@ -413,8 +420,8 @@ void Sampler::ScanThreads(uint64_t now_ns, MetricSink* sink) {
       while (s < thread_defs_.size() && thread_defs_[s].tid != t.tid) ++s;
       if (s == thread_defs_.size()) {
         const uint32_t def = thread_defs_.size() < thread_defs_.capacity()
-                                 ? AddDef("host.thread_cpu_pct", "percent", kScopeThread, 0,
-                                          options_.self_pid, t.tid, t.comm)
+                                 ? AddDef(metric_names::kHostThreadCpuPct, "percent",
+                                          kScopeThread, 0, options_.self_pid, t.tid, t.comm)
                                  : kNone;
         if (def == kNone) {
           stats_.threads_ignored.fetch_add(1, std::memory_order_relaxed);
@@ -532,11 +539,12 @@ void Sampler::SampleProcesses(uint32_t dev, uint64_t now_ns, MetricSink* sink) {
       const uint32_t index = devices_[dev].cuda_ordinal;
       GpuProcSlot s{dev, p.pid, kNone, kNone};
       if (ds.processes) {
-        s.mem_def =
-            AddDef("nvml.process_memory_bytes", "bytes", kScopeProcess, index, p.pid, 0, name);
+        s.mem_def = AddDef(metric_names::kNvmlProcessMemoryBytes, "bytes", kScopeProcess, index,
+                           p.pid, 0, name);
       }
       if (ds.process_util) {
-        s.sm_def = AddDef("nvml.process_sm_util", "percent", kScopeProcess, index, p.pid, 0, name);
+        s.sm_def = AddDef(metric_names::kNvmlProcessSmUtil, "percent", kScopeProcess, index, p.pid,
+                          0, name);
       }
       proc_slots_.push_back(s);
       slot = &proc_slots_.back();

@@ -3,12 +3,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <iterator>
 #include <memory>
 #include <set>
 #include <string>
 
 #include "metrics/replay_backend.h"
 #include "metrics/sample_ring.h"
+#include "proto/metric_names.h"
 #include "tests/metrics/fakes.h"
 
 namespace gpscope::metrics {
@@ -138,6 +140,41 @@ TEST(SamplerTest, DefinesEveryReplayedMetricWithDenseIds) {
   format::MetricDescriptorRecord rec = ToRecord(*power);
   EXPECT_EQ(std::string(rec.name.data, rec.name.size), "nvml.power_w");
   EXPECT_EQ(rec.scope, kScopeDevice);
+}
+
+// Every name the sampler writes is in the one catalogue (proto/metric_names.h)
+// that the model, the analyses, the renderers and the monitor match against:
+// GPU, process, thread, host and self-cost metrics, and the sources' notices.
+TEST(SamplerTest, EveryNameItWritesIsInTheCatalogue) {
+  const std::set<std::string> catalogue(std::begin(metric_names::kAllMetricNames),
+                                        std::end(metric_names::kAllMetricNames));
+  EXPECT_EQ(catalogue.size(), std::size(metric_names::kAllMetricNames));  // no name twice
+  for (int m = 0; m < kGpuMetricCount; ++m) {
+    EXPECT_EQ(catalogue.count(GetGpuMetricInfo(static_cast<GpuMetric>(m)).name), 1u) << m;
+  }
+  FakeHost* host;
+  SamplerOptions o;
+  o.self_pid = 1000;
+  o.top_threads = 1;
+  Sampler s(std::make_unique<ReplayBackend>(kH200), MakeHost(&host), o);
+  host->threads = {FakeHost::Thread(10, 0, "python3")};
+  host->threads_mono_ns = 10 * kSec;
+  RecordingSink sink;
+  ASSERT_TRUE(s.Init(&sink));
+  s.SampleOnce(100 * kSec, &sink);
+  host->threads = {FakeHost::Thread(10, 50, "python3")};
+  host->threads_mono_ns = 11 * kSec;
+  s.SampleOnce(101 * kSec, &sink);
+  std::set<std::string> written;
+  for (const MetricDef& d : sink.defs) written.insert(d.name);
+  for (const char* n : {metric_names::kNvmlProcessSmUtil, metric_names::kNvmlProcessMemoryBytes,
+                        metric_names::kHostThreadCpuPct, metric_names::kGpscopeSamplerCpuPct,
+                        metric_names::kGpscopeCollectorCpuPct, metric_names::kHostCpuUtilPct}) {
+    EXPECT_EQ(written.count(n), 1u) << n;  // the run reached every kind of name
+  }
+  for (const std::string& n : written) EXPECT_EQ(catalogue.count(n), 1u) << n;
+  EXPECT_EQ(sink.Caps(metric_names::kCapNvml).size(), 1u);
+  EXPECT_EQ(sink.Caps(metric_names::kCapGpm).size(), 1u);
 }
 
 TEST(SamplerTest, EmitsReplayedValuesStampedWithNow) {

@@ -26,6 +26,7 @@
 #include "metrics/sampler.h"
 #include "proto/enums.h"
 #include "proto/framing.h"
+#include "proto/metric_names.h"
 #include "tools/monitor/exposition.h"
 #include "tools/monitor/http_server.h"
 
@@ -260,7 +261,7 @@ bool Monitor::Sink::OnDescriptor(const gm::MetricDef& def) {
       g_->process_pairs.insert((uint64_t{s.device_id} << 32) | s.pid);
     }
     s.expo.push_back(m_->store_.AddSeries(family, labels));
-    if (s.name == "nvml.clock_event_reasons") {
+    if (s.name == metric_names::kNvmlClockEventReasons) {
       for (const ClockEventBit& bit : kClockEventBits) {
         Labels l = labels;
         l.emplace_back("reason", bit.reason);
@@ -405,7 +406,7 @@ void Monitor::TryGpuInit(uint64_t now_mono) {
     ++stats_.gpu_init_failures;
     std::string reason = "unknown";
     for (const Notice& n : gen->notices) {
-      if (n.component == "nvml" && !n.available) reason = n.reason;
+      if (n.component == metric_names::kCapNvml && !n.available) reason = n.reason;
     }
     DropGeneration(gen);
     const uint64_t delay_ms = backoff_ms_ == 0 ? options_.retry_initial_ms : backoff_ms_;
@@ -416,7 +417,7 @@ void Monitor::TryGpuInit(uint64_t now_mono) {
       Log("GPU sampling unavailable: " + reason + "; retrying in " + Seconds(delay_ms) +
           ", backing off to every " + Seconds(options_.retry_max_ms) +
           " (logged again only if the reason changes)");
-      const Notice n{"nvml", false, reason + " (the monitor retries with backoff)"};
+      const Notice n{metric_names::kCapNvml, false, reason + " (the monitor retries with backoff)"};
       WriteNotice(n);
       last_init_failure_ = reason;
     }
@@ -426,7 +427,7 @@ void Monitor::TryGpuInit(uint64_t now_mono) {
   const uint32_t devices = gen->sampler->gpu_device_count();
   std::string what;
   for (const Notice& n : gen->notices) {
-    if (n.component == "nvml" && n.available) what = n.reason;
+    if (n.component == metric_names::kCapNvml && n.available) what = n.reason;
   }
   if (!was_up_) {
     Log("GPU sampling up: " + what + "; " + BackendText());
@@ -484,7 +485,8 @@ void Monitor::GpuLost(const std::string& reason, uint64_t now_mono) {
              ? " (further losses are counted in gpscope_monitor_gpu_losses_total, not logged)"
              : ""));
   }
-  WriteNotice(Notice{"nvml", false, "lost: " + reason + "; re-initializing with backoff"});
+  WriteNotice(
+      Notice{metric_names::kCapNvml, false, "lost: " + reason + "; re-initializing with backoff"});
 }
 
 void Monitor::CheckGpuHealth(uint64_t now_mono) {
@@ -562,7 +564,8 @@ void Monitor::OnFileStart(format::ChunkWriter& w, uint64_t process_uid) {
   if (gpu_ != nullptr) {
     for (const Notice& n : gpu_->notices) notice(n);
   } else if (!last_init_failure_.empty()) {
-    notice(Notice{"nvml", false, last_init_failure_ + " (the monitor retries with backoff)"});
+    notice(Notice{metric_names::kCapNvml, false,
+                  last_init_failure_ + " (the monitor retries with backoff)"});
   }
   for (const Generation* g : {host_.get(), gpu_.get(), initializing_gpu_}) {
     if (g == nullptr) continue;
@@ -627,7 +630,7 @@ int Monitor::Run(MonitorStats* stats) {
   hostname_ = options_.hostname.empty() ? self_.hostname : options_.hostname;
   start_realtime_ns_ = common::ClockNs(CLOCK_REALTIME);
   if (!options_.replay_path.empty()) {
-    monitor_notices_.push_back(Notice{"monitor.backend", true, BackendText()});
+    monitor_notices_.push_back(Notice{metric_names::kCapMonitorBackend, true, BackendText()});
   }
 
   RotatingTraceWriter::Options fo;
