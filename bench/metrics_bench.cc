@@ -1,4 +1,4 @@
-// metrics_bench: the CPU cost of the metrics sampler (metrics) on
+// metrics_bench: the CPU cost of the metrics sampler (metrics/) on
 // this machine, without a GPU: the real host side (/proc) plus a replayed
 // GPU side (ReplayBackend stands in for NVML, whose cost can only be
 // measured on the GPU host: run nvml_probe there).
@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "metrics/host_stats.h"
 #include "common/posix.h"
+#include "metrics/host_stats.h"
 #include "metrics/replay_backend.h"
 #include "metrics/sample_ring.h"
 #include "metrics/sampler.h"

@@ -211,7 +211,7 @@ class Collector : public control::ControlHandler, public ExitFinisher::Hooks {
   // us about contexts (we hold the subscriber); otherwise at start.
   bool open_at_context = false;
 
-  // Metrics (metrics): the sampler thread pushes into metric_ring;
+  // Metrics (metrics/): the sampler thread pushes into metric_ring;
   // the writer thread drains it. Absent with GPSCOPE_METRICS=0.
   metrics::MetricRing metric_ring;
   std::unique_ptr<metrics::RingSink> metric_sink;

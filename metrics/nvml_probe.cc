@@ -19,8 +19,8 @@
 #include <memory>
 #include <string>
 
-#include "metrics/host_stats.h"
 #include "common/posix.h"
+#include "metrics/host_stats.h"
 #include "metrics/nvml_backend.h"
 #include "metrics/sampler.h"
 

@@ -14,8 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "common/posix.h"
 #include "common/control/capture_window.h"
+#include "common/posix.h"
 
 namespace gpscope::control {
 

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "inject/api_cbids.h"
 #include "common/control/control_channel.h"
+#include "inject/api_cbids.h"
 #include "tests/inject/collector_child.h"
 
 namespace gpscope {

@@ -18,8 +18,8 @@
 #include <tuple>
 #include <vector>
 
-#include "common/identity.h"
 #include "common/control/control_channel.h"
+#include "common/identity.h"
 #include "proto/framing.h"
 #include "tests/inject/collector_child.h"
 

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "proto/metric_names.h"
 #include "tests/testing/synth.h"
 #include "tests/testing/trace_builder.h"
-#include "proto/metric_names.h"
 #include "tools/analyses/gpu_report.h"
 #include "tools/analyses/names.h"
 #include "tools/analyses/rules.h"

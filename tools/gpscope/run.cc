@@ -10,9 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/control/capture_window.h"
 #include "common/env_values.h"
 #include "common/posix.h"
-#include "common/control/capture_window.h"
 #include "tools/gpscope/analysis.h"
 #include "tools/gpscope/child.h"
 #include "tools/gpscope/cli.h"
