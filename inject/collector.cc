@@ -23,22 +23,23 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/identity.h"
+#include "common/posix.h"
+#include "common/process_header.h"
+#include "common/raw_log.h"
+#include "common/safe_path.h"
 #include "inject/buffer_pool.h"
-#include "inject/chunk_writer.h"
 #include "inject/api_cbids.h"
 #include "inject/api_classes.h"
 #include "inject/config.h"
-#include "inject/control/capture_window.h"
-#include "inject/control/control_channel.h"
+#include "common/control/capture_window.h"
+#include "common/control/control_channel.h"
 #include "inject/cupti_hooks.h"
 #include "inject/cupti_loader.h"
 #include "inject/exit_finisher.h"
-#include "inject/identity.h"
-#include "inject/metrics/nvml_backend.h"
-#include "inject/metrics/sample_ring.h"
-#include "inject/metrics/sampler_thread.h"
-#include "inject/raw_log.h"
-#include "inject/safe_path.h"
+#include "metrics/nvml_backend.h"
+#include "metrics/sample_ring.h"
+#include "metrics/sampler_thread.h"
 #include "inject/stack_capture.h"
 #include "inject/stacks/fast_unwind.h"
 #include "inject/stacks/memory_reader.h"
@@ -47,15 +48,27 @@
 #include "inject/stacks/python_stacks.h"
 #include "inject/stacks/stack_table.h"
 #include "inject/wake_word.h"
+#include "proto/chunk_writer.h"
 #include "proto/enums.h"
 #include "proto/framing.h"
-
-#include "gpscope_version.h"  // GPSCOPE_VERSION, from git describe (cmake/Version.cmake)
 
 namespace gpscope::inject {
 namespace {
 
+using format::ChunkWriter;
 using format::StringRef;
+// Shared with the node monitor and the launcher (common/).
+using common::ClockNs;
+using common::DirModeFor;
+using common::OpenOutputDir;
+using common::OpenTraceFileIn;
+using common::OutputDir;
+using common::PrivateTraceName;
+using common::ProcessIdentity;
+using common::RandomUid;
+using common::ReadProcessIdentity;
+using common::SetLogLevel;
+using common::TraceFileName;
 
 // proto enum values (proto/enums.h mirrors proto/gpscope/trace.proto).
 constexpr uint32_t kApiRuntime = wire::API_RUNTIME, kApiDriver = wire::API_DRIVER;
@@ -105,20 +118,6 @@ static_assert((U(CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH) >> 16) + 1 ==
                   wire::OVERHEAD_CUPTI_BUFFER_FLUSH &&
               (U(CUPTI_ACTIVITY_OVERHEAD_UVM_ACTIVITY_INIT) >> 16) + 1 ==
                   wire::OVERHEAD_UVM_ACTIVITY_INIT);
-
-uint64_t ClockNs(clockid_t id) {
-  timespec ts;
-  clock_gettime(id, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-uint64_t RandomUid() {
-  uint64_t v = 0;
-  if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v) || v == 0) {
-    v = ClockNs(CLOCK_REALTIME) ^ (static_cast<uint64_t>(getpid()) << 32) ^ 0x9e3779b97f4a7c15ull;
-  }
-  return v;
-}
 
 class Collector;
 // Constant-initialized: CUPTI callbacks may run before Start() finished or
@@ -212,14 +211,14 @@ class Collector : public control::ControlHandler, public ExitFinisher::Hooks {
   // us about contexts (we hold the subscriber); otherwise at start.
   bool open_at_context = false;
 
-  // Metrics (inject/metrics): the sampler thread pushes into metric_ring;
+  // Metrics (metrics/): the sampler thread pushes into metric_ring;
   // the writer thread drains it. Absent with GPSCOPE_METRICS=0.
   metrics::MetricRing metric_ring;
   std::unique_ptr<metrics::RingSink> metric_sink;
   std::unique_ptr<metrics::SamplerThread> sampler;
   std::string visible_devices;  // CUDA_VISIBLE_DEVICES at start
 
-  // Capture windows and attach (inject/control). The window is shared by
+  // Capture windows and attach (common/control). The window is shared by
   // the writer thread (ticks, NVTX) and the control thread (attach/stop)
   // under window_mu; only the writer applies transitions (CUPTI enable/
   // disable, lost intervals), which the control thread queues.
@@ -431,7 +430,7 @@ void Collector::AddClockSnapshot() {
 }
 
 // Application thread, at start: the folder, opened and checked against
-// other users (inject/safe_path.h), and the file's name. The file itself
+// other users (common/safe_path.h), and the file's name. The file itself
 // opens in OpenOutput (then or at the first context), inside that folder.
 bool Collector::PrepareOutput(std::string* error) {
   const std::string& dir = config.output_dir;
@@ -503,42 +502,16 @@ bool Collector::MaybeOpenOutput() {
 }
 
 bool Collector::WriteHeader() {
-  std::vector<StringRef> argv;
-  for (const std::string& a : identity.cmdline) argv.push_back({a.data(), a.size()});
-  std::vector<format::KeyValueRecord> env, cfg;
-  for (const auto& [k, v] : identity.env) env.push_back({{k.data(), k.size()}, {v.data(), v.size()}});
-  std::vector<std::pair<std::string, std::string>> cfg_kv = config.AsKeyValues();
-  for (auto& kv : capture.AsKeyValues()) cfg_kv.push_back(std::move(kv));
-  for (const auto& [k, v] : cfg_kv) cfg.push_back({{k.data(), k.size()}, {v.data(), v.size()}});
-  format::ClockRecord clock = Snapshot();
+  common::ProcessHeaderBuilder header(identity);  // common/process_header.h, as the monitor's
+  header.AddConfig(config.AsKeyValues());
+  header.AddConfig(capture.AsKeyValues());
+  const format::ClockRecord clock = Snapshot();
   if (clock.cupti_ns != 0) {
     cupti_minus_realtime_ns_.store(static_cast<int64_t>(clock.cupti_ns - clock.realtime_ns),
                                    std::memory_order_relaxed);
   }
-
-  format::ProcessHeaderRecord h{};
-  h.format_version = format::kFormatVersion;
-  h.gpscope_version = format::MakeStringRef(GPSCOPE_VERSION);
-  h.hostname = {identity.hostname.data(), identity.hostname.size()};
-  h.pid = identity.pid;
-  h.ppid = identity.ppid;
-  h.cmdline = argv.data();
-  h.cmdline_count = argv.size();
-  h.exe_path = {identity.exe_path.data(), identity.exe_path.size()};
-  h.driver_version = {identity.driver_version.data(), identity.driver_version.size()};
-  h.start_realtime_ns = clock.realtime_ns;
-  h.identity.job_id = {identity.job_id.data(), identity.job_id.size()};
-  h.identity.rank = identity.rank;
-  h.identity.local_rank = identity.local_rank;
-  h.identity.world_size = identity.world_size;
-  h.identity.node_rank = identity.node_rank;
-  h.identity.launcher = {identity.launcher.data(), identity.launcher.size()};
-  h.env = env.data();
-  h.env_count = env.size();
-  h.config = cfg.data();
-  h.config_count = cfg.size();
-  h.clocks = &clock;
-  h.clock_count = 1;
+  header.SetClock(clock);
+  format::ProcessHeaderRecord h = header.Build();
   uint32_t cupti_version = 0;
   if (api.cuptiGetVersion != nullptr) api.cuptiGetVersion(&cupti_version);
   h.cupti_api_version = cupti_version;
@@ -698,7 +671,7 @@ bool Collector::Start() {
     GPSCOPE_LOG_INFO("disabled by GPSCOPE_ENABLE=0");
     return false;
   }
-  identity = ReadProcessIdentity(config);
+  identity = ReadProcessIdentity();
   if (config.cupti_mode == CuptiMode::kHold) {
     problems.clear();
     capture = control::ParseCaptureConfig(+[](const char* n) -> const char* { return getenv(n); },
@@ -742,6 +715,7 @@ bool Collector::Start() {
   }
   ChunkWriter::Options opts;
   opts.zstd_level = config.zstd_level;
+  opts.log_error = common::RawLogError;
   writer = std::make_unique<ChunkWriter>(-1, process_uid, identity.pid, opts);  // holds frames
   if (!writer->ok() || !WriteHeader()) {
     GPSCOPE_LOG_ERROR("cannot encode the trace header; the application runs untraced");

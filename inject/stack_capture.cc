@@ -8,6 +8,7 @@
 
 #include <new>
 
+#include "common/posix.h"
 #include "inject/stacks/python_stacks.h"
 #include "inject/wake_word.h"
 
@@ -18,14 +19,6 @@ using stacks::StackKind;
 using stacks::StackTrigger;
 
 namespace {
-
-
-
-uint64_t RealtimeNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // A thread the pool had no state for: marked so it is not retried per call.
 char g_no_state;
@@ -132,7 +125,7 @@ void StackCapturer::OnEnter(bool runtime, ApiClass cls, uint8_t domain, uint32_t
   } else if (t->runtime_depth > 0) {
     return;  // the runtime call's own driver call
   }
-  const uint64_t now = RealtimeNs();
+  const uint64_t now = common::ClockNs(CLOCK_REALTIME);
   t->enter_ns = now;
   t->blocking = cls == ApiClass::kSync;
   if (gate_ != nullptr && !gate_->load(std::memory_order_relaxed)) return;
@@ -161,7 +154,7 @@ void StackCapturer::OnExit(bool runtime) {
     return;
   }
   // A launch returns within microseconds: its entry time will do.
-  t->last_exit_ns = t->blocking ? RealtimeNs() : t->enter_ns;
+  t->last_exit_ns = t->blocking ? common::ClockNs(CLOCK_REALTIME) : t->enter_ns;
 }
 
 void StackCapturer::Capture(Thread* t, StackTrigger trigger, uint8_t domain, uint32_t cbid,
