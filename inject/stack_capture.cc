@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <new>
 
 #include "common/posix.h"
@@ -92,6 +93,7 @@ StackCapturer::Thread* StackCapturer::Attach() {
     t->last_exit_ns = 0;
     t->last_sample_ns = 0;
     t->last_main_ns = 0;
+    t->main_depth = 0;
     t->enter_ns = 0;
     t->runtime_depth = 0;
     t->blocking = false;
@@ -187,21 +189,8 @@ void StackCapturer::Capture(Thread* t, StackTrigger trigger, uint8_t domain, uin
         break;
       case stacks::PyCaptureStatus::kNoThreadState:
         // A synchronizing call on a thread without Python: the main Python
-        // thread's stack, at most one per kMainThreadIntervalNs per thread.
-        if (trigger == StackTrigger::kSync && now_ns - t->last_main_ns >= kMainThreadIntervalNs) {
-          t->last_main_ns = now_ns;
-          const stacks::PyCaptureResult m =
-              stacks::CaptureMainThreadPythonStack(c->frames, stacks::kMaxStackDepth);
-          if ((m.status == stacks::PyCaptureStatus::kOk ||
-               m.status == stacks::PyCaptureStatus::kTruncated) &&
-              m.depth > 0) {
-            c->trigger = StackTrigger::kSyncMainThread;
-            c->Set(StackKind::kPython, m.depth,
-                   m.status == stacks::PyCaptureStatus::kTruncated ? stacks::kStackTruncated : 0);
-            t->main_thread.fetch_add(1, std::memory_order_relaxed);
-            break;
-          }
-        }
+        // thread's stack (stack_capture.h).
+        if (trigger == StackTrigger::kSync && MainThreadStack(t, c, now_ns)) break;
         need_native = native_fallback_;
         break;
       default:  // Python stacks off, or shutting down
@@ -224,6 +213,42 @@ void StackCapturer::Capture(Thread* t, StackTrigger trigger, uint8_t domain, uin
   t->head.store(head + 1, std::memory_order_release);
   t->captured.fetch_add(1, std::memory_order_relaxed);
   if (wake_ != nullptr && head + 1 - tail == ring_slots_ / 2) wake_->Wake();
+}
+
+bool StackCapturer::MainThreadStack(Thread* t, StackCapture* c, uint64_t now_ns) {
+  if (now_ns - t->last_main_ns >= kMainThreadIntervalNs) {
+    t->last_main_ns = now_ns;
+    t->main_depth = 0;
+    stacks::MainThreadMark mark;
+    const stacks::PyCaptureResult m =
+        stacks::CaptureMainThreadPythonStack(c->frames, stacks::kMaxStackDepth, &mark);
+    if ((m.status != stacks::PyCaptureStatus::kOk &&
+         m.status != stacks::PyCaptureStatus::kTruncated) ||
+        m.depth <= 0) {
+      return false;
+    }
+    const uint8_t flags =
+        m.status == stacks::PyCaptureStatus::kTruncated ? stacks::kStackTruncated : 0;
+    c->Set(StackKind::kPython, m.depth, flags);
+    t->main_mark = mark;
+    t->main_depth = m.depth;
+    t->main_flags = flags;
+    std::memcpy(t->main_frames, c->frames, sizeof(stacks::FrameRef) * static_cast<size_t>(m.depth));
+  } else {
+    // Within the interval: the last walk's stack, if the main thread is
+    // still where that walk found it.
+    stacks::MainThreadMark now;
+    if (t->main_depth <= 0 || !stacks::PeekMainThread(&now) || !(now == t->main_mark)) {
+      return false;
+    }
+    std::memcpy(c->frames, t->main_frames,
+                sizeof(stacks::FrameRef) * static_cast<size_t>(t->main_depth));
+    c->Set(StackKind::kPython, t->main_depth, t->main_flags);
+    t->main_reused.fetch_add(1, std::memory_order_relaxed);
+  }
+  c->trigger = StackTrigger::kSyncMainThread;
+  t->main_thread.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 bool StackCapturer::PopOne(Thread* t, StackCapture* out) {
@@ -251,6 +276,13 @@ uint64_t StackCapturer::captures() const {
   uint64_t n = 0;
   const uint32_t hw = high_water_.load(std::memory_order_acquire);
   for (uint32_t i = 0; i < hw; ++i) n += ThreadAt(i)->captured.load(std::memory_order_relaxed);
+  return n;
+}
+
+uint64_t StackCapturer::main_thread_reused() const {
+  uint64_t n = 0;
+  const uint32_t hw = high_water_.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i < hw; ++i) n += ThreadAt(i)->main_reused.load(std::memory_order_relaxed);
   return n;
 }
 

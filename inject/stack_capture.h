@@ -23,9 +23,13 @@
 // thread without Python takes the main Python thread's stack instead
 // (CaptureMainThreadPythonStack, trigger kSyncMainThread: the thread the
 // call usually waits for, e.g. JAX's `float(loss)` while an XLA thread
-// copies), at most one per kMainThreadIntervalNs per thread (checked reads,
-// tens of microseconds); the others, and any that finds no frames, take
-// the native stack. A runtime
+// copies), with at most one walk per kMainThreadIntervalNs per thread
+// (checked reads, tens of microseconds). A sync within that interval gets
+// the same thread's last walk again when the main thread has not moved
+// since (PeekMainThread: a walk of one frame; its mark unchanged), so the
+// later syncs of one wait (XLA's copy, then its stream sync) all carry the
+// waiting line; the others, and any that finds no frames, take the native
+// stack. A runtime
 // call's inner driver calls are neither captured nor timed (a per-thread
 // nesting depth). The writer thread drains the rings (Drain) and interns
 // the captures (inject/stacks/stack_table.h).
@@ -69,6 +73,7 @@
 
 #include "inject/stacks/capture_record.h"
 #include "inject/stacks/native_stacks.h"
+#include "inject/stacks/python_stacks.h"
 #include "inject/stacks/stack_settings.h"
 
 namespace gpscope::inject {
@@ -131,12 +136,16 @@ class StackCapturer {
   uint64_t captures() const;            // captures published
   uint64_t native_slow_path() const;    // native captures that fell back to libgcc
   uint64_t main_thread_captures() const;  // kSyncMainThread captures published
+  uint64_t main_thread_reused() const;    // of them, the last walk's stack again
   uint32_t threads_seen() const { return threads_seen_.load(std::memory_order_relaxed); }
 
   struct Thread;  // defined in stack_capture.cc
 
  private:
   Thread* Attach();
+  // A sync of thread t without Python: the main thread's stack into c
+  // (walked, or the last walk's again); false when there is none.
+  bool MainThreadStack(Thread* t, stacks::StackCapture* c, uint64_t now_ns);
   Thread* ThreadAt(uint32_t i) const;
   void Capture(Thread* t, stacks::StackTrigger trigger, uint8_t domain, uint32_t cbid,
                uint32_t correlation, uint64_t now_ns);
@@ -165,7 +174,7 @@ struct StackCapturer::Thread {
   stacks::StackBounds bounds;
   uint64_t last_exit_ns;    // the end of the thread's last listed call
   uint64_t last_sample_ns;  // its last launch capture
-  uint64_t last_main_ns;    // its last attempt at the main thread's stack
+  uint64_t last_main_ns;    // its last walk of the main thread's stack
   uint64_t enter_ns;        // entry of the outer call in flight
   uint32_t runtime_depth;   // runtime calls in flight (their driver calls are theirs)
   bool blocking;            // the outer call in flight synchronizes: time its exit
@@ -175,6 +184,13 @@ struct StackCapturer::Thread {
   std::atomic<uint64_t> captured;
   std::atomic<uint64_t> slow;
   std::atomic<uint64_t> main_thread;
+  std::atomic<uint64_t> main_reused;
+  // The last successful walk of the main thread's stack: where the main
+  // thread was (its mark) and the frames, reused while the mark holds.
+  stacks::MainThreadMark main_mark;
+  int main_depth;  // 0: none to reuse
+  uint8_t main_flags;
+  stacks::FrameRef main_frames[stacks::kMaxStackDepth];
   stacks::StackCapture slots[kRingSlots];
 };
 

@@ -352,35 +352,65 @@ PyCaptureResult CapturePythonStack(FrameRef* out, int max_frames) {
   return r;
 }
 
-PyCaptureResult CaptureMainThreadPythonStack(FrameRef* out, int max_frames) {
-  PyCaptureResult r;
-  if (g_state.load(std::memory_order_acquire) != kOn) return r;  // kOff
+namespace {
+
+// The main interpreter's oldest thread state (see python_stacks.h), or 0
+// with *status kOff / kFinalizing / kNoThreadState / kInconsistent.
+uint64_t FindMainThreadState(BlockReader& mem, PyCaptureStatus* status) {
+  *status = PyCaptureStatus::kOff;
+  if (g_state.load(std::memory_order_acquire) != kOn) return 0;
   if (g_runtime.is_finalizing != nullptr && g_runtime.is_finalizing()) {
-    r.status = PyCaptureStatus::kFinalizing;
-    return r;
+    *status = PyCaptureStatus::kFinalizing;
+    return 0;
   }
   void* head = g_runtime.thread_list_head != nullptr ? g_runtime.thread_list_head() : nullptr;
-  r.status = PyCaptureStatus::kNoThreadState;
-  if (head == nullptr) return r;
-  SelfMemoryReader self;
-  BlockReader mem(&self);
+  *status = PyCaptureStatus::kNoThreadState;
+  if (head == nullptr) return 0;
   uint64_t tstate = reinterpret_cast<uint64_t>(head);
   for (int i = 0;; ++i) {
     uint64_t next = 0;
     if (i == kMaxThreadStates || !PlausiblePointer(tstate) ||
         !mem.Read(tstate + kThreadStateNext, &next, sizeof next)) {
-      r.status = PyCaptureStatus::kInconsistent;  // a list being changed, or too long
-      return r;
+      *status = PyCaptureStatus::kInconsistent;  // a list being changed, or too long
+      return 0;
     }
     if (next == 0) break;
     tstate = next;
   }
+  *status = PyCaptureStatus::kOk;
+  return tstate;
+}
+
+// Walks the main thread's frames with checked reads; *mark (if set) from
+// the same walk.
+PyCaptureResult WalkMainThread(FrameRef* out, int max_frames, MainThreadMark* mark) {
+  PyCaptureResult r;
+  SelfMemoryReader self;
+  BlockReader mem(&self);
+  const uint64_t tstate = FindMainThreadState(mem, &r.status);
+  if (tstate == 0) return r;
   const WalkResult w = WalkPythonFrames(g_runtime.target, CheckedLoads{&mem}, tstate, out, max_frames);
   r.depth = w.depth;
   r.status = w.status == WalkStatus::kComplete    ? PyCaptureStatus::kOk
              : w.status == WalkStatus::kTruncated ? PyCaptureStatus::kTruncated
                                                   : PyCaptureStatus::kInconsistent;
+  if (mark != nullptr && r.status != PyCaptureStatus::kInconsistent && w.depth > 0) {
+    *mark = MainThreadMark{tstate, w.top_frame, out[0].addr, out[0].offset};
+  }
   return r;  // an inconsistency here is a race with that thread: stacks stay on
+}
+
+}  // namespace
+
+PyCaptureResult CaptureMainThreadPythonStack(FrameRef* out, int max_frames, MainThreadMark* mark) {
+  return WalkMainThread(out, max_frames, mark);
+}
+
+bool PeekMainThread(MainThreadMark* mark) {
+  FrameRef top[1];
+  *mark = MainThreadMark{};
+  const PyCaptureResult r = WalkMainThread(top, 1, mark);
+  return r.status != PyCaptureStatus::kInconsistent && r.depth == 1;
 }
 
 bool PythonStacksEnabled() { return g_state.load(std::memory_order_acquire) == kOn; }

@@ -151,10 +151,36 @@ PyCaptureResult CapturePythonStack(FrameRef* out, int max_frames);
 // kSyncMainThread) as the main thread's, not the caller's.
 //
 // Cost: one syscall per 256 bytes read, tens of microseconds for a deep
-// stack, so the collector takes one at a synchronizing call only (and at
-// most one per millisecond per thread, stack_capture.h).
+// stack, so the collector takes one at a synchronizing call only (at most
+// one walk per millisecond per thread, stack_capture.h; in between, the
+// last walk's stack again while PeekMainThread's mark is unchanged).
 inline constexpr int kMaxThreadStates = 64;
-PyCaptureResult CaptureMainThreadPythonStack(FrameRef* out, int max_frames);
+
+// Where the main thread is: its thread state, the address of its innermost
+// Python frame, and that frame's code object and instruction offset. Two
+// equal marks taken a moment apart mean the main thread is (almost
+// certainly) in the same call it was in, with the same stack: frames live
+// at fixed places in the thread's data stack, so a thread that returned and
+// came back to the same code at the same depth and instruction from a
+// different caller would repeat a mark. PeekMainThread costs a walk of one
+// frame (a few checked reads), so the collector can reuse the stack of its
+// last walk while the main thread waits (stack_capture.h).
+struct MainThreadMark {
+  uint64_t tstate = 0;
+  uint64_t frame = 0;
+  uint64_t code = 0;
+  int32_t offset = 0;
+  bool operator==(const MainThreadMark& o) const {
+    return tstate == o.tstate && frame == o.frame && code == o.code && offset == o.offset;
+  }
+};
+
+// `mark`, when given and the walk found frames, is set from the same walk.
+PyCaptureResult CaptureMainThreadPythonStack(FrameRef* out, int max_frames,
+                                             MainThreadMark* mark = nullptr);
+// The main thread's mark now; false (mark zeroed) when it has no frames or
+// the read raced with it.
+bool PeekMainThread(MainThreadMark* mark);
 
 // True once a walk over real frames succeeded with checked reads (from
 // then on captures use plain loads).

@@ -9,97 +9,14 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <deque>
 #include <vector>
 
 #include "inject/stacks/python_stacks.h"
 #include "inject/stacks/python_walker.h"
+#include "tests/inject/stacks/fake_chain.h"
 
 namespace gpscope::inject::stacks {
 namespace {
-
-// Builds a thread state, optional _PyCFrame, frames and code objects laid
-// out as `layout` says, in 16-byte-aligned heap blocks.
-class FakeChain {
- public:
-  explicit FakeChain(const PythonLayout& layout) : l_(layout) {
-    tstate_ = Block(256);
-    if (l_.tstate_cframe >= 0) {
-      cframe_ = Block(64);
-      Put<uint64_t>(tstate_, l_.tstate_cframe, Addr(cframe_));
-    }
-  }
-
-  PyWalkTarget target() const {
-    return {&l_, Addr(code_type_), l_.frame_owner < 0 ? Addr(frame_type_) : 0};
-  }
-  uint64_t tstate() const { return Addr(tstate_); }
-
-  // A code object with `units` code units of bytecode.
-  uint8_t* Code(int first_line, int units = 100, int first_traceable = 0) {
-    uint8_t* c = Block(l_.code_basicsize + 2 * units + 64);
-    Put<uint64_t>(c, l_.ob_type, Addr(code_type_));
-    Put<int64_t>(c, l_.ob_size, units);
-    Put<int32_t>(c, l_.code_firstlineno, first_line);
-    if (l_.code_firsttraceable >= 0) Put<int32_t>(c, l_.code_firsttraceable, first_traceable);
-    if (l_.code_code >= 0) {  // 3.9/3.10: the bytecode is a separate bytes object
-      uint8_t* bytes = Block(64 + 2 * units);
-      Put<int64_t>(bytes, l_.ob_size, 2 * units);
-      Put<uint64_t>(c, l_.code_code, Addr(bytes));
-    }
-    return c;
-  }
-
-  // Pushes a new innermost frame running `code` at code unit `unit`.
-  uint8_t* Push(uint8_t* code, int unit, int owner = 0) {
-    uint8_t* f = Block(256);
-    Put<uint64_t>(f, l_.frame_code, Addr(code));
-    Put<uint64_t>(f, l_.frame_previous, Addr(top_));
-    if (l_.frame_owner >= 0) {
-      Put<int8_t>(f, l_.frame_owner, static_cast<int8_t>(owner));
-      Put<uint64_t>(f, l_.frame_instr, Addr(code) + l_.code_adaptive + 2 * unit);
-    } else {
-      Put<uint64_t>(f, l_.ob_type, Addr(frame_type_));
-      Put<int32_t>(f, l_.frame_instr, l_.instr_kind == InstrKind::kLastiUnits ? unit : 2 * unit);
-    }
-    top_ = f;
-    SetTop(f);
-    return f;
-  }
-
-  void SetTop(const void* frame) {
-    if (cframe_ != nullptr) {
-      Put<uint64_t>(cframe_, l_.tstate_frame, Addr(frame));
-    } else {
-      Put<uint64_t>(tstate_, l_.tstate_frame, Addr(frame));
-    }
-  }
-  void SetPrevious(uint8_t* frame, uint64_t previous) { Put<uint64_t>(frame, l_.frame_previous, previous); }
-  void SetCode(uint8_t* frame, uint64_t code) { Put<uint64_t>(frame, l_.frame_code, code); }
-
-  template <typename T>
-  static void Put(void* base, int offset, T v) {
-    std::memcpy(static_cast<uint8_t*>(base) + offset, &v, sizeof v);
-  }
-  static uint64_t Addr(const void* p) { return reinterpret_cast<uint64_t>(p); }
-
-  uint8_t* Block(size_t n) {
-    blocks_.emplace_back((n + 15) / 16);
-    return reinterpret_cast<uint8_t*>(blocks_.back().data());
-  }
-
- private:
-  struct alignas(16) Chunk {
-    uint8_t b[16];
-  };
-  PythonLayout l_;
-  std::deque<std::vector<Chunk>> blocks_;
-  uint8_t* tstate_ = nullptr;
-  uint8_t* cframe_ = nullptr;
-  uint8_t* top_ = nullptr;
-  alignas(16) uint8_t code_type_[64] = {};
-  alignas(16) uint8_t frame_type_[64] = {};
-};
 
 WalkResult Walk(const FakeChain& c, FrameRef* out, int max = kMaxStackDepth) {
   return WalkPythonFrames(c.target(), DirectLoads{}, c.tstate(), out, max);
@@ -445,6 +362,47 @@ TEST_P(MainThreadStackTest, TakesTheOldestThreadStatesFramesAndARaceLeavesStacks
 
   g_list_head = nullptr;  // no interpreter state yet
   EXPECT_EQ(CaptureMainThreadPythonStack(out, kMaxStackDepth).status, PyCaptureStatus::kNoThreadState);
+}
+
+TEST_P(MainThreadStackTest, AMarkSaysWhereTheMainThreadIsAndChangesWhenItMoves) {
+  const PythonLayout& l = *FindPythonLayout(3, GetParam());
+  FakeChain main_thread(l);
+  main_thread.Push(main_thread.Code(10), 1);
+  uint8_t* inner_code = main_thread.Code(30);
+  uint8_t* inner = main_thread.Push(inner_code, 3);
+  g_list_head = reinterpret_cast<uint8_t*>(main_thread.tstate());
+  InstallPythonRuntimeForTest(main_thread.target(), NoThreadState, nullptr, FakeListHead);
+
+  FrameRef out[kMaxStackDepth];
+  MainThreadMark walked;
+  ASSERT_EQ(CaptureMainThreadPythonStack(out, kMaxStackDepth, &walked).depth, 2);
+  EXPECT_EQ(walked.tstate, main_thread.tstate());
+  EXPECT_EQ(walked.frame, FakeChain::Addr(inner));
+  EXPECT_EQ(walked.code, FakeChain::Addr(inner_code));
+  EXPECT_EQ(walked.offset, out[0].offset);
+  MainThreadMark now;
+  ASSERT_TRUE(PeekMainThread(&now));
+  EXPECT_TRUE(now == walked);  // it has not moved
+
+  main_thread.SetUnit(inner, inner_code, 4);  // the next instruction
+  ASSERT_TRUE(PeekMainThread(&now));
+  EXPECT_FALSE(now == walked);
+  EXPECT_EQ(now.frame, walked.frame);
+  main_thread.SetUnit(inner, inner_code, 3);
+  ASSERT_TRUE(PeekMainThread(&now));
+  EXPECT_TRUE(now == walked);
+
+  uint8_t* callee = main_thread.Push(inner_code, 3);  // a call deeper (same code, even)
+  ASSERT_TRUE(PeekMainThread(&now));
+  EXPECT_EQ(now.frame, FakeChain::Addr(callee));
+  EXPECT_FALSE(now == walked);
+
+  main_thread.SetCode(callee, 0xdead0);  // a frame being popped: a race, no mark
+  EXPECT_FALSE(PeekMainThread(&now));
+  EXPECT_TRUE(now == MainThreadMark{});
+  EXPECT_TRUE(PythonStacksEnabled());
+  g_list_head = nullptr;
+  EXPECT_FALSE(PeekMainThread(&now));
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, MainThreadStackTest, testing::Values(9, 10, 11, 12, 13));
