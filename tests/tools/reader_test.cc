@@ -194,8 +194,18 @@ TEST(TraceReaderTest, RoundTripsEveryEventKindThroughAFile) {
       const uint64_t s = base + (rng() % 1'000'000);
       const uint64_t e = s + rng() % 100'000;
       const uint32_t corr = batch == 0 ? r32() % 1000 : 0xFFFFFFF0u + i % 16;
-      kernels.push_back({s, e, rng(), p.Intern("k" + std::to_string(i % 3)), r32(), r32() % 8,
-                         r32(), r32(), corr, r32()});
+      format::KernelEvent k{};  // by name, drawn in the order the values always were
+      k.start_ns = s;
+      k.end_ns = e;
+      k.graph_node_id = rng();
+      k.name_id = p.Intern("k" + std::to_string(i % 3));
+      k.launch_config_id = r32();
+      k.device_id = r32() % 8;
+      k.context_id = r32();
+      k.stream_id = r32();
+      k.correlation_id = corr;
+      k.graph_id = r32();
+      kernels.push_back(k);
       memcpys.push_back({s, e, rng(), r32() % 11, r32() % 8, r32() % 8, r32(), r32(), r32(), corr,
                          r32() % 2, r32(), r32()});
       memsets.push_back({s, e, rng(), r32(), r32() % 8, r32(), r32(), r32(), corr, r32(), r32()});
