@@ -42,9 +42,23 @@ class Timeline {
 
   bool valid() const { return fields_ > 0; }
   int fields() const { return fields_; }
-  void Add(int field, uint64_t t_ns, double value);
+  void Add(int field, uint64_t t_ns, double value) {
+    if (fields_ == 0) return;
+    values_[Index(t_ns) * static_cast<size_t>(fields_) + static_cast<size_t>(field)] += value;
+  }
   // Adds the length of [start_ns, end_ns), split over the windows it covers.
-  void AddSpan(int field, uint64_t start_ns, uint64_t end_ns);
+  void AddSpan(int field, uint64_t start_ns, uint64_t end_ns) {
+    if (end_ns <= start_ns) return;
+    // value / length is exactly 1.0, and 1.0 * length is the length: the
+    // same sums as AddSpread's. A span inside the hot window (the common
+    // case: busy intervals and gaps are shorter than a window) is one add.
+    if (start_ns >= hot_lo_ns_ && start_ns >= anchor_ns_ && end_ns - 1 < hot_hi_ns_) {
+      values_[hot_index_ * static_cast<size_t>(fields_) + static_cast<size_t>(field)] +=
+          static_cast<double>(end_ns - start_ns);
+      return;
+    }
+    Spread(field, start_ns, end_ns, 1.0);
+  }
   // Adds `value` spread evenly over [start_ns, end_ns) (all of it at
   // start_ns when the span is empty); like AddSpan, the share that falls
   // before the anchor is dropped.
@@ -65,8 +79,16 @@ class Timeline {
   uint64_t first_width_ns() const { return first_width_ns_; }
 
  private:
-  // Window index of t, growing (and coarsening) storage to hold it.
-  size_t Index(uint64_t t_ns);
+  // Window index of t, growing (and coarsening) storage to hold it. Runs
+  // per event: the window of the last index asked for (the hot window) is
+  // answered without a division; events arrive nearly in time order.
+  size_t Index(uint64_t t_ns) {
+    if (t_ns >= hot_lo_ns_ && t_ns < hot_hi_ns_) return hot_index_;
+    return IndexSlow(t_ns);
+  }
+  size_t IndexSlow(uint64_t t_ns);
+  // AddSpread of a non-empty span with its value per ns already divided.
+  void Spread(int field, uint64_t start_ns, uint64_t end_ns, double per_ns);
   void Coarsen();
 
   int fields_ = 0;
@@ -76,6 +98,11 @@ class Timeline {
   uint64_t width_ns_ = kDefaultFirstWidthNs;
   size_t windows_ = 0;
   std::vector<double> values_;  // windows_ x fields_
+  // The hot window: times in [hot_lo_ns_, hot_hi_ns_) have index hot_index_
+  // (< windows_); empty (lo > hi) until the first Index and after Coarsen.
+  uint64_t hot_lo_ns_ = 1;
+  uint64_t hot_hi_ns_ = 0;
+  size_t hot_index_ = 0;
 };
 
 }  // namespace gpscope::model
