@@ -446,8 +446,13 @@ struct ProcessState {
   uint64_t ignored_events = 0;  // past kMaxDevicesPerProcess / kMaxStreamsPerProcess
   absl::flat_hash_map<uint64_t, uint32_t> stream_slots;  // context << 32 | stream
   std::vector<StreamState> streams;
-  uint64_t last_stream_key = ~uint64_t{0};
-  uint32_t last_stream_slot = 0;
+  struct StreamCache {
+    uint64_t key = 0;  // context << 32 | stream
+    uint32_t slot = 0;
+    bool valid = false;
+  };
+  static constexpr size_t kStreamCacheEntries = 8;
+  std::array<StreamCache, kStreamCacheEntries> stream_cache;
   ApiRing launches;  // correlation id -> launching call
   SyncIndex syncs;
   ImplicitIndex implicit;  // implicitly synchronizing calls (host_calls.h)
@@ -714,7 +719,10 @@ class ModelBuilder::Impl {
   // kNoSlot when the process already has kMaxStreamsPerProcess streams.
   uint32_t StreamSlot(ProcessState& p, uint32_t gpu, uint32_t context_id, uint32_t stream_id) {
     const uint64_t key = (uint64_t{context_id} << 32) | stream_id;
-    if (key == p.last_stream_key && !p.streams.empty()) return p.last_stream_slot;
+    // Per op: the last slots found, direct-mapped by stream id, before the hash.
+    ProcessState::StreamCache& cached =
+        p.stream_cache[(stream_id ^ context_id) & (ProcessState::kStreamCacheEntries - 1)];
+    if (cached.valid && cached.key == key) return cached.slot;
     if (p.streams.size() >= reader::kMaxStreamsPerProcess && !p.stream_slots.contains(key)) {
       IgnoreEvent(p, "streams");
       return kNoSlot;
@@ -727,8 +735,7 @@ class ModelBuilder::Impl {
       s.model.stream_id = stream_id;
       p.streams.push_back(s);
     }
-    p.last_stream_key = key;
-    p.last_stream_slot = it->second;
+    cached = {key, it->second, true};
     return it->second;
   }
 

@@ -26,8 +26,7 @@ void Timeline::Coarsen() {
   windows_ = merged;
   values_.resize(windows_ * f);
   width_ns_ *= 2;
-  hot_lo_ns_ = 1;  // the hot window's bounds changed
-  hot_hi_ns_ = 0;
+  hot_[0] = hot_[1] = Hot{};  // their bounds changed
 }
 
 size_t Timeline::IndexSlow(uint64_t t_ns) {
@@ -54,10 +53,17 @@ size_t Timeline::IndexSlow(uint64_t t_ns) {
     lo = ~uint64_t{0};
   }
   if (__builtin_add_overflow(lo, width_ns_, &hi)) hi = ~uint64_t{0};
-  hot_lo_ns_ = index == 0 ? 0 : lo;
-  hot_hi_ns_ = hi;
-  hot_index_ = static_cast<size_t>(index);
-  return hot_index_;
+  // It replaces the hot window nearer to it (empty ones first): the two
+  // follow the two places the model adds at.
+  auto distance = [index](const Hot& h) {
+    if (h.lo_ns > h.hi_ns) return uint64_t{0};
+    return h.index > index ? h.index - index : index - h.index;
+  };
+  Hot& victim = distance(hot_[0]) <= distance(hot_[1]) ? hot_[0] : hot_[1];
+  victim.lo_ns = index == 0 ? 0 : lo;
+  victim.hi_ns = hi;
+  victim.index = static_cast<size_t>(index);
+  return victim.index;
 }
 
 void Timeline::AddSpread(int field, uint64_t start_ns, uint64_t end_ns, double value) {
@@ -77,10 +83,12 @@ void Timeline::Spread(int field, uint64_t start_ns, uint64_t end_ns, double per_
     return;
   }
   const size_t f = static_cast<size_t>(fields_);
-  if (start_ns >= hot_lo_ns_ && end_ns - 1 < hot_hi_ns_) {  // inside the hot window
-    values_[hot_index_ * f + static_cast<size_t>(field)] +=
-        per_ns * static_cast<double>(end_ns - start_ns);
-    return;
+  for (const Hot& h : hot_) {
+    if (start_ns >= h.lo_ns && end_ns - 1 < h.hi_ns) {  // inside a hot window
+      values_[h.index * f + static_cast<size_t>(field)] +=
+          per_ns * static_cast<double>(end_ns - start_ns);
+      return;
+    }
   }
   Index(end_ns - 1);  // coarsen first, so the indexes below stay valid
   size_t index = static_cast<size_t>((start_ns - anchor_ns_) / width_ns_);

@@ -52,10 +52,14 @@ class Timeline {
     // value / length is exactly 1.0, and 1.0 * length is the length: the
     // same sums as AddSpread's. A span inside the hot window (the common
     // case: busy intervals and gaps are shorter than a window) is one add.
-    if (start_ns >= hot_lo_ns_ && start_ns >= anchor_ns_ && end_ns - 1 < hot_hi_ns_) {
-      values_[hot_index_ * static_cast<size_t>(fields_) + static_cast<size_t>(field)] +=
-          static_cast<double>(end_ns - start_ns);
-      return;
+    if (start_ns >= anchor_ns_) {
+      for (const Hot& h : hot_) {
+        if (start_ns >= h.lo_ns && end_ns - 1 < h.hi_ns) {
+          values_[h.index * static_cast<size_t>(fields_) + static_cast<size_t>(field)] +=
+              static_cast<double>(end_ns - start_ns);
+          return;
+        }
+      }
     }
     Spread(field, start_ns, end_ns, 1.0);
   }
@@ -80,10 +84,14 @@ class Timeline {
 
  private:
   // Window index of t, growing (and coarsening) storage to hold it. Runs
-  // per event: the window of the last index asked for (the hot window) is
-  // answered without a division; events arrive nearly in time order.
+  // per event: the two hot windows are answered without a division. Events
+  // come nearly in time order, at two places: the model adds an op's own
+  // counts as it arrives and its busy time and gaps when it is swept, a
+  // reorder window (2 s) later.
   size_t Index(uint64_t t_ns) {
-    if (t_ns >= hot_lo_ns_ && t_ns < hot_hi_ns_) return hot_index_;
+    for (const Hot& h : hot_) {
+      if (t_ns >= h.lo_ns && t_ns < h.hi_ns) return h.index;
+    }
     return IndexSlow(t_ns);
   }
   size_t IndexSlow(uint64_t t_ns);
@@ -98,11 +106,14 @@ class Timeline {
   uint64_t width_ns_ = kDefaultFirstWidthNs;
   size_t windows_ = 0;
   std::vector<double> values_;  // windows_ x fields_
-  // The hot window: times in [hot_lo_ns_, hot_hi_ns_) have index hot_index_
-  // (< windows_); empty (lo > hi) until the first Index and after Coarsen.
-  uint64_t hot_lo_ns_ = 1;
-  uint64_t hot_hi_ns_ = 0;
-  size_t hot_index_ = 0;
+  // A hot window: times in [lo_ns, hi_ns) have index `index` (< windows_);
+  // empty (lo > hi) until used and after Coarsen.
+  struct Hot {
+    uint64_t lo_ns = 1;
+    uint64_t hi_ns = 0;
+    size_t index = 0;
+  };
+  Hot hot_[2];
 };
 
 }  // namespace gpscope::model

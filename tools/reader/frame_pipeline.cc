@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "google/protobuf/arena.h"
 #include "tools/reader/trace_reader.h"
@@ -15,13 +16,19 @@ namespace gpscope::reader {
 namespace {
 
 // The arena's first block is the slot's, so Arena::Reset() keeps it: a
-// stream of ordinary chunks then parses without touching malloc.
+// stream of ordinary chunks then parses without touching malloc. It starts
+// at 1 MiB and grows to what a chunk needed (a 1 MiB chunk of 77,000 events
+// parses into ~6 MiB of columns), up to kArenaMaxBlockBytes; past it the
+// arena takes more blocks from malloc, freed at the next Reset. Without the
+// growth each frame's columns were allocated and freed again, which in a
+// decode thread's malloc arena meant page faults frame after frame.
 constexpr size_t kArenaInitialBlockBytes = 1u << 20;
+constexpr size_t kArenaMaxBlockBytes = 32u << 20;
 
-google::protobuf::ArenaOptions MakeArenaOptions(char* block) {
+google::protobuf::ArenaOptions MakeArenaOptions(char* block, size_t bytes) {
   google::protobuf::ArenaOptions options;
   options.initial_block = block;
-  options.initial_block_size = kArenaInitialBlockBytes;
+  options.initial_block_size = bytes;
   options.start_block_size = kArenaInitialBlockBytes;
   options.max_block_size = 16u << 20;
   return options;
@@ -43,11 +50,17 @@ int DefaultDecodeThreads() {
 }
 
 struct FramePipeline::Slot {
-  Slot()
-      : arena_block(new char[kArenaInitialBlockBytes]),
-        arena(MakeArenaOptions(arena_block.get())),
-        dctx(ZSTD_createDCtx()) {}
-  ~Slot() { ZSTD_freeDCtx(dctx); }
+  Slot() : dctx(ZSTD_createDCtx()) { NewArena(kArenaInitialBlockBytes); }
+  ~Slot() {
+    arena.reset();  // before its block
+    ZSTD_freeDCtx(dctx);
+  }
+  void NewArena(size_t bytes) {
+    arena.reset();
+    arena_block.reset(new char[bytes]);  // uninitialised: the arena writes what it uses
+    arena_block_bytes = bytes;
+    arena.emplace(MakeArenaOptions(arena_block.get(), bytes));
+  }
 
   // Input, set by Submit.
   const uint8_t* payload = nullptr;
@@ -58,7 +71,9 @@ struct FramePipeline::Slot {
   std::unique_ptr<uint8_t[]> raw;
   size_t raw_capacity = 0;
   std::unique_ptr<char[]> arena_block;
-  google::protobuf::Arena arena;
+  size_t arena_block_bytes = 0;
+  size_t arena_wanted_bytes = 0;  // what the last chunk took, when more than the block
+  std::optional<google::protobuf::Arena> arena;
   ZSTD_DCtx* dctx;
   std::unique_ptr<PreparedChunk> prepared;
   // Output.
@@ -68,7 +83,7 @@ struct FramePipeline::Slot {
 
 FramePipeline::FramePipeline(const ChunkVisitor& visitor, int threads) : visitor_(visitor) {
   const size_t workers = threads <= 1 ? 0 : static_cast<size_t>(threads);
-  const size_t slots = workers == 0 ? 1 : workers * kSlotsPerThread;
+  const size_t slots = workers == 0 ? 1 : workers + kSlotsBeyondThreads;
   for (size_t i = 0; i < slots; ++i) {
     slots_.push_back(std::make_unique<Slot>());
     free_.push_back(slots_.back().get());
@@ -177,9 +192,17 @@ void FramePipeline::Decode(Slot& slot) const {
     out.zstd_error = ZSTD_isError(got) ? ZSTD_getErrorName(got) : nullptr;
     return;
   }
-  slot.arena.Reset();
-  proto::Chunk* chunk = google::protobuf::Arena::CreateMessage<proto::Chunk>(&slot.arena);
-  if (!chunk->ParseFromArray(slot.raw.get(), static_cast<int>(slot.raw_bytes))) {
+  if (slot.arena_wanted_bytes > slot.arena_block_bytes) {
+    slot.NewArena(slot.arena_wanted_bytes);  // the last chunk is no longer used
+  } else {
+    slot.arena->Reset();
+  }
+  proto::Chunk* chunk = google::protobuf::Arena::CreateMessage<proto::Chunk>(&*slot.arena);
+  const bool parsed = chunk->ParseFromArray(slot.raw.get(), static_cast<int>(slot.raw_bytes));
+  const size_t used = slot.arena->SpaceAllocated();
+  slot.arena_wanted_bytes =
+      used > slot.arena_block_bytes ? std::min(used + used / 4, kArenaMaxBlockBytes) : 0;
+  if (!parsed) {
     out.result = DecodedFrame::Result::kNoChunk;
     return;
   }

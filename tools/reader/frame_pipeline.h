@@ -19,7 +19,8 @@
 //
 // Memory is bounded by the slots: one frame each (its payload when copied,
 // the decompressed bytes, the parsed chunk's arena, what Prepare made), and
-// there are kSlotsPerThread per decode thread. With threads <= 1 there is no
+// there is one per decode thread and kSlotsBeyondThreads more (the one the
+// reader is applying, one decoded ahead). With threads <= 1 there is no
 // thread and one slot: Submit decodes on the caller's thread, which is the
 // reader's sequential behaviour exactly.
 //
@@ -66,7 +67,7 @@ inline constexpr int kMaxDecodeThreads = 16;
 
 class FramePipeline {
  public:
-  static constexpr size_t kSlotsPerThread = 2;
+  static constexpr size_t kSlotsBeyondThreads = 2;
 
   FramePipeline(const ChunkVisitor& visitor, int threads);
   ~FramePipeline();  // waits for the frames in flight
