@@ -7,9 +7,11 @@
 // batch decoding and the renderers see hostile chunk contents too.
 //
 // The file is then read three ways:
-//   1. from memory (TraceReader::ReadBuffer), decoding every batch;
-//   2. as a file through a 64-byte pread window (ReadFile on a memfd), which
-//      must yield exactly the same chunks and warnings as (1);
+//   1. from memory (TraceReader::ReadBuffer), decoding every batch, with no
+//      decode thread;
+//   2. as a file through a 64-byte pread window (ReadFile on a memfd) with
+//      three decode threads, which must yield exactly the same chunks and
+//      warnings as (1);
 //   3. by the info command (CollectInfo + both renderers).
 // Crashes, sanitizer reports and a disagreement between (1) and (2) fail.
 #include <sys/mman.h>
@@ -89,7 +91,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t input_size) {
   }
 
   RecordingVisitor from_memory;
-  gpscope::reader::TraceReader memory_reader(from_memory);
+  gpscope::reader::ReadOptions one_thread;
+  one_thread.decode_threads = 1;
+  gpscope::reader::TraceReader memory_reader(from_memory, one_thread);
   const absl::Status memory_status = memory_reader.ReadBuffer("fuzz", data, size);
 
   const int fd = memfd_create("reader_fuzz", MFD_CLOEXEC);
@@ -98,10 +102,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t input_size) {
   RecordingVisitor from_file;
   gpscope::reader::ReadOptions small_window;
   small_window.window_bytes = 64;
+  small_window.decode_threads = 3;
   gpscope::reader::TraceReader file_reader(from_file, small_window);
   const absl::Status file_status = file_reader.ReadFile(path);
   if (from_memory.log != from_file.log || memory_status.ok() != file_status.ok()) {
-    __builtin_trap();  // the two byte sources must not change what is read
+    __builtin_trap();  // the byte sources and the threads must not change what is read
   }
 
   const gpscope::analyze::InfoReport report = gpscope::analyze::CollectInfo({path});

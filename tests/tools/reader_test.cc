@@ -9,8 +9,10 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "proto/crc32c.h"
 #include "proto/framing.h"
 #include "tests/testing/event_compare.h"
@@ -590,6 +592,204 @@ TEST(TraceReaderTest, AVisitorErrorStopsReading) {
   EXPECT_EQ(index.status().code(), absl::StatusCode::kCancelled);
   EXPECT_EQ(visitor.seen, 2);
   unlink(path.c_str());
+}
+
+// ------------------------------------------------------ decode threads
+
+// Everything a visitor can observe, as text: each chunk (with what Prepare
+// made of it, on a decode thread), each warning, in order; then the index.
+class Observer : public ChunkVisitor {
+ public:
+  struct Prepared : PreparedChunk {
+    std::string summary;
+    std::thread::id thread;
+  };
+  void Prepare(const proto::Chunk& chunk, std::unique_ptr<PreparedChunk>* prepared) const override {
+    if (*prepared == nullptr) *prepared = std::make_unique<Prepared>();
+    auto* p = static_cast<Prepared*>(prepared->get());
+    p->thread = std::this_thread::get_id();
+    p->summary = "seq " + std::to_string(chunk.sequence());
+    if (chunk.has_batch()) {
+      DecodedBatch events;
+      const absl::Status s = DecodeBatch(chunk.batch(), &events);
+      p->summary += s.ok() ? " events " + std::to_string(events.event_count())
+                           : " " + std::string(s.message());
+    }
+  }
+  absl::Status OnChunk(const ChunkContext& context, const proto::Chunk& chunk) override {
+    const auto* p = static_cast<const Prepared*>(context.prepared);
+    if (p == nullptr || p->summary.rfind("seq " + std::to_string(chunk.sequence()), 0) != 0) {
+      return absl::InternalError("prepared for another chunk");
+    }
+    if (p->thread != std::this_thread::get_id()) ++prepared_elsewhere;
+    log.push_back(context.file->path + " @" + std::to_string(context.offset) + " " +
+                  std::to_string(context.frame_bytes) + " uid " +
+                  std::to_string(chunk.process_uid()) + " chunks " +
+                  std::to_string(context.process->chunks) + ": " + p->summary);
+    return ++seen == stop_at ? absl::CancelledError("stop") : absl::OkStatus();
+  }
+  void OnWarning(std::string_view warning) override { log.push_back("warning " + std::string(warning)); }
+
+  int stop_at = -1;
+  int seen = 0;
+  int prepared_elsewhere = 0;
+  std::vector<std::string> log;
+};
+
+std::vector<std::string> Describe(const TraceIndex& index) {
+  std::vector<std::string> out;
+  for (const FileInfo& f : index.files) {
+    out.push_back(absl::StrCat("file ", f.path, " ", f.status.ToString(), " bytes ", f.file_bytes,
+                               " v", f.format_version, " frames ", f.frames, " bad ", f.bad_chunks,
+                               " skipped ", f.skipped_bytes, " damaged ", f.damaged_regions,
+                               " truncated ", f.truncated, " not_read ", f.not_read,
+                               " stopped ", f.stopped_at_offset.value_or(0)));
+  }
+  for (const ProcessInfo& p : index.processes) {
+    out.push_back(absl::StrCat("process ", p.process_uid, " ", p.pid, " ", p.path, " chunks ",
+                               p.chunks, " next ", p.next_sequence, " lost ", p.lost_chunks,
+                               " gaps ", p.gaps.size(), " ooo ", p.out_of_order_chunks,
+                               " header ", p.header.has_value(), " end ", p.end.has_value()));
+  }
+  for (const std::string& w : index.warnings) out.push_back("warning " + w);
+  out.push_back(absl::StrCat("omitted ", index.warnings_omitted));
+  return out;
+}
+
+// Three files of many frames with every kind of damage between them, a
+// missing file and one named twice.
+std::vector<std::string> DamagedFiles() {
+  std::vector<std::string> paths;
+  std::mt19937 rng(17);
+  for (int f = 0; f < 3; ++f) {
+    TraceBuilder trace;
+    TraceBuilder::Process& p = trace.AddProcess(0x100 + f, 700 + f);
+    TraceBuilder::Process& q = trace.AddProcess(0x200 + f, 800 + f);
+    p.WriteHeader();
+    q.WriteHeader();
+    for (int b = 0; b < 40; ++b) {
+      TraceBuilder::Process& w = b % 3 == 0 ? q : p;
+      for (int k = 0; k < 50 + static_cast<int>(rng() % 500); ++k) {
+        w.AddKernel(1'000'000 * b + 300 * k, 1 + rng() % 200, b % 2 ? "gemm" : "relu");
+      }
+      if (b == 7) w.SkipSequence(2);
+      w.Flush();
+      if (b == 5) trace.AppendBytes("\x00\x01garbage GPSF\x10\x00", 16);
+      if (b == 11) {  // a checksum-valid frame that is not zstd
+        uint8_t not_zstd[16 + 8] = {'G', 'P', 'S', 'F', 8, 0, 0, 0, 8, 0, 0, 0};
+        std::memcpy(not_zstd + 16, "notzstd!", 8);
+        const uint32_t crc =
+            format::Crc32cExtend(format::Crc32c(not_zstd + 4, 8), not_zstd + 16, 8);
+        std::memcpy(not_zstd + 12, &crc, 4);
+        trace.AppendBytes(not_zstd, sizeof(not_zstd));
+      }
+      if (b == 13) {  // zstd that is no Chunk
+        format::FrameEncoder encoder(1024);
+        const uint8_t not_a_chunk[] = {0xFF, 0xFF, 0xFF, 0xFF, 0x0F};
+        const uint8_t* frame = nullptr;
+        const size_t n = encoder.Encode(not_a_chunk, sizeof(not_a_chunk), &frame);
+        trace.AppendBytes(frame, n);
+      }
+    }
+    p.WriteEnd();
+    std::vector<uint8_t> bytes = trace.bytes();
+    bytes[trace.frame_offsets()[20] + 40] ^= 0x10;  // a flipped bit
+    if (f == 1) bytes.resize(bytes.size() - 7);     // a torn tail
+    const std::string path = TempPath("threads" + std::to_string(f) + ".gps");
+    WriteBytes(path, bytes.data(), bytes.size());
+    paths.push_back(path);
+  }
+  return {paths[0], TempPath("threads_missing.gps"), paths[1], paths[0], paths[2]};
+}
+
+struct Observed {
+  absl::Status status;
+  std::vector<std::string> log;
+  std::vector<std::string> index;
+  int prepared_elsewhere = 0;
+};
+
+Observed ReadAll(const std::vector<std::string>& paths, int threads, int stop_at, bool per_file) {
+  Observer o;
+  o.stop_at = stop_at;
+  ReadOptions options;
+  options.decode_threads = threads;
+  options.window_bytes = 4096;
+  TraceReader reader(o, options);
+  Observed r;
+  if (per_file) {
+    for (const std::string& path : paths) {
+      r.status = reader.ReadFile(path);
+      if (reader.stopped()) break;
+    }
+    if (!reader.stopped()) r.status = absl::OkStatus();
+  } else {
+    r.status = reader.ReadFiles(paths);
+  }
+  r.log = o.log;
+  r.index = Describe(reader.index());
+  r.prepared_elsewhere = o.prepared_elsewhere;
+  return r;
+}
+
+TEST(TraceReaderThreadsTest, DecodeThreadsChangeNothingAVisitorSeesOrTheIndex) {
+  const std::vector<std::string> paths = DamagedFiles();
+  const Observed one = ReadAll(paths, 1, -1, /*per_file=*/false);
+  ASSERT_TRUE(one.status.ok()) << one.status;
+  EXPECT_EQ(one.prepared_elsewhere, 0);
+  EXPECT_GT(one.log.size(), 100u);
+  for (const char* part : {"no frame magic", "checksum mismatch", "does not decompress",
+                           "no valid Chunk", "frames lost", "truncated", "no such file",
+                           "read once"}) {
+    EXPECT_GT(std::count_if(one.index.begin(), one.index.end(),
+                            [&](const std::string& l) { return Contains(l, part); }),
+              0)
+        << part;
+  }
+  for (int threads : {2, 3, 8}) {
+    for (bool per_file : {false, true}) {
+      SCOPED_TRACE(absl::StrCat(threads, " threads", per_file ? ", file by file" : ""));
+      const Observed many = ReadAll(paths, threads, -1, per_file);
+      ASSERT_TRUE(many.status.ok()) << many.status;
+      EXPECT_EQ(many.log, one.log);
+      EXPECT_EQ(many.index, one.index);
+      EXPECT_GT(many.prepared_elsewhere, 0);  // decoded on the pool
+    }
+  }
+  for (const std::string& path : paths) unlink(path.c_str());
+}
+
+// A visitor that stops at chunk k leaves what a reader of one thread would:
+// the files, counts and warnings up to there, none of what was decoded ahead.
+TEST(TraceReaderThreadsTest, AVisitorThatStopsSeesNothingDecodedAhead) {
+  const std::vector<std::string> paths = DamagedFiles();
+  for (int stop_at : {1, 2, 9, 40, 42, 43, 83, 84, 124, 125}) {
+    SCOPED_TRACE("stop at " + std::to_string(stop_at));
+    const Observed one = ReadAll(paths, 1, stop_at, false);
+    EXPECT_EQ(one.status.code(), absl::StatusCode::kCancelled);
+    for (int threads : {2, 5}) {
+      for (bool per_file : {false, true}) {
+        const Observed many = ReadAll(paths, threads, stop_at, per_file);
+        EXPECT_EQ(many.status, one.status);
+        EXPECT_EQ(many.log, one.log);
+        EXPECT_EQ(many.index, one.index);
+      }
+    }
+  }
+  for (const std::string& path : paths) unlink(path.c_str());
+}
+
+TEST(TraceReaderThreadsTest, ReadBufferWithThreadsReadsTheCallersBytesBeforeReturning) {
+  const Built trace = SmallTrace();
+  std::vector<uint8_t> bytes = trace.bytes;
+  Observer o;
+  ReadOptions options;
+  options.decode_threads = 4;
+  TraceReader reader(o, options);
+  ASSERT_TRUE(reader.ReadBuffer("mem.gps", bytes.data(), bytes.size()).ok());
+  std::fill(bytes.begin(), bytes.end(), 0);  // nothing may read them any more
+  EXPECT_EQ(o.log.size(), 5u);
+  EXPECT_EQ(reader.index().files.at(0).frames, 5u);
 }
 
 // ----------------------------------------------------------- batch decode

@@ -161,6 +161,7 @@ absl::Status FrameFollower::ReadNew(FrameVisitor& visitor, uint64_t limit) {
       // the reader skips again and reports to nobody).
       reader::ReadOptions options;
       options.max_warnings = 0;
+      options.decode_threads = 1;  // a few fresh frames per poll: no pool to start and join
       Adapter adapter(visitor, buffer_.get(), offset_);
       reader::TraceReader reader(adapter, options);
       reader.ReadBuffer(path_, buffer_.get(), kFileHeaderBytes + pos).IgnoreError();

@@ -6,14 +6,6 @@
 
 namespace gpscope::model {
 
-int LogHistogram::BucketOf(uint64_t value) {
-  if (value < kSubBuckets) return static_cast<int>(value);
-  const int exponent = 63 - __builtin_clzll(value);  // >= kSubBucketBits
-  const int shift = exponent - kSubBucketBits;
-  const int sub = static_cast<int>((value >> shift) & (kSubBuckets - 1));
-  return (shift + 1) * kSubBuckets + sub;
-}
-
 uint64_t LogHistogram::BucketLow(int bucket) {
   if (bucket < kSubBuckets) return static_cast<uint64_t>(bucket);
   const int shift = bucket / kSubBuckets - 1;
@@ -41,26 +33,6 @@ void LogHistogram::Grow(int bucket) {
   } else if (bucket >= first_bucket_ + static_cast<int>(counts_.size())) {
     counts_.resize(static_cast<size_t>(bucket - first_bucket_ + 1), 0);
   }
-}
-
-void LogHistogram::Add(uint64_t value, uint64_t count) {
-  if (count == 0) return;
-  const int bucket = BucketOf(value);
-  if (counts_.empty() || bucket < first_bucket_ ||
-      bucket >= first_bucket_ + static_cast<int>(counts_.size())) {
-    Grow(bucket);
-  }
-  counts_[static_cast<size_t>(bucket - first_bucket_)] += count;
-  if (count_ == 0) {
-    min_ = max_ = value;
-  } else {
-    min_ = std::min(min_, value);
-    max_ = std::max(max_, value);
-  }
-  count_ += count;
-  sum_ += value * count;
-  const double v = static_cast<double>(value);
-  sum_squares_ += v * v * static_cast<double>(count);
 }
 
 void LogHistogram::Merge(const LogHistogram& other) {

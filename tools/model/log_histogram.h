@@ -19,6 +19,7 @@
 #ifndef GPSCOPE_TOOLS_MODEL_LOG_HISTOGRAM_H_
 #define GPSCOPE_TOOLS_MODEL_LOG_HISTOGRAM_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -29,8 +30,27 @@ class LogHistogram {
   static constexpr int kSubBucketBits = 6;  // 64 buckets per power of two
   static constexpr int kSubBuckets = 1 << kSubBucketBits;
 
+  // Runs per event: inline, the bucket found with a count of leading zeros.
   void Add(uint64_t value) { Add(value, 1); }
-  void Add(uint64_t value, uint64_t count);
+  void Add(uint64_t value, uint64_t count) {
+    if (count == 0) return;
+    const int bucket = BucketOf(value);
+    if (counts_.empty() || bucket < first_bucket_ ||
+        bucket >= first_bucket_ + static_cast<int>(counts_.size())) {
+      Grow(bucket);
+    }
+    counts_[static_cast<size_t>(bucket - first_bucket_)] += count;
+    if (count_ == 0) {
+      min_ = max_ = value;
+    } else {
+      min_ = value < min_ ? value : min_;
+      max_ = value > max_ ? value : max_;
+    }
+    count_ += count;
+    sum_ += value * count;
+    const double v = static_cast<double>(value);
+    sum_squares_ += v * v * static_cast<double>(count);
+  }
   void Merge(const LogHistogram& other);
   void Clear();
 
@@ -47,7 +67,13 @@ class LogHistogram {
   double Percentile(double p) const;
 
   // Bucket geometry, public for tests.
-  static int BucketOf(uint64_t value);
+  static int BucketOf(uint64_t value) {
+    if (value < kSubBuckets) return static_cast<int>(value);
+    const int exponent = 63 - __builtin_clzll(value);  // >= kSubBucketBits
+    const int shift = exponent - kSubBucketBits;
+    const int sub = static_cast<int>((value >> shift) & (kSubBuckets - 1));
+    return (shift + 1) * kSubBuckets + sub;
+  }
   static uint64_t BucketLow(int bucket);
   static uint64_t BucketWidth(int bucket);
 

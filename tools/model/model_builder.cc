@@ -18,6 +18,7 @@
 #include "tools/model/interval_union.h"
 #include "tools/model/occupancy.h"
 #include "tools/model/reorder_queue.h"
+#include "tools/model/ring_queue.h"
 #include "tools/model/stack_builder.h"
 #include "tools/model/top_k.h"
 #include "tools/reader/batch_decode.h"
@@ -447,8 +448,13 @@ struct ProcessState {
   uint64_t ignored_events = 0;  // past kMaxDevicesPerProcess / kMaxStreamsPerProcess
   absl::flat_hash_map<uint64_t, uint32_t> stream_slots;  // context << 32 | stream
   std::vector<StreamState> streams;
-  uint64_t last_stream_key = ~uint64_t{0};
-  uint32_t last_stream_slot = 0;
+  struct StreamCache {
+    uint64_t key = 0;  // context << 32 | stream
+    uint32_t slot = 0;
+    bool valid = false;
+  };
+  static constexpr size_t kStreamCacheEntries = 8;
+  std::array<StreamCache, kStreamCacheEntries> stream_cache;
   ApiRing launches;  // correlation id -> launching call
   SyncIndex syncs;
   ImplicitIndex implicit;  // implicitly synchronizing calls (host_calls.h)
@@ -469,7 +475,11 @@ struct ProcessState {
   IntervalUnion sync_union;
   uint64_t watermark_ns = 0;
   bool swept_any = false;
-  std::deque<PendingStep> steps;
+  RingQueue<PendingStep> steps;
+  // Every step so far ended at or after its start, so the steps' attributed
+  // ends never decrease (AttributeToSteps gallops instead of bisecting).
+  bool steps_sorted = true;
+  uint64_t step_cursor = 0;  // index of the step AttributeToSteps found last
   uint64_t next_step_index = 0;
   bool step_thread_set = false;
   uint32_t step_thread = 0;
@@ -711,7 +721,10 @@ class ModelBuilder::Impl {
   // kNoSlot when the process already has kMaxStreamsPerProcess streams.
   uint32_t StreamSlot(ProcessState& p, uint32_t gpu, uint32_t context_id, uint32_t stream_id) {
     const uint64_t key = (uint64_t{context_id} << 32) | stream_id;
-    if (key == p.last_stream_key && !p.streams.empty()) return p.last_stream_slot;
+    // Per op: the last slots found, direct-mapped by stream id, before the hash.
+    ProcessState::StreamCache& cached =
+        p.stream_cache[(stream_id ^ context_id) & (ProcessState::kStreamCacheEntries - 1)];
+    if (cached.valid && cached.key == key) return cached.slot;
     if (p.streams.size() >= reader::kMaxStreamsPerProcess && !p.stream_slots.contains(key)) {
       IgnoreEvent(p, "streams");
       return kNoSlot;
@@ -724,8 +737,7 @@ class ModelBuilder::Impl {
       s.model.stream_id = stream_id;
       p.streams.push_back(s);
     }
-    p.last_stream_key = key;
-    p.last_stream_slot = it->second;
+    cached = {key, it->second, true};
     return it->second;
   }
 
@@ -1197,6 +1209,9 @@ class ModelBuilder::Impl {
       if (!p.steps.empty() && p.steps.back().period_end_ns == 0) {
         p.steps.back().period_end_ns = r.start_ns;
       }
+      // A range that ends before it starts (a hostile or wrapped record)
+      // can make the attributed ends decrease: then a plain binary search.
+      if (r.end_ns < r.start_ns) p.steps_sorted = false;
       PendingStep s;
       s.index = p.next_step_index++;
       s.start_ns = r.start_ns;
@@ -1694,15 +1709,53 @@ class ModelBuilder::Impl {
   using StepCounter = std::array<uint64_t, kMaxStepGpus> PendingStep::*;
   void AttributeToSteps(ProcessState& p, GpuState& g, const Interval& closed, StepCounter counter) {
     if (g.step_slot >= kMaxStepGpus || p.steps.empty()) return;
-    auto it = std::upper_bound(
-        p.steps.begin(), p.steps.end(), closed.start_ns,
-        [](uint64_t t, const PendingStep& s) { return t < s.attributed_end_ns(); });
-    for (; it != p.steps.end() && it->start_ns < closed.end_ns; ++it) {
-      const uint64_t lo = std::max(closed.start_ns, it->start_ns);
-      const uint64_t hi = std::min(closed.end_ns, it->attributed_end_ns());
+    const size_t n = p.steps.size();
+    for (size_t i = FirstStepEndingAfter(p, closed.start_ns);
+         i < n && p.steps[i].start_ns < closed.end_ns; ++i) {
+      PendingStep& s = p.steps[i];
+      const uint64_t lo = std::max(closed.start_ns, s.start_ns);
+      const uint64_t hi = std::min(closed.end_ns, s.attributed_end_ns());
       if (hi <= lo) continue;
-      ((*it).*counter)[g.step_slot] += hi - lo;
+      (s.*counter)[g.step_slot] += hi - lo;
     }
+  }
+
+  // The position of the first pending step whose attributed end is after
+  // t: std::upper_bound's answer. While the attributed ends do not decrease
+  // (ProcessState::steps_sorted) it gallops from where the last answer was:
+  // busy intervals close in time order just behind the sweep, which passes
+  // a batch's worth of pending steps before FinishSteps drops them, so the
+  // answer is at or next to the last one. Otherwise (a hostile trace) it
+  // bisects as std::upper_bound does, so the answer is the same.
+  static size_t FirstStepEndingAfter(ProcessState& p, uint64_t t_ns) {
+    const RingQueue<PendingStep>& steps = p.steps;
+    const auto n = static_cast<std::ptrdiff_t>(steps.size());
+    auto end_at = [&steps](std::ptrdiff_t i) {
+      return steps[static_cast<size_t>(i)].attributed_end_ns();
+    };
+    if (!p.steps_sorted) {  // std::upper_bound's bisection (libstdc++), step by step
+      std::ptrdiff_t first = 0, len = n;
+      while (len > 0) {
+        const std::ptrdiff_t half = len >> 1;
+        if (t_ns < end_at(first + half)) {
+          len = half;
+        } else {
+          first += half + 1;
+          len -= half + 1;
+        }
+      }
+      return static_cast<size_t>(first);
+    }
+    // Steps hold consecutive indexes, so the cursor (a step index) gives a
+    // position.
+    const uint64_t front = steps[0].index;
+    const size_t hint = p.step_cursor >= front ? static_cast<size_t>(std::min<uint64_t>(
+                                                     p.step_cursor - front, steps.size()))
+                                               : 0;
+    const size_t i = GallopUpperBound(steps, hint, t_ns,
+                                      [](const PendingStep& s) { return s.attributed_end_ns(); });
+    p.step_cursor = front + i;
+    return i;
   }
 
   // Everything before this has been swept and merged on every GPU of p.

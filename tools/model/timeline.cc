@@ -26,11 +26,12 @@ void Timeline::Coarsen() {
   windows_ = merged;
   values_.resize(windows_ * f);
   width_ns_ *= 2;
+  hot_[0] = hot_[1] = Hot{};  // their bounds changed
 }
 
-size_t Timeline::Index(uint64_t t_ns) {
+size_t Timeline::IndexSlow(uint64_t t_ns) {
   const uint64_t offset = t_ns > anchor_ns_ ? t_ns - anchor_ns_ : 0;
-  // Powers of two (the default) divide with a shift: this runs per event.
+  // Powers of two (the default) divide with a shift.
   auto index_of = [&] {
     return (width_ns_ & (width_ns_ - 1)) == 0 ? offset >> __builtin_ctzll(width_ns_)
                                               : offset / width_ns_;
@@ -44,18 +45,25 @@ size_t Timeline::Index(uint64_t t_ns) {
     windows_ = static_cast<size_t>(index) + 1;
     values_.resize(windows_ * static_cast<size_t>(fields_), 0.0);
   }
-  return static_cast<size_t>(index);
-}
-
-void Timeline::Add(int field, uint64_t t_ns, double value) {
-  if (fields_ == 0) return;
-  const size_t index = Index(t_ns);
-  values_[index * static_cast<size_t>(fields_) + static_cast<size_t>(field)] += value;
-}
-
-void Timeline::AddSpan(int field, uint64_t start_ns, uint64_t end_ns) {
-  if (end_ns <= start_ns) return;
-  AddSpread(field, start_ns, end_ns, static_cast<double>(end_ns - start_ns));
+  // The hot window: [anchor + index * width, anchor + (index + 1) * width),
+  // window 0 from 0 (earlier times count in it); saturating near 2^64.
+  uint64_t lo = 0, hi = 0;
+  if (__builtin_mul_overflow(index, width_ns_, &lo) ||
+      __builtin_add_overflow(lo, anchor_ns_, &lo)) {
+    lo = ~uint64_t{0};
+  }
+  if (__builtin_add_overflow(lo, width_ns_, &hi)) hi = ~uint64_t{0};
+  // It replaces the hot window nearer to it (empty ones first): the two
+  // follow the two places the model adds at.
+  auto distance = [index](const Hot& h) {
+    if (h.lo_ns > h.hi_ns) return uint64_t{0};
+    return h.index > index ? h.index - index : index - h.index;
+  };
+  Hot& victim = distance(hot_[0]) <= distance(hot_[1]) ? hot_[0] : hot_[1];
+  victim.lo_ns = index == 0 ? 0 : lo;
+  victim.hi_ns = hi;
+  victim.index = static_cast<size_t>(index);
+  return victim.index;
 }
 
 void Timeline::AddSpread(int field, uint64_t start_ns, uint64_t end_ns, double value) {
@@ -64,14 +72,25 @@ void Timeline::AddSpread(int field, uint64_t start_ns, uint64_t end_ns, double v
     Add(field, start_ns, value);
     return;
   }
-  const double per_ns = value / static_cast<double>(end_ns - start_ns);
+  Spread(field, start_ns, end_ns, value / static_cast<double>(end_ns - start_ns));
+}
+
+void Timeline::Spread(int field, uint64_t start_ns, uint64_t end_ns, double per_ns) {
+  if (fields_ == 0) return;
   start_ns = std::max(start_ns, anchor_ns_);
   if (end_ns <= start_ns) {  // wholly before the anchor: dropped, like the part before it
     Add(field, anchor_ns_, 0.0);
     return;
   }
-  Index(end_ns - 1);  // coarsen first, so the indexes below stay valid
   const size_t f = static_cast<size_t>(fields_);
+  for (const Hot& h : hot_) {
+    if (start_ns >= h.lo_ns && end_ns - 1 < h.hi_ns) {  // inside a hot window
+      values_[h.index * f + static_cast<size_t>(field)] +=
+          per_ns * static_cast<double>(end_ns - start_ns);
+      return;
+    }
+  }
+  Index(end_ns - 1);  // coarsen first, so the indexes below stay valid
   size_t index = static_cast<size_t>((start_ns - anchor_ns_) / width_ns_);
   uint64_t t = start_ns;
   while (t < end_ns) {

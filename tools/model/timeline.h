@@ -42,9 +42,27 @@ class Timeline {
 
   bool valid() const { return fields_ > 0; }
   int fields() const { return fields_; }
-  void Add(int field, uint64_t t_ns, double value);
+  void Add(int field, uint64_t t_ns, double value) {
+    if (fields_ == 0) return;
+    values_[Index(t_ns) * static_cast<size_t>(fields_) + static_cast<size_t>(field)] += value;
+  }
   // Adds the length of [start_ns, end_ns), split over the windows it covers.
-  void AddSpan(int field, uint64_t start_ns, uint64_t end_ns);
+  void AddSpan(int field, uint64_t start_ns, uint64_t end_ns) {
+    if (end_ns <= start_ns) return;
+    // value / length is exactly 1.0, and 1.0 * length is the length: the
+    // same sums as AddSpread's. A span inside the hot window (the common
+    // case: busy intervals and gaps are shorter than a window) is one add.
+    if (start_ns >= anchor_ns_) {
+      for (const Hot& h : hot_) {
+        if (start_ns >= h.lo_ns && end_ns - 1 < h.hi_ns) {
+          values_[h.index * static_cast<size_t>(fields_) + static_cast<size_t>(field)] +=
+              static_cast<double>(end_ns - start_ns);
+          return;
+        }
+      }
+    }
+    Spread(field, start_ns, end_ns, 1.0);
+  }
   // Adds `value` spread evenly over [start_ns, end_ns) (all of it at
   // start_ns when the span is empty); like AddSpan, the share that falls
   // before the anchor is dropped.
@@ -65,8 +83,20 @@ class Timeline {
   uint64_t first_width_ns() const { return first_width_ns_; }
 
  private:
-  // Window index of t, growing (and coarsening) storage to hold it.
-  size_t Index(uint64_t t_ns);
+  // Window index of t, growing (and coarsening) storage to hold it. Runs
+  // per event: the two hot windows are answered without a division. Events
+  // come nearly in time order, at two places: the model adds an op's own
+  // counts as it arrives and its busy time and gaps when it is swept, a
+  // reorder window (2 s) later.
+  size_t Index(uint64_t t_ns) {
+    for (const Hot& h : hot_) {
+      if (t_ns >= h.lo_ns && t_ns < h.hi_ns) return h.index;
+    }
+    return IndexSlow(t_ns);
+  }
+  size_t IndexSlow(uint64_t t_ns);
+  // AddSpread of a non-empty span with its value per ns already divided.
+  void Spread(int field, uint64_t start_ns, uint64_t end_ns, double per_ns);
   void Coarsen();
 
   int fields_ = 0;
@@ -76,6 +106,14 @@ class Timeline {
   uint64_t width_ns_ = kDefaultFirstWidthNs;
   size_t windows_ = 0;
   std::vector<double> values_;  // windows_ x fields_
+  // A hot window: times in [lo_ns, hi_ns) have index `index` (< windows_);
+  // empty (lo > hi) until used and after Coarsen.
+  struct Hot {
+    uint64_t lo_ns = 1;
+    uint64_t hi_ns = 0;
+    size_t index = 0;
+  };
+  Hot hot_[2];
 };
 
 }  // namespace gpscope::model

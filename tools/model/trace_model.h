@@ -236,14 +236,25 @@ struct PeriodTracker {
   void KeepLongest(const Kept& k) {
     if (longest.size() < kLongestIntervals) {
       longest.push_back(k);
+      if (longest.size() == kLongestIntervals) FindShortest();
       return;
     }
-    size_t shortest = 0;
-    for (size_t i = 1; i < longest.size(); ++i) {
-      if (longest[i].interval.length_ns() < longest[shortest].interval.length_ns()) shortest = i;
+    // Per instance: against the kept shortest (the first of the minimal
+    // ones, as a scan finds it), rescanned only when it is replaced.
+    if (k.interval.length_ns() > longest[shortest_].interval.length_ns()) {
+      longest[shortest_] = k;
+      FindShortest();
     }
-    if (k.interval.length_ns() > longest[shortest].interval.length_ns()) longest[shortest] = k;
   }
+
+ private:
+  void FindShortest() {
+    shortest_ = 0;
+    for (size_t i = 1; i < longest.size(); ++i) {
+      if (longest[i].interval.length_ns() < longest[shortest_].interval.length_ns()) shortest_ = i;
+    }
+  }
+  size_t shortest_ = 0;  // index in `longest` of its shortest, once full
 };
 
 struct KernelStats {

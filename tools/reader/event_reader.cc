@@ -40,6 +40,19 @@ TimeSpan SpanOf(const DecodedBatch& e) {
   return s;
 }
 
+// A batch decoded on a decode thread (EventReader::Impl::Prepare).
+struct DecodedChunk : PreparedChunk {
+  absl::Status status;  // of DecodeBatch; not OK: `events` is empty
+  DecodedBatch events;
+  TimeSpan span;
+};
+
+void DecodeInto(const proto::EventBatch& batch, DecodedChunk* d) {
+  d->status = DecodeBatch(batch, &d->events);
+  if (!d->status.ok()) d->events.Clear();
+  d->span = SpanOf(d->events);
+}
+
 }  // namespace
 
 std::string UtcTime(uint64_t realtime_ns) {
@@ -75,6 +88,17 @@ class EventReader::Impl : public ChunkVisitor {
     return reader_.ReadBuffer(name, data, size);
   }
 
+  absl::Status ReadFiles(const std::vector<std::string>& paths) { return reader_.ReadFiles(paths); }
+
+  // On a decode thread: the batch's columns, which depend on nothing else.
+  // Touches no member (the reader's thread uses them meanwhile).
+  void Prepare(const proto::Chunk& chunk,
+               std::unique_ptr<PreparedChunk>* prepared) const override {
+    if (chunk.body_case() != proto::Chunk::kBatch) return;
+    if (*prepared == nullptr) *prepared = std::make_unique<DecodedChunk>();
+    DecodeInto(chunk.batch(), static_cast<DecodedChunk*>(prepared->get()));
+  }
+
   absl::Status OnChunk(const ChunkContext& context, const proto::Chunk& chunk) override {
     ProcessTables& t = Tables(chunk.process_uid(), chunk.pid());
     const ChunkPlace place{context.file, context.offset, context.process};
@@ -87,11 +111,15 @@ class EventReader::Impl : public ChunkVisitor {
     } else if (chunk.has_batch()) {
       const proto::EventBatch& b = chunk.batch();
       t.AddDefinitions(b);
-      const absl::Status status = DecodeBatch(b, &events_);
-      if (!status.ok()) events_.Clear();
-      Resolve(t);
-      const ResolvedBatch batch{t,      b,       place,          status,
-                                events_, kernel_, memcpy_, memset_};
+      // Prepared on a decode thread, or (a reader without one) here.
+      const DecodedChunk* d = static_cast<const DecodedChunk*>(context.prepared);
+      if (d == nullptr) {
+        DecodeInto(b, &decoded_);
+        d = &decoded_;
+      }
+      Resolve(t, *d);
+      const ResolvedBatch batch{t,         b,       place,   d->status,
+                                d->events, kernel_, memcpy_, memset_};
       for (EventSink* s : sinks_) s->OnBatch(batch);
     }
     return absl::OkStatus();
@@ -125,23 +153,24 @@ class EventReader::Impl : public ChunkVisitor {
   }
 
   // Streams of the GPU ops, and the batch's time span for the origin.
-  void Resolve(ProcessTables& t) {
-    kernel_.resize(events_.kernels.size());
-    for (size_t i = 0; i < events_.kernels.size(); ++i) {
-      const auto& e = events_.kernels[i];
+  void Resolve(ProcessTables& t, const DecodedChunk& d) {
+    const DecodedBatch& events = d.events;
+    kernel_.resize(events.kernels.size());
+    for (size_t i = 0; i < events.kernels.size(); ++i) {
+      const auto& e = events.kernels[i];
       kernel_[i] = t.ResolveStream(e.device_id, e.context_id, e.stream_id);
     }
-    memcpy_.resize(events_.memcpys.size());
-    for (size_t i = 0; i < events_.memcpys.size(); ++i) {
-      const auto& e = events_.memcpys[i];
+    memcpy_.resize(events.memcpys.size());
+    for (size_t i = 0; i < events.memcpys.size(); ++i) {
+      const auto& e = events.memcpys[i];
       memcpy_[i] = t.ResolveStream(e.device_id, e.context_id, e.stream_id);
     }
-    memset_.resize(events_.memsets.size());
-    for (size_t i = 0; i < events_.memsets.size(); ++i) {
-      const auto& e = events_.memsets[i];
+    memset_.resize(events.memsets.size());
+    for (size_t i = 0; i < events.memsets.size(); ++i) {
+      const auto& e = events.memsets[i];
       memset_[i] = t.ResolveStream(e.device_id, e.context_id, e.stream_id);
     }
-    const TimeSpan s = SpanOf(events_);
+    const TimeSpan& s = d.span;
     TimeSpan& p = spans_[current_];
     if (!s.empty()) p.first_ns = std::min(p.first_ns, s.first_ns);
     p.last_ns = std::max(p.last_ns, s.last_ns);
@@ -153,7 +182,7 @@ class EventReader::Impl : public ChunkVisitor {
   std::vector<std::unique_ptr<ProcessTables>> tables_;
   std::vector<TimeSpan> spans_;  // by tables_ index: CUPTI ns
   size_t current_ = 0;
-  DecodedBatch events_;  // reused across batches
+  DecodedChunk decoded_;  // without a decode thread: reused across batches
   std::vector<uint32_t> kernel_, memcpy_, memset_;
 };
 
@@ -164,12 +193,15 @@ absl::Status EventReader::ReadFile(const std::string& path) { return impl_->Read
 absl::Status EventReader::ReadBuffer(const std::string& name, const uint8_t* data, size_t size) {
   return impl_->ReadBuffer(name, data, size);
 }
+absl::Status EventReader::ReadFiles(const std::vector<std::string>& paths) {
+  return impl_->ReadFiles(paths);
+}
 ReadResult EventReader::Finish() { return impl_->Finish(); }
 
 ReadResult ReadEvents(const std::vector<std::string>& paths, const std::vector<EventSink*>& sinks,
                       const ReadOptions& options) {
   EventReader reader(sinks, options);
-  for (const std::string& path : paths) (void)reader.ReadFile(path);  // recorded in the index
+  (void)reader.ReadFiles(paths);  // unreadable files are recorded in the index
   return reader.Finish();
 }
 

@@ -13,12 +13,13 @@
 // Per frame the work is: decompress, parse and check the chunk (limits.h),
 // decode its columns (DecodeBatch), then apply its definitions to the
 // tables, resolve its streams and deliver it. The first three are pure
-// functions of the frame's bytes; only the last three depend on the frames
-// before (per process) and must run in file order. A parallel reader
-// (issue 24) can therefore decode frames ahead on other threads and hand
-// them to this sequential step in order.
+// functions of the frame's bytes, done ahead on the reader's decode threads
+// (frame_pipeline.h; decoding through ChunkVisitor::Prepare); only the last
+// three depend on the frames before (per process) and run in file order on
+// the caller's thread.
 //
-// Thread model: one thread; an EventReader is used for one pass.
+// Thread model: one thread calls it and every sink; an EventReader is used
+// for one pass.
 #ifndef GPSCOPE_TOOLS_READER_EVENT_READER_H_
 #define GPSCOPE_TOOLS_READER_EVENT_READER_H_
 
@@ -54,6 +55,9 @@ class EventReader {
   // recorded in the index (and returned); reading goes on with the next.
   absl::Status ReadFile(const std::string& path);
   absl::Status ReadBuffer(const std::string& name, const uint8_t* data, size_t size);
+  // Every file in order, decoding ahead across their boundaries
+  // (TraceReader::ReadFiles); unreadable ones are recorded in the index.
+  absl::Status ReadFiles(const std::vector<std::string>& paths);
 
   // Ends the pass: the index, the tables and the timebase.
   ReadResult Finish();

@@ -97,9 +97,12 @@ void ProcessTables::AddDefinitions(const proto::EventBatch& b) {
 
 uint32_t ProcessTables::ResolveStream(uint32_t device_id, uint32_t context_id,
                                       uint32_t stream_id) {
-  if (last_stream_ != kNoStream && device_id == last_key_.device_id &&
-      context_id == last_key_.context_id && stream_id == last_key_.stream_id) {
-    return last_stream_;
+  // Per op: a process's ops alternate among a few streams, so the last ones
+  // resolved are remembered (direct-mapped by stream id) before the hash.
+  StreamCacheEntry& cached = stream_cache_[(stream_id ^ context_id) & (kStreamCacheEntries - 1)];
+  if (cached.stream != kNoStream && cached.key.device_id == device_id &&
+      cached.key.context_id == context_id && cached.key.stream_id == stream_id) {
+    return cached.stream;
   }
   const auto key = std::make_tuple(device_id, context_id, stream_id);
   auto it = stream_index_.find(key);
@@ -114,9 +117,9 @@ uint32_t ProcessTables::ResolveStream(uint32_t device_id, uint32_t context_id,
     it = stream_index_.emplace(key, static_cast<uint32_t>(streams_.size())).first;
     streams_.push_back({device_id, context_id, stream_id});
   }
-  last_key_ = {device_id, context_id, stream_id};
-  last_stream_ = it->second;
-  return last_stream_;
+  cached.key = {device_id, context_id, stream_id};
+  cached.stream = it->second;
+  return cached.stream;
 }
 
 }  // namespace gpscope::reader

@@ -140,8 +140,12 @@ class ProcessTables {
   // (device, context, stream) -> streams_ index.
   absl::flat_hash_map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> stream_index_;
   absl::flat_hash_map<uint32_t, uint32_t> stream_devices_;  // device id -> its streams
-  StreamInfo last_key_;
-  uint32_t last_stream_ = kNoStream;
+  struct StreamCacheEntry {
+    StreamInfo key;
+    uint32_t stream = kNoStream;  // kNoStream: empty
+  };
+  static constexpr size_t kStreamCacheEntries = 8;
+  StreamCacheEntry stream_cache_[kStreamCacheEntries];
   uint64_t ops_past_limits_ = 0;
   ClockAlign clocks_;
 };

@@ -24,6 +24,10 @@ struct ReadOptions {
   size_t window_bytes = 4u << 20;
   // Warnings kept in TraceIndex::warnings; the rest are only counted.
   size_t max_warnings = 1000;
+  // Threads that decompress, parse and decode frames ahead of the reading
+  // thread (frame_pipeline.h); 0: DefaultDecodeThreads() (one per core);
+  // 1: none, everything on the reading thread.
+  int decode_threads = 0;
 };
 
 struct SequenceGap {

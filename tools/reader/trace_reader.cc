@@ -4,21 +4,21 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zstd.h>
 
 #include <algorithm>
 #include <array>
 #include <deque>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "google/protobuf/arena.h"
 #include "proto/crc32c.h"
 #include "proto/framing.h"
+#include "tools/reader/frame_pipeline.h"
 #include "tools/reader/limits.h"
 #include "tools/status_macros.h"
 
@@ -31,9 +31,6 @@ using format::kFileHeaderBytes;
 using format::kFrameHeaderBytes;
 
 constexpr size_t kMaxGapsKept = 16;
-// The arena's first block is ours, so Arena::Reset() keeps it: a stream of
-// ordinary chunks then parses without touching malloc.
-constexpr size_t kArenaInitialBlockBytes = 1u << 20;
 
 // A file's bytes, fetched a window at a time.
 class ByteSource {
@@ -277,16 +274,60 @@ class CrcIndex {
 
 class TraceReader::Impl {
  public:
-  Impl(ChunkVisitor& visitor, ReadOptions options)
-      : visitor_(visitor),
-        options_(options),
-        arena_block_(new char[kArenaInitialBlockBytes]),
-        arena_(MakeArenaOptions(arena_block_.get())),
-        dctx_(ZSTD_createDCtx()) {}
-  ~Impl() { ZSTD_freeDCtx(dctx_); }
+  Impl(ChunkVisitor& visitor, ReadOptions options) : visitor_(visitor), options_(options) {}
 
   absl::Status ReadFile(const std::string& path) {
     if (stopped()) return visitor_status_;
+    const absl::Status status = ScanFile(path);
+    Drain();
+    return stopped() ? visitor_status_ : status;
+  }
+
+  absl::Status ReadBuffer(const std::string& name, const uint8_t* data, size_t size) {
+    if (stopped()) return visitor_status_;
+    const size_t fi = AddFile(name);
+    absl::Status status = absl::OkStatus();
+    if (memory_stopped_) {
+      index_.files[fi].not_read = true;
+    } else {
+      MemorySource source(data, size);
+      status = ReadSource(fi, source, /*copy=*/false);
+    }
+    Drain();  // the frames point into `data`
+    return stopped() ? visitor_status_ : status;
+  }
+
+  absl::Status ReadFiles(const std::vector<std::string>& paths) {
+    for (const std::string& path : paths) {
+      if (stopped()) break;
+      (void)ScanFile(path);  // recorded in the index
+    }
+    Drain();
+    return stopped() ? visitor_status_ : absl::OkStatus();
+  }
+
+  bool stopped() const { return !visitor_status_.ok(); }
+  TraceIndex& index() { return index_; }
+
+ private:
+  // What the scan found, applied in file order once everything before it
+  // is (so warnings, counts and the visitor's calls come in the order of a
+  // reader without decode threads, and a visitor that stops leaves the
+  // index as such a reader would): a valid frame, decoded meanwhile by the
+  // pipeline (frames are its items in the same order), or a note (a
+  // warning, a count).
+  struct Pending {
+    bool frame = false;
+    size_t file = 0;  // index_.files
+    uint64_t offset = 0;
+    uint64_t frame_bytes = 0;
+    std::function<void()> note;
+  };
+
+  // Scanning (the reading thread, ahead of what is applied) ---------------
+
+  // Opens and scans one file; its frames may still be pending on return.
+  absl::Status ScanFile(const std::string& path) {
     // O_NONBLOCK: opening a FIFO (or a tty) for reading would otherwise
     // wait for a writer forever; the type is checked before any read.
     const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
@@ -299,11 +340,13 @@ class TraceReader::Impl {
       auto [it, fresh] = seen_files_.try_emplace(std::make_pair(st.st_dev, st.st_ino), path);
       if (!fresh) {
         close(fd);
-        Warn(absl::StrCat(path, ": the same file as ", it->second, ", read once"));
+        Note(kNoFile, [this, w = absl::StrCat(path, ": the same file as ", it->second,
+                                               ", read once")] { Warn(w); });
         return absl::OkStatus();
       }
     }
-    FileInfo& file = AddFile(path);
+    const size_t fi = AddFile(path);
+    FileInfo& file = index_.files[fi];
     if (fd < 0) {
       return file.status =
                  open_errno == ENOENT
@@ -322,7 +365,7 @@ class TraceReader::Impl {
       return file.status = absl::InvalidArgumentError(absl::StrCat(
           path, ": not a regular file (", what, "), not read; give a .gpscope trace file"));
     }
-    if (MemoryStopped()) {
+    if (memory_stopped_) {
       close(fd);
       file.not_read = true;
       return absl::OkStatus();
@@ -331,57 +374,28 @@ class TraceReader::Impl {
     // The size is fixed here: frames appended later (a live trace) are not
     // read, and a frame being written reads as a torn tail.
     FileSource source(path, fd, static_cast<uint64_t>(st.st_size), options_.window_bytes);
-    return ReadSource(file, source);
+    return ReadSource(fi, source, /*copy=*/true);
   }
 
-  absl::Status ReadBuffer(const std::string& name, const uint8_t* data, size_t size) {
-    if (stopped()) return visitor_status_;
-    FileInfo& file = AddFile(name);
-    if (MemoryStopped()) {
-      file.not_read = true;
-      return absl::OkStatus();
-    }
-    MemorySource source(data, size);
-    return ReadSource(file, source);
-  }
-
-  bool stopped() const { return !visitor_status_.ok(); }
-  TraceIndex& index() { return index_; }
-
- private:
-  static google::protobuf::ArenaOptions MakeArenaOptions(char* block) {
-    google::protobuf::ArenaOptions options;
-    options.initial_block = block;
-    options.initial_block_size = kArenaInitialBlockBytes;
-    options.start_block_size = kArenaInitialBlockBytes;
-    options.max_block_size = 16u << 20;
-    return options;
-  }
-
-  FileInfo& AddFile(const std::string& path) {
+  size_t AddFile(const std::string& path) {
     index_.files.emplace_back();
     index_.files.back().path = path;
-    return index_.files.back();
+    return index_.files.size() - 1;
   }
 
-  void Warn(std::string message) {
-    visitor_.OnWarning(message);
-    if (index_.warnings.size() < options_.max_warnings) {
-      index_.warnings.push_back(std::move(message));
-    } else {
-      ++index_.warnings_omitted;
-    }
-  }
-
-  absl::Status ReadSource(FileInfo& file, ByteSource& source) {
-    absl::Status status = ReadFrames(file, source);
-    if (!status.ok() && !stopped()) file.status = status;  // e.g. an I/O error mid-file
+  absl::Status ReadSource(size_t fi, ByteSource& source, bool copy) {
+    absl::Status status = ReadFrames(fi, source, copy);
+    // e.g. an I/O error mid-file; once the visitor stopped, the index ends
+    // where it stopped (this file may be gone from it).
+    if (!status.ok() && !stopped()) index_.files[fi].status = status;
     return status;
   }
 
-  absl::Status ReadFrames(FileInfo& file, ByteSource& source) {
-    file.file_bytes = source.size();
-    const std::string& path = file.path;
+  // After a call that may apply pending items (Submit, Note), the visitor
+  // may have stopped: then index_.files[fi] may be gone, and scanning ends.
+  absl::Status ReadFrames(size_t fi, ByteSource& source, bool copy) {
+    const std::string path = index_.files[fi].path;
+    index_.files[fi].file_bytes = source.size();
     if (source.size() == 0) {
       return absl::DataLossError(absl::StrCat(path, ": empty file, not a gpscope trace"));
     }
@@ -396,60 +410,72 @@ class TraceReader::Impl {
       return absl::DataLossError(
           absl::StrCat(path, ": file header truncated after ", head_bytes, " bytes"));
     }
-    if (!format::ParseFileHeader(head, head_bytes, &file.format_version)) {
-      if (file.format_version == 0) {
+    uint32_t& format_version = index_.files[fi].format_version;
+    if (!format::ParseFileHeader(head, head_bytes, &format_version)) {
+      if (format_version == 0) {
         return absl::InvalidArgumentError(absl::StrCat(
             path, ": not a valid gpscope trace (format version 0 is invalid; the file is damaged)"));
       }
       return absl::FailedPreconditionError(absl::StrCat(
-          path, ": trace format version ", file.format_version, ", this gpscope reads up to ",
+          path, ": trace format version ", format_version, ", this gpscope reads up to ",
           format::kFormatVersion, "; use a newer gpscope-analyze"));
     }
     if (source.size() == kFileHeaderBytes) {
-      Warn(absl::StrCat(path, ": no frames (only the file header)"));
-      return absl::OkStatus();
+      Note(fi, [this, w = absl::StrCat(path, ": no frames (only the file header)")] { Warn(w); });
+      return stopped() ? visitor_status_ : absl::OkStatus();
     }
 
     uint64_t offset = kFileHeaderBytes;
+    uint64_t frames = 0;
     CrcIndex crc(kFileHeaderBytes);
     while (offset < source.size()) {
       crc.Trim(offset);
       FrameView view{};
       GPSCOPE_ASSIGN_OR_RETURN(const FrameStatus status, Probe(source, crc, offset, &view));
       if (status == FrameStatus::kOk) {
-        if (OverBudget(file, offset, view.raw_bytes)) return absl::OkStatus();
+        if (OverBudget(fi, path, offset, view.raw_bytes)) return absl::OkStatus();
         GPSCOPE_ASSIGN_OR_RETURN(const uint8_t* data, source.Fetch(offset, view.frame_bytes));
         view.payload = data + kFrameHeaderBytes;
-        GPSCOPE_RETURN_IF_ERROR(HandleFrame(file, offset, view));
+        SubmitFrame(fi, path, offset, view, copy);
+        if (stopped()) return visitor_status_;
+        ++frames;
         offset += view.frame_bytes;
         continue;
       }
       const uint64_t remaining = source.size() - offset;
       GPSCOPE_ASSIGN_OR_RETURN(const uint64_t next, FindNextValidFrame(source, crc, offset + 1));
       const uint64_t skipped = next - offset;
-      file.skipped_bytes += skipped;
+      std::string warning;
+      bool damaged = true, truncated = false;
       if (next < source.size()) {
-        ++file.damaged_regions;
-        Warn(absl::StrCat(path, ": offset ", offset, ": ", Describe(status), ", skipped ", skipped,
-                          " bytes to next frame"));
+        warning = absl::StrCat(path, ": offset ", offset, ": ", Describe(status), ", skipped ",
+                               skipped, " bytes to next frame");
       } else if (status == FrameStatus::kNeedMoreData) {
-        file.truncated = true;
-        Warn(remaining < kFrameHeaderBytes
-                 ? absl::StrCat(path, ": offset ", offset,
-                                ": truncated: file ends inside a frame header (", remaining, " of ",
-                                kFrameHeaderBytes, " bytes)")
-                 : absl::StrCat(path, ": offset ", offset,
-                                ": truncated: file ends inside a frame (", remaining, " of ",
-                                view.frame_bytes, " bytes)"));
+        damaged = false;
+        truncated = true;
+        warning = remaining < kFrameHeaderBytes
+                      ? absl::StrCat(path, ": offset ", offset,
+                                     ": truncated: file ends inside a frame header (", remaining,
+                                     " of ", kFrameHeaderBytes, " bytes)")
+                      : absl::StrCat(path, ": offset ", offset,
+                                     ": truncated: file ends inside a frame (", remaining, " of ",
+                                     view.frame_bytes, " bytes)");
       } else {
-        ++file.damaged_regions;
-        Warn(absl::StrCat(path, ": offset ", offset, ": ", Describe(status), ", skipped the last ",
-                          skipped, " bytes (no valid frame follows)"));
+        warning = absl::StrCat(path, ": offset ", offset, ": ", Describe(status),
+                               ", skipped the last ", skipped, " bytes (no valid frame follows)");
       }
+      Note(fi, [this, fi, skipped, damaged, truncated, w = std::move(warning)] {
+        FileInfo& file = index_.files[fi];
+        file.skipped_bytes += skipped;
+        if (damaged) ++file.damaged_regions;
+        if (truncated) file.truncated = true;
+        Warn(w);
+      });
+      if (stopped()) return visitor_status_;
       offset = next;
     }
-    if (file.frames == 0) Warn(absl::StrCat(path, ": no valid frames"));
-    return absl::OkStatus();
+    if (frames == 0) Note(fi, [this, w = absl::StrCat(path, ": no valid frames")] { Warn(w); });
+    return stopped() ? visitor_status_ : absl::OkStatus();
   }
 
   // Payloads up to this size are summed directly; larger ones through the
@@ -505,81 +531,157 @@ class TraceReader::Impl {
 
   // Whether the memory budget stops reading before the frame at `offset`
   // (raw_bytes once decompressed). Measured every few frames: RSS is a
-  // system call, and a frame's growth is bounded by its size.
-  bool OverBudget(FileInfo& file, uint64_t offset, uint32_t raw_bytes) {
-    if (raw_bytes > kMaxChunkRawBytes) return false;  // skipped undecompressed (HandleFrame)
+  // system call, and a frame's growth is bounded by its size. The frames
+  // decoded ahead are resident already, so the measure includes them.
+  bool OverBudget(size_t fi, const std::string& path, uint64_t offset, uint32_t raw_bytes) {
+    if (raw_bytes > kMaxChunkRawBytes) return false;  // skipped undecompressed (SubmitFrame)
     const uint64_t parsed = uint64_t{raw_bytes} * kParsedBytesPerRawByte;
     budget_bytes_since_check_ += parsed;
     if (++budget_frames_since_check_ < 32 && budget_bytes_since_check_ < (8u << 20)) return false;
     budget_frames_since_check_ = 0;
     budget_bytes_since_check_ = 0;
     if (!MemoryBudgetExceeded(parsed)) return false;
-    StopForMemory(file, offset);
-    return true;
-  }
-
-  void StopForMemory(FileInfo& file, uint64_t offset) {
-    PartialRead& partial = index_.partial.emplace();
-    partial.path = file.path;
+    memory_stopped_ = true;
+    PartialRead partial;
+    partial.path = path;
     partial.offset = offset;
     partial.budget_bytes = MemoryBudgetBytes();
     partial.reading_limit_bytes = ReadingLimitBytes();
     partial.resident_bytes = ResidentBytes();
-    file.stopped_at_offset = offset;
-    Warn(partial.Message());
+    Note(fi, [this, fi, partial] {
+      index_.partial = partial;
+      index_.files[fi].stopped_at_offset = partial.offset;
+      Warn(partial.Message());
+    });
+    return true;
   }
 
-  bool MemoryStopped() const { return index_.partial.has_value(); }
+  // A frame whose checksum held: into the pipeline (or, when it would
+  // decompress past the limits, a note), pending until applied in order.
+  void SubmitFrame(size_t fi, const std::string& path, uint64_t offset, const FrameView& view,
+                   bool copy) {
+    if (view.raw_bytes > kMaxChunkRawBytes) {
+      Note(fi, [this, fi, w = absl::StrCat(path, ": offset ", offset, ": frame would decompress to ",
+                                           view.raw_bytes >> 20, " MiB, more than the ",
+                                           kMaxChunkRawBytes >> 20,
+                                           " MiB the analyzer accepts (gpscope writes at most 1 "
+                                           "MiB), skipped")] {
+        ++index_.files[fi].frames;
+        ++index_.files[fi].bad_chunks;
+        Warn(w);
+      });
+      return;
+    }
+    if (pipeline_ == nullptr) {
+      pipeline_ = std::make_unique<FramePipeline>(
+          visitor_, options_.decode_threads > 0 ? options_.decode_threads : DefaultDecodeThreads());
+    }
+    while (pipeline_->full() && !stopped()) Apply(/*wait=*/true, /*one_frame=*/true);
+    if (stopped()) return;
+    pipeline_->Submit(view.payload, view.payload_bytes, view.raw_bytes, copy);
+    Pending p;
+    p.frame = true;
+    p.file = fi;
+    p.offset = offset;
+    p.frame_bytes = view.frame_bytes;
+    pending_.push_back(std::move(p));
+    Apply(/*wait=*/false, /*one_frame=*/false);  // what is ready, to keep the window moving
+  }
 
-  absl::Status HandleFrame(FileInfo& file, uint64_t offset, const FrameView& view) {
+  static constexpr size_t kNoFile = ~size_t{0};
+
+  // A note of the scan, applied now when nothing is pending before it.
+  void Note(size_t fi, std::function<void()> note) {
+    if (pending_.empty()) {
+      note();
+      return;
+    }
+    Pending p;
+    p.file = fi == kNoFile ? index_.files.size() : fi;
+    p.note = std::move(note);
+    pending_.push_back(std::move(p));
+  }
+
+  // Applying (the reading thread, in file order) ---------------------------
+
+  // Applies pending items in order: while the next is ready (wait: waiting
+  // for its frame to decode), up to one frame (one_frame) or all.
+  void Apply(bool wait, bool one_frame) {
+    while (!pending_.empty() && !stopped()) {
+      Pending& p = pending_.front();
+      if (!p.frame) {
+        p.note();
+        pending_.pop_front();
+        continue;
+      }
+      if (!wait && !pipeline_->FrontReady()) return;
+      HandleFrame(p, pipeline_->Front());
+      pipeline_->Pop();
+      const size_t fi = p.file;
+      pending_.pop_front();
+      if (stopped()) {
+        Abort(fi);
+        return;
+      }
+      if (one_frame) return;
+    }
+  }
+
+  void Drain() { Apply(/*wait=*/true, /*one_frame=*/false); }
+
+  // The visitor stopped at a frame of file fi: what was scanned beyond is
+  // forgotten, files opened since included, as if reading had stopped there.
+  void Abort(size_t fi) {
+    pending_.clear();
+    if (pipeline_ != nullptr) pipeline_->Clear();
+    if (index_.files.size() > fi + 1) index_.files.resize(fi + 1);
+  }
+
+  void Warn(std::string message) {
+    visitor_.OnWarning(message);
+    if (index_.warnings.size() < options_.max_warnings) {
+      index_.warnings.push_back(std::move(message));
+    } else {
+      ++index_.warnings_omitted;
+    }
+  }
+
+  void HandleFrame(const Pending& p, const DecodedFrame& frame) {
+    FileInfo& file = index_.files[p.file];
+    const uint64_t offset = p.offset;
     ++file.frames;
     // The checksum held, so these bytes are what the writer wrote: a failure
     // below is a writer bug, and the next frame is still where it says.
-    if (view.raw_bytes > kMaxChunkRawBytes) {
-      ++file.bad_chunks;
-      Warn(absl::StrCat(file.path, ": offset ", offset, ": frame would decompress to ",
-                        view.raw_bytes >> 20, " MiB, more than the ", kMaxChunkRawBytes >> 20,
-                        " MiB the analyzer accepts (gpscope writes at most 1 MiB), skipped"));
-      return absl::OkStatus();
-    }
-    if (view.raw_bytes > raw_capacity_) {
-      raw_.reset(new uint8_t[view.raw_bytes]);
-      raw_capacity_ = view.raw_bytes;
-    }
-    const size_t got =
-        ZSTD_decompressDCtx(dctx_, raw_.get(), view.raw_bytes, view.payload, view.payload_bytes);
-    if (ZSTD_isError(got) || got != view.raw_bytes) {
+    if (frame.result == DecodedFrame::Result::kNoDecompress) {
       ++file.bad_chunks;
       Warn(absl::StrCat(file.path, ": offset ", offset, ": frame does not decompress (",
-                        ZSTD_isError(got) ? ZSTD_getErrorName(got) : "size differs from header",
+                        frame.zstd_error != nullptr ? frame.zstd_error : "size differs from header",
                         "), skipped"));
-      return absl::OkStatus();
+      return;
     }
-    arena_.Reset();
-    proto::Chunk* chunk = google::protobuf::Arena::CreateMessage<proto::Chunk>(&arena_);
-    if (!chunk->ParseFromArray(raw_.get(), static_cast<int>(view.raw_bytes))) {
+    if (frame.result == DecodedFrame::Result::kNoChunk) {
       ++file.bad_chunks;
       Warn(absl::StrCat(file.path, ": offset ", offset, ": frame holds no valid Chunk, skipped"));
-      return absl::OkStatus();
+      return;
     }
-    const ChunkCheck check = CheckChunk(chunk);
+    const proto::Chunk& chunk = *frame.chunk;
+    const ChunkCheck& check = frame.check;
     if (check.changed()) {
       Warn(absl::StrFormat(
           "%s: offset %d: process %d: out-of-range values cut to the analyzer's limits "
           "(%d interned ids past the limit, %d strings over %d KiB, %d list entries past %d)",
-          file.path, offset, chunk->pid(), check.ids_dropped, check.strings_cut,
+          file.path, offset, chunk.pid(), check.ids_dropped, check.strings_cut,
           kMaxStringBytes >> 10, check.entries_dropped, kMaxListEntries));
     }
     if (check.strings_repaired > 0) {
       Warn(absl::StrFormat(
           "%s: offset %d: process %d: %d names or text fields were not valid UTF-8; their bad "
           "bytes are shown as U+FFFD",
-          file.path, offset, chunk->pid(), check.strings_repaired));
+          file.path, offset, chunk.pid(), check.strings_repaired));
     }
-    const ProcessInfo* process = Account(file, offset, *chunk);
-    const ChunkContext context{&file, offset, view.frame_bytes, process};
-    visitor_status_ = visitor_.OnChunk(context, *chunk);
-    return visitor_status_;
+    const ProcessInfo* process = Account(file, offset, chunk);
+    const ChunkContext context{&file, offset, p.frame_bytes, process, frame.prepared};
+    visitor_status_ = visitor_.OnChunk(context, chunk);
   }
 
   const ProcessInfo* Account(const FileInfo& file, uint64_t offset, const proto::Chunk& chunk) {
@@ -628,14 +730,13 @@ class TraceReader::Impl {
   absl::flat_hash_map<std::pair<dev_t, ino_t>, std::string> seen_files_;  // (device, inode) -> path
   absl::flat_hash_map<uint64_t, size_t> process_slot_;  // uid -> index_.processes
   absl::Status visitor_status_;
-  std::unique_ptr<char[]> arena_block_;
-  google::protobuf::Arena arena_;
-  ZSTD_DCtx* dctx_;
-  std::unique_ptr<uint8_t[]> raw_;  // decompressed chunk, reused
-  size_t raw_capacity_ = 0;
+  std::deque<Pending> pending_;  // scanned, not yet applied, in file order
+  bool memory_stopped_ = false;  // the scan reached the memory budget
   uint8_t probe_scratch_[kFrameHeaderBytes + kDirectChecksumBytes];
   uint64_t budget_bytes_since_check_ = 0;
   uint32_t budget_frames_since_check_ = 0;
+  // Last: destroyed first, joining its threads while the rest still exists.
+  std::unique_ptr<FramePipeline> pipeline_;
 };
 
 TraceReader::TraceReader(ChunkVisitor& visitor, ReadOptions options)
@@ -645,6 +746,9 @@ TraceReader::~TraceReader() = default;
 absl::Status TraceReader::ReadFile(const std::string& path) { return impl_->ReadFile(path); }
 absl::Status TraceReader::ReadBuffer(const std::string& name, const uint8_t* data, size_t size) {
   return impl_->ReadBuffer(name, data, size);
+}
+absl::Status TraceReader::ReadFiles(const std::vector<std::string>& paths) {
+  return impl_->ReadFiles(paths);
 }
 bool TraceReader::stopped() const { return impl_->stopped(); }
 const TraceIndex& TraceReader::index() const { return impl_->index(); }
@@ -675,10 +779,7 @@ absl::Status TraceIndex::FirstFileError() const {
 absl::StatusOr<TraceIndex> ReadTraces(const std::vector<std::string>& paths, ChunkVisitor& visitor,
                                       const ReadOptions& options) {
   TraceReader reader(visitor, options);
-  for (const std::string& path : paths) {
-    const absl::Status status = reader.ReadFile(path);
-    if (!status.ok() && reader.stopped()) return status;
-  }
+  GPSCOPE_RETURN_IF_ERROR(reader.ReadFiles(paths));  // only the visitor's error
   return reader.TakeIndex();
 }
 

@@ -19,8 +19,16 @@
 //   CountKernels v;
 //   absl::StatusOr<TraceIndex> index = ReadTraces({"node0.gpstrace"}, v);
 //
-// Thread model: a TraceReader and its visitor are used by one thread.
-// Separate readers share nothing.
+// Frames are decompressed, parsed and checked ahead on a pool of decode
+// threads (frame_pipeline.h; ReadOptions::decode_threads), and whatever the
+// visitor prepares from a chunk alone (Prepare) is made there too; the
+// rest (process tracking, warnings, OnChunk) happens on the caller's thread
+// in file order, so what a visitor sees and the index are the same as with
+// one thread, damage and hostile input included.
+//
+// Thread model: a TraceReader and its visitor are used by one thread,
+// except ChunkVisitor::Prepare, which decode threads call. Separate readers
+// share nothing.
 #ifndef GPSCOPE_TOOLS_READER_TRACE_READER_H_
 #define GPSCOPE_TOOLS_READER_TRACE_READER_H_
 
@@ -39,17 +47,36 @@
 
 namespace gpscope::reader {
 
+// What a visitor computes from one chunk alone, ahead of OnChunk
+// (ChunkVisitor::Prepare): a visitor derives its own.
+class PreparedChunk {
+ public:
+  virtual ~PreparedChunk() = default;
+};
+
 // Where a chunk came from. Valid only during ChunkVisitor::OnChunk.
 struct ChunkContext {
   const FileInfo* file;
   uint64_t offset;  // byte offset of the frame in the file
   uint64_t frame_bytes;
   const ProcessInfo* process;  // already updated with this chunk (header, end, gaps)
+  // What Prepare made of this chunk (nullptr when it made nothing).
+  PreparedChunk* prepared = nullptr;
 };
 
 class ChunkVisitor {
  public:
   virtual ~ChunkVisitor() = default;
+  // Work that depends on the chunk alone (decoding a batch's columns), done
+  // ahead on a decode thread: called after the chunk parsed and was cut to
+  // the limits, before OnChunk gets it, concurrently for different chunks
+  // and with OnChunk of earlier ones, so it must not touch the visitor's
+  // state. *prepared is the decode slot's, kept from the frame it decoded
+  // before (nullptr at first): reuse its memory. OnChunk finds it in
+  // ChunkContext::prepared.
+  virtual void Prepare(const proto::Chunk& chunk, std::unique_ptr<PreparedChunk>* prepared) const {
+    (void)chunk, (void)prepared;
+  }
   // Called for every valid chunk in file order; `chunk` lives until the call
   // returns. A non-OK status stops reading, and the read call returns it.
   virtual absl::Status OnChunk(const ChunkContext& context, const proto::Chunk& chunk) = 0;
@@ -71,6 +98,9 @@ class TraceReader {
   // The same for a file's content already in memory; `name` is its path in
   // messages. Used by the fuzzer and tests.
   absl::Status ReadBuffer(const std::string& name, const uint8_t* data, size_t size);
+  // Reads the files in order, as ReadFile each, but decodes ahead across
+  // their boundaries. Returns non-OK only when the visitor stopped.
+  absl::Status ReadFiles(const std::vector<std::string>& paths);
 
   // True once the visitor returned non-OK; later reads return at once.
   bool stopped() const;
