@@ -24,12 +24,14 @@
 #include <vector>
 
 #include "inject/buffer_pool.h"
+#include "inject/capture_gate.h"
 #include "inject/chunk_writer.h"
 #include "inject/api_cbids.h"
 #include "inject/api_classes.h"
 #include "inject/config.h"
 #include "inject/control/capture_window.h"
 #include "inject/control/control_channel.h"
+#include "inject/clock_ns.h"
 #include "inject/cupti_hooks.h"
 #include "inject/cupti_loader.h"
 #include "inject/exit_finisher.h"
@@ -38,6 +40,7 @@
 #include "inject/metrics/sample_ring.h"
 #include "inject/metrics/sampler_thread.h"
 #include "inject/raw_log.h"
+#include "inject/record_converter.h"
 #include "inject/safe_path.h"
 #include "inject/stack_capture.h"
 #include "inject/stacks/fast_unwind.h"
@@ -58,7 +61,7 @@ namespace {
 using format::StringRef;
 
 // proto enum values (proto/enums.h mirrors proto/gpscope/trace.proto).
-constexpr uint32_t kApiRuntime = wire::API_RUNTIME, kApiDriver = wire::API_DRIVER;
+constexpr uint32_t kApiRuntime = wire::API_RUNTIME;
 constexpr uint32_t kDropCuptiReported = wire::DROP_CUPTI_REPORTED,
                    kDropIncomplete = wire::DROP_CUPTI_INCOMPLETE_RECORD,
                    kDropPoolEmpty = wire::DROP_CUPTI_BUFFER_POOL_EMPTY,
@@ -66,51 +69,8 @@ constexpr uint32_t kDropCuptiReported = wire::DROP_CUPTI_REPORTED,
                    kDropRingFull = wire::DROP_RING_FULL,
                    kDropExitFlushTimeout = wire::DROP_EXIT_FLUSH_TIMEOUT,
                    kDropStacks = wire::DROP_STACKS;
-constexpr uint32_t kLostYielded = wire::LOST_YIELDED_TO_OTHER_PROFILER,
-                   kLostTracingDisabled = wire::LOST_TRACING_DISABLED;
+constexpr uint32_t kLostYielded = wire::LOST_YIELDED_TO_OTHER_PROFILER;
 constexpr uint32_t kEndExit = wire::END_EXIT, kEndSignal = wire::END_SIGNAL;
-
-// ConvertRecord copies these CUPTI values straight into the trace: the
-// schema's numbers are CUPTI's (trace.proto says so); checked here.
-template <typename E>
-constexpr uint32_t U(E v) {
-  return static_cast<uint32_t>(v);
-}
-static_assert(U(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD) == wire::MEMCPY_HTOD &&
-              U(CUPTI_ACTIVITY_MEMCPY_KIND_DTOH) == wire::MEMCPY_DTOH &&
-              U(CUPTI_ACTIVITY_MEMCPY_KIND_HTOA) == wire::MEMCPY_HTOA &&
-              U(CUPTI_ACTIVITY_MEMCPY_KIND_ATOH) == wire::MEMCPY_ATOH &&
-              U(CUPTI_ACTIVITY_MEMCPY_KIND_ATOA) == wire::MEMCPY_ATOA &&
-              U(CUPTI_ACTIVITY_MEMCPY_KIND_ATOD) == wire::MEMCPY_ATOD &&
-              U(CUPTI_ACTIVITY_MEMCPY_KIND_DTOA) == wire::MEMCPY_DTOA &&
-              U(CUPTI_ACTIVITY_MEMCPY_KIND_DTOD) == wire::MEMCPY_DTOD &&
-              U(CUPTI_ACTIVITY_MEMCPY_KIND_HTOH) == wire::MEMCPY_HTOH &&
-              U(CUPTI_ACTIVITY_MEMCPY_KIND_PTOP) == wire::MEMCPY_PTOP);
-static_assert(U(CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE) == wire::MEMORY_PAGEABLE &&
-              U(CUPTI_ACTIVITY_MEMORY_KIND_PINNED) == wire::MEMORY_PINNED &&
-              U(CUPTI_ACTIVITY_MEMORY_KIND_DEVICE) == wire::MEMORY_DEVICE &&
-              U(CUPTI_ACTIVITY_MEMORY_KIND_ARRAY) == wire::MEMORY_ARRAY &&
-              U(CUPTI_ACTIVITY_MEMORY_KIND_MANAGED) == wire::MEMORY_MANAGED &&
-              U(CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC) == wire::MEMORY_DEVICE_STATIC &&
-              U(CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC) == wire::MEMORY_MANAGED_STATIC);
-static_assert(U(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE) ==
-                  wire::SYNC_EVENT_SYNCHRONIZE &&
-              U(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT) ==
-                  wire::SYNC_STREAM_WAIT_EVENT &&
-              U(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE) ==
-                  wire::SYNC_STREAM_SYNCHRONIZE &&
-              U(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE) ==
-                  wire::SYNC_CONTEXT_SYNCHRONIZE);
-static_assert((U(CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH) >> 16) + 1 ==
-                  wire::OVERHEAD_CUPTI_BUFFER_FLUSH &&
-              (U(CUPTI_ACTIVITY_OVERHEAD_UVM_ACTIVITY_INIT) >> 16) + 1 ==
-                  wire::OVERHEAD_UVM_ACTIVITY_INIT);
-
-uint64_t ClockNs(clockid_t id) {
-  timespec ts;
-  clock_gettime(id, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 uint64_t RandomUid() {
   uint64_t v = 0;
@@ -154,11 +114,6 @@ std::atomic<decltype(&::cuptiGetDeviceId)> g_get_device_id{nullptr};
 // into per-thread rings, the writer drains them. Constant-initialized.
 StackCapturer g_stacks;
 
-void NoteContextDevice(uint32_t device_id, bool known) {
-  const uint64_t bits = known && device_id < 64 ? uint64_t{1} << device_id : ~uint64_t{0};
-  g_context_devices.fetch_or(bits, std::memory_order_release);
-}
-
 // Application threads: a CUDA call's entry and exit (runtime and driver
 // API domains, for call-site stacks), a context's creation (resource domain).
 void CUPTIAPI SubscriberCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
@@ -182,11 +137,13 @@ void CUPTIAPI SubscriberCallback(void*, CUpti_CallbackDomain domain, CUpti_Callb
   const auto* rd = static_cast<const CUpti_ResourceData*>(data);
   uint32_t device_id = 0;
   auto get = g_get_device_id.load(std::memory_order_acquire);
-  NoteContextDevice(device_id,
+  NoteContextDevice(&g_context_devices, device_id,
                     get != nullptr && get(rd->context, &device_id) == CUPTI_SUCCESS);
 }
 
-class Collector : public control::ControlHandler, public ExitFinisher::Hooks {
+class Collector : public control::ControlHandler,
+                  public ExitFinisher::Hooks,
+                  public CaptureGate::Actions {
  public:
   Config config;
   ProcessIdentity identity;
@@ -219,15 +176,11 @@ class Collector : public control::ControlHandler, public ExitFinisher::Hooks {
   std::unique_ptr<metrics::SamplerThread> sampler;
   std::string visible_devices;  // CUDA_VISIBLE_DEVICES at start
 
-  // Capture windows and attach (inject/control). The window is shared by
-  // the writer thread (ticks, NVTX) and the control thread (attach/stop)
-  // under window_mu; only the writer applies transitions (CUPTI enable/
-  // disable, lost intervals), which the control thread queues.
+  // Capture windows and attach (inject/capture_gate.h), and the records
+  // they keep (inject/record_converter.h).
   control::CaptureConfig capture;
-  std::unique_ptr<control::CaptureWindow> window;
-  std::mutex window_mu;
-  control::Transition queued[4];  // guarded by window_mu
-  size_t queued_count = 0;        // guarded by window_mu
+  std::unique_ptr<CaptureGate> gate;
+  std::unique_ptr<RecordConverter> converter;
   std::atomic<bool> tracing{false};  // GPU activity kinds enabled
   // Outside capture windows the kernel kind is off and switched on at the
   // window (standby costs the application nothing per kernel). Measured on
@@ -236,7 +189,8 @@ class Collector : public control::ControlHandler, public ExitFinisher::Hooks {
   // window opened and the window held as many kernels as with the kind on
   // throughout (7,727 vs 7,650), no stall. Older CUPTI stalled for seconds
   // (kineto#542): GPSCOPE_DIAG_GATE_KERNELS=1 keeps the kind on from the
-  // start and gates the records instead. Set at start, then read-only.
+  // start and gates the records instead (CaptureGate::set_kernels_always_on).
+  // Set at start, then read-only.
   bool kernels_always_on_ = false;
   // False while Start() runs inside cuInit (InitializeInjection), before
   // CUDA has started; true from the writer thread's creation on (which
@@ -246,7 +200,6 @@ class Collector : public control::ControlHandler, public ExitFinisher::Hooks {
   std::string subscribe_error_;    // cuptiSubscribe failed, not for another client
   std::unique_ptr<control::ControlChannel> channel;
   std::atomic<uint64_t> events_written{0};  // for `status`, updated by the writer
-  std::atomic<uint64_t> windows_written{0};  // windows ended and written to the file
 
   // ControlHandler: the control thread.
   void GetStatus(control::ControlStatus* status) override;
@@ -284,13 +237,20 @@ class Collector : public control::ControlHandler, public ExitFinisher::Hooks {
   bool WriterFinished() override { return final_done.load(std::memory_order_acquire); }
   void WriteEndInstead() override;
 
+  // CaptureGate::Actions.
+  uint64_t NowNs() override;
+  bool SetTracing(bool on, std::string* error) override { return SetTracingImpl(on, error); }
+  void FlushForced() override { FlushCupti(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); }
+  void WindowWritten() override {
+    writer->Flush();
+    events_written.store(writer->events_written(), std::memory_order_relaxed);
+  }
+
  private:
   void WriterLoop();
   void Drain();
   void FlushCupti(uint32_t flag);
-  void FinishWindowClose();
   void ConvertBuffer(uint8_t* buffer, size_t valid_bytes);
-  void ConvertRecord(const CUpti_Activity* record);
   void ReportLosses(bool final);
   // Writer thread: objects loaded since (rescan), and the refused calls of
   // another CUPTI client into the trace (cumulative per api and caller).
@@ -305,24 +265,23 @@ class Collector : public control::ControlHandler, public ExitFinisher::Hooks {
   bool MaybeOpenOutput();
   bool WriteHeader();
   bool EnableCupti(std::string* error);
-  bool SetTracing(bool on, std::string* error = nullptr);
+  bool SetTracingImpl(bool on, std::string* error = nullptr);
   bool SetTracingCalls(bool on, std::string* error);
   void SetApiRecords(bool on);
   void ReleaseCupti();
   void ReadGlobalDrops();
   void StartControl();
-  void ApplyTransitions(const control::Transition* t, size_t n);
-  void CloseOutsideWindow(uint64_t end_ns);
-  void QueueLocked(const control::Transitions& transitions);
-  void TickWindow();
-  uint64_t NowNs() const;
-  bool InWindow(uint64_t ts_ns) const;
   void StartSampler();
   void DrainMetrics();
-  uint32_t ApiNameId(uint32_t domain, uint32_t cbid);
   // Call-site stacks: start-up (before CUDA runs), and the writer's drain.
   void StartStacks();
   void DrainStacks();
+
+  // The converter's API names: CUPTI's callback names (writer thread).
+  struct CuptiApiNames : RecordConverter::ApiNames {
+    Collector* c;
+    const char* ApiName(uint32_t domain, uint32_t cbid) override;
+  } api_names{};
 
   // Writer-thread state of the call-site stacks (null when they are off).
   stacks::PythonInfo py_info_;
@@ -346,10 +305,8 @@ class Collector : public control::ControlHandler, public ExitFinisher::Hooks {
   // Writer-thread state.
   uint64_t reported_cupti_dropped_ = 0;
   uint64_t reported_pool_failures_ = 0;
-  uint64_t incomplete_records_ = 0;
   uint64_t reported_incomplete_ = 0;
   uint64_t reported_metric_drops_ = 0;
-  uint64_t last_event_ns_ = 0;
   bool flush_timed_out_ = false;
   uint64_t cut_at_deadline_ = 0;  // completed buffers not converted: the exit deadline came
   // CUPTI ns minus CLOCK_REALTIME at the last snapshot: the end record's
@@ -364,48 +321,12 @@ class Collector : public control::ControlHandler, public ExitFinisher::Hooks {
   std::map<std::pair<std::string, std::string>, RefusalTotal> refusals_;  // (api, caller)
   std::string api_refusal_;      // SetApiRecords: the API kinds refused (written once)
   bool api_refusal_written_ = false;
-  std::unordered_map<uint64_t, uint32_t> api_names_;  // (domain << 32 | cbid) -> string id
-  // Window bookkeeping (writer thread): records are kept when they start in
-  // [gate_start_ns_, gate_end_ns_) (gate_end_ns_ 0: open), so a window cut
-  // by an NVTX range or a deadline is exact; lost_start_ns_ opens the
-  // LostInterval (TRACING_DISABLED) for time outside windows.
-  uint64_t gate_start_ns_ = 0;
-  uint64_t gate_end_ns_ = 0;
-  bool gate_open_ = true;
-  uint64_t lost_start_ns_ = 0;
-  // A closing window: the gate is shut, the kinds go off at this
-  // CLOCK_MONOTONIC time (FinishWindowClose); 0: none closing.
-  static constexpr uint64_t kWindowCloseGraceNs = 100000000;  // 100 ms
-  uint64_t close_due_mono_ns_ = 0;
-  bool windows_use_nvtx_ = false;  // a range or step limit: NVTX drives the window
-  uint64_t outside_window_ = 0;    // records dropped because outside every window
-  // A forced flush while no window is open hands back the records of work
-  // still queued or running on the device, without timestamps. Those
-  // launched after the last window are outside it, not lost; correlation ids
-  // grow with every CUDA call, so one above the highest kept in a window
-  // (last_kept_corr_) was launched after it. Decided once the flush's buffers
-  // are all converted (an API record may come after its kernel's).
-  static constexpr size_t kMaxDeferredRecords = 4096;  // more: counted as lost
-  uint32_t deferred_corr_[kMaxDeferredRecords];
-  size_t deferred_count_ = 0;
-  bool defer_untimed_ = false;
-  uint32_t last_kept_corr_ = 0;
-  uint64_t kernel_records_ = 0;    // kernel records from CUPTI, before the window gate
-  uint64_t first_kernel_ns_ = 0, last_kernel_ns_ = 0;  // their start times
   uint64_t buffers_drained_ = 0;   // activity buffers converted
   uint64_t drained_at_flush_ = 0;  // buffers_drained_ at the last periodic flush
   int flushes_without_buffer_ = 0;
   uint64_t failures_at_pressure_ = 0;    // pool.acquire_failures() at the last pressure flush
   uint64_t next_pressure_flush_ns_ = 0;  // CLOCK_MONOTONIC
   uint64_t pressure_flushes_ = 0;
-  struct OpenRange {
-    uint64_t start_ns;
-    uint32_t name_id;
-    uint32_t domain_id;
-    uint32_t thread_id;
-    std::string name;  // for the capture window (only when it uses NVTX)
-  };
-  std::unordered_map<uint32_t, OpenRange> open_ranges_;  // NVTX marker id -> start
 };
 
 format::ClockRecord Collector::Snapshot() const {
@@ -632,35 +553,25 @@ bool Collector::EnableCupti(std::string* error) {
       setenv("NVTX_INJECTION64_PATH", api.path.c_str(), 0);
       set_nvtx_env = true;
     }
-    if (r == CUPTI_SUCCESS && !windows_use_nvtx_) api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER);
-  }
-  control::Transitions initial;
-  {
-    std::lock_guard<std::mutex> lock(window_mu);
-    initial = window->Start(NowNs());
-  }
-  // NVTX-driven windows trace from the start and keep only the window's
-  // records (the range's start is known only when its record arrives);
-  // time windows, standby and attach switch the activity kinds.
-  if (windows_use_nvtx_ && !capture.standby) {
-    if (!SetTracing(true, error)) return false;
-    gate_start_ns_ = ~0ull;  // nothing kept before the range starts
-    for (const control::Transition& t : initial) ApplyTransitions(&t, 1);
-    return true;
-  }
-  if (initial.empty()) {  // standby or a delayed window
-    gate_start_ns_ = ~0ull;
-    lost_start_ns_ = NowNs();
-    const char* gate = getenv("GPSCOPE_DIAG_GATE_KERNELS");
-    if (gate != nullptr && strcmp(gate, "1") == 0) {
-      CUptiResult r = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-      if (!check(r, "cuptiActivityEnable(CONCURRENT_KERNEL)")) return false;
-      kernels_always_on_ = true;
+    if (r == CUPTI_SUCCESS && !gate->uses_nvtx()) {
+      api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER);
     }
-    return true;
   }
-  if (!SetTracing(true, error)) return false;
-  for (const control::Transition& t : initial) ApplyTransitions(&t, 1);
+  switch (gate->Start(error)) {
+    case CaptureGate::StartOutcome::kFailed:
+      return false;
+    case CaptureGate::StartOutcome::kTracing:
+      return true;
+    case CaptureGate::StartOutcome::kWaiting:
+      break;
+  }
+  const char* gate_kernels = getenv("GPSCOPE_DIAG_GATE_KERNELS");
+  if (gate_kernels != nullptr && strcmp(gate_kernels, "1") == 0) {
+    CUptiResult r = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (!check(r, "cuptiActivityEnable(CONCURRENT_KERNEL)")) return false;
+    kernels_always_on_ = true;
+    gate->set_kernels_always_on(true);
+  }
   return true;
 }
 
@@ -672,21 +583,6 @@ constexpr CUpti_ActivityKind kOptional[] = {
     CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD};
 constexpr uint32_t kOptionalDiagOff[] = {kDiagOffMemcpy, kDiagOffMemcpy, kDiagOffMemset,
                                          kDiagOffSync, kDiagOffOverhead};
-
-// api_cbids.h's lists by callback id (built at compile time).
-struct ListedApiIds {
-  bool runtime[CUPTI_RUNTIME_TRACE_CBID_SIZE] = {};
-  bool driver[CUPTI_DRIVER_TRACE_CBID_SIZE] = {};
-  constexpr ListedApiIds() {
-    for (CUpti_CallbackId id : kRuntimeCbids) runtime[id] = true;
-    for (CUpti_CallbackId id : kDriverCbids) driver[id] = true;
-  }
-  constexpr bool Listed(CUpti_ActivityKind kind, CUpti_CallbackId id) const {
-    return kind == CUPTI_ACTIVITY_KIND_RUNTIME ? id < CUPTI_RUNTIME_TRACE_CBID_SIZE && runtime[id]
-                                               : id < CUPTI_DRIVER_TRACE_CBID_SIZE && driver[id];
-  }
-};
-constexpr ListedApiIds kListedApiIds;
 }  // namespace
 
 bool Collector::Start() {
@@ -704,8 +600,6 @@ bool Collector::Start() {
     capture = control::ParseCaptureConfig(+[](const char* n) -> const char* { return getenv(n); },
                                           &problems);
     for (const std::string& p : problems) GPSCOPE_LOG_WARNING("%s", p.c_str());
-    windows_use_nvtx_ = !capture.standby && (!capture.range_name.empty() || capture.steps > 0);
-    window = std::make_unique<control::CaptureWindow>(capture);
   }
   if (config.diag_off != 0) {
     GPSCOPE_LOG_INFO("diagnosis: activity kinds left off: %s", DiagOffText(config).c_str());
@@ -743,6 +637,11 @@ bool Collector::Start() {
   ChunkWriter::Options opts;
   opts.zstd_level = config.zstd_level;
   writer = std::make_unique<ChunkWriter>(-1, process_uid, identity.pid, opts);  // holds frames
+  gate = std::make_unique<CaptureGate>(config.cupti_mode == CuptiMode::kHold ? &capture : nullptr,
+                                       writer.get(), this);
+  api_names.c = this;
+  converter = std::make_unique<RecordConverter>(writer.get(), gate.get(), &api_names,
+                                                &g_context_devices);
   if (!writer->ok() || !WriteHeader()) {
     GPSCOPE_LOG_ERROR("cannot encode the trace header; the application runs untraced");
     return false;
@@ -833,7 +732,7 @@ bool Collector::Start() {
 // it as we found it, so the application (or its profiler) can use it.
 void Collector::ReleaseCupti() {
   SetHoldingCupti(false);
-  SetTracing(false);
+  SetTracingImpl(false);
   for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT,
                                CUPTI_ACTIVITY_KIND_MARKER}) {
     api.cuptiActivityDisable(k);
@@ -860,7 +759,7 @@ void Collector::ReadGlobalDrops() {
 // Turns GPU activity collection on or off. The start-up thread before the
 // writer runs, then only the writer thread. CONCURRENT_KERNEL, not KERNEL:
 // the latter serializes all kernels.
-bool Collector::SetTracing(bool on, std::string* error) {
+bool Collector::SetTracingImpl(bool on, std::string* error) {
   if (tracing.load(std::memory_order_relaxed) == on) return true;
   bool ok;
   {
@@ -906,7 +805,7 @@ bool Collector::SetTracingCalls(bool on, std::string* error) {
     if (!kernels_always_on_) api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     for (CUpti_ActivityKind k : kOptional) api.cuptiActivityDisable(k);
   }
-  if (config.nvtx && !windows_use_nvtx_) {
+  if (config.nvtx && !gate->uses_nvtx()) {
     if (on) {
       api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER);
     } else {
@@ -940,7 +839,7 @@ void Collector::SetApiRecords(bool on) {
   }
   // The kind first: enabling it overrides the per-id settings made before.
   // (For the microseconds until the loops below end, CUPTI may record a few
-  // calls gpscope leaves out; ConvertRecord drops them.)
+  // calls gpscope leaves out; the record converter drops them.)
   const CUptiResult rr = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
   const CUptiResult rd = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER);
   static bool warned = false;
@@ -961,114 +860,18 @@ void Collector::SetApiRecords(bool on) {
   }
 }
 
-uint64_t Collector::NowNs() const {
+uint64_t Collector::NowNs() {
   uint64_t ns = 0;
   if (api.cuptiGetTimestamp != nullptr) {
-    BlockingSection section(const_cast<ExitFinisher*>(&finisher));  // writer thread only
+    BlockingSection section(&finisher);  // a no-op off the writer thread
     if (api.cuptiGetTimestamp(&ns) == CUPTI_SUCCESS && ns != 0) return ns;
   }
   return ClockNs(CLOCK_REALTIME);
 }
 
-bool Collector::InWindow(uint64_t ts_ns) const {
-  return ts_ns >= gate_start_ns_ && (gate_end_ns_ == 0 || ts_ns < gate_end_ns_);
-}
-
-// Writer thread (or start-up before it runs): ends the time outside a
-// capture window at `end_ns`, as a LostInterval(TRACING_DISABLED).
-void Collector::CloseOutsideWindow(uint64_t end_ns) {
-  if (lost_start_ns_ == 0) return;
-  static constexpr char kDetail[] = "outside the capture window";
-  format::LostIntervalRecord lost{};
-  lost.start_ns = lost_start_ns_;
-  lost.end_ns = end_ns > lost_start_ns_ ? end_ns : lost_start_ns_;
-  lost.reason = kLostTracingDisabled;
-  lost.detail = {kDetail, sizeof(kDetail) - 1};
-  writer->AddLostInterval(lost);
-  lost_start_ns_ = 0;
-}
-
-// Control thread, with window_mu held: hands transitions to the writer.
-void Collector::QueueLocked(const control::Transitions& transitions) {
-  for (const control::Transition& t : transitions) {
-    if (queued_count < sizeof(queued) / sizeof(queued[0])) queued[queued_count++] = t;
-  }
-}
-
-// Start-up thread before the writer runs, then the writer thread only.
-void Collector::ApplyTransitions(const control::Transition* t, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    const char* why = control::TransitionReasonName(t[i].reason);
-    if (t[i].kind == control::TransitionKind::kStartTracing) {
-      FinishWindowClose();  // the previous window's, if still in its grace
-      if (!SetTracing(true)) {
-        writer->AddCapability({format::MakeStringRef("capture"), false,
-                               format::MakeStringRef("enabling kernel activity failed")});
-        continue;
-      }
-      // Kernels gated (GPSCOPE_DIAG_GATE_KERNELS) are recorded all along,
-      // the other kinds only from now: the window starts when they are on,
-      // so each kept kernel has its launch call (a busy writer can be ms late).
-      const uint64_t start_ns = kernels_always_on_ ? std::max(t[i].at_ns, NowNs()) : t[i].at_ns;
-      CloseOutsideWindow(start_ns);
-      gate_start_ns_ = start_ns;
-      gate_end_ns_ = 0;
-      GPSCOPE_LOG_INFO("capture window starts (%s) at %llu", why,
-                       static_cast<unsigned long long>(t[i].at_ns));
-    } else {
-      // The gate closes now; the kinds stay on for kWindowCloseGraceNs so
-      // the work launched inside the window and still queued on the device
-      // completes with its timestamps (FinishWindowClose).
-      gate_end_ns_ = t[i].at_ns;
-      close_due_mono_ns_ = ClockNs(CLOCK_MONOTONIC) + kWindowCloseGraceNs;
-      GPSCOPE_LOG_INFO("capture window ends (%s) at %llu", why,
-                       static_cast<unsigned long long>(t[i].at_ns));
-    }
-  }
-}
-
-// Writer thread: the end of a window's close. The window's records now,
-// before the kinds go off and before a later window moves the gate (which
-// keeps one window at a time). Forced: partly filled buffers too; records
-// still without timestamps then are sorted by FlushCupti.
-void Collector::FinishWindowClose() {
-  if (close_due_mono_ns_ == 0) return;
-  close_due_mono_ns_ = 0;
-  FlushCupti(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  SetTracing(false);
-  lost_start_ns_ = gate_end_ns_;
-  // The window on disk now: `gpscope attach` waits for windows_written.
-  writer->Flush();
-  events_written.store(writer->events_written(), std::memory_order_relaxed);
-  windows_written.fetch_add(1, std::memory_order_release);
-}
-
-// Writer thread, every loop: deadlines, and what the control thread queued.
-void Collector::TickWindow() {
-  if (window == nullptr) return;
-  control::Transition local[sizeof(queued) / sizeof(queued[0]) + control::Transitions::kCapacity];
-  size_t n = 0;
-  {
-    std::lock_guard<std::mutex> lock(window_mu);
-    for (size_t i = 0; i < queued_count; ++i) local[n++] = queued[i];
-    queued_count = 0;
-    for (const control::Transition& t : window->OnTick(NowNs())) local[n++] = t;
-  }
-  ApplyTransitions(local, n);
-  if (close_due_mono_ns_ != 0 && ClockNs(CLOCK_MONOTONIC) >= close_due_mono_ns_) {
-    FinishWindowClose();
-  }
-}
-
 void Collector::GetStatus(control::ControlStatus* status) {
-  {
-    std::lock_guard<std::mutex> lock(window_mu);
-    status->state = control::CaptureStateName(window->state());
-    status->tracing = window->tracing();
-    status->remaining_ms = window->remaining_ms(NowNs());
-  }
+  gate->FillStatus(status);
   status->events = events_written.load(std::memory_order_relaxed);
-  status->windows_written = static_cast<int64_t>(windows_written.load(std::memory_order_acquire));
   // Records (refused buffer requests show up as CUPTI-reported drops).
   status->drops = cupti_dropped.load(std::memory_order_relaxed);
   status->pid = static_cast<uint64_t>(identity.pid);
@@ -1087,12 +890,7 @@ control::ControlReply Reply(const control::AttachResult& r, const char* what) {
 
 // Control thread: the window decides; the writer applies (within ~20 ms).
 control::ControlReply Collector::Start(const control::StartRequest& request) {
-  control::AttachResult r;
-  {
-    std::lock_guard<std::mutex> lock(window_mu);
-    r = window->OnAttachRequest(request.duration_ms, NowNs());
-    QueueLocked(r.transitions);
-  }
+  const control::AttachResult r = gate->Attach(request.duration_ms);
   wake.Wake();
   return Reply(r, request.metrics_interval_ms != 0
                       ? "tracing (the metrics interval is fixed at start; ignored)"
@@ -1100,12 +898,7 @@ control::ControlReply Collector::Start(const control::StartRequest& request) {
 }
 
 control::ControlReply Collector::Stop() {
-  control::AttachResult r;
-  {
-    std::lock_guard<std::mutex> lock(window_mu);
-    r = window->OnStopRequest(NowNs());
-    QueueLocked(r.transitions);
-  }
+  const control::AttachResult r = gate->Stop();
   wake.Wake();
   return Reply(r, "stopped");
 }
@@ -1378,7 +1171,7 @@ void Collector::DrainStacks() {
     writer->AddStack({st.id, st.frame_ids.data(), st.frame_ids.size(), st.truncated});
   }
   for (const format::StackSampleEvent& e : stack_samples_) {
-    if (!InWindow(e.timestamp_ns)) continue;  // like the API records outside a window
+    if (!gate->InWindow(e.timestamp_ns)) continue;  // like the API records outside a window
     writer->AddStackSample(e);
   }
   new_frames_.clear();
@@ -1394,289 +1187,22 @@ void Collector::DrainStacks() {
   }
 }
 
-uint32_t Collector::ApiNameId(uint32_t domain, uint32_t cbid) {
-  uint64_t key = (static_cast<uint64_t>(domain) << 32) | cbid;
-  auto it = api_names_.find(key);
-  if (it != api_names_.end()) return it->second;
+const char* Collector::CuptiApiNames::ApiName(uint32_t domain, uint32_t cbid) {
   const char* name = nullptr;
   CUpti_CallbackDomain d =
       domain == kApiRuntime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
   CUptiResult r;
   {
-    BlockingSection section(&finisher);
-    r = api.cuptiGetCallbackName(d, cbid, &name);
+    BlockingSection section(&c->finisher);
+    r = c->api.cuptiGetCallbackName(d, cbid, &name);
   }
-  if (r != CUPTI_SUCCESS || name == nullptr) name = "";
-  uint32_t id = writer->InternString(name);
-  api_names_.emplace(key, id);
-  return id;
-}
-
-void Collector::ConvertRecord(const CUpti_Activity* record) {
-  ChunkWriter& w = *writer;
-  // True for records not to write: those starting outside the capture
-  // window and incomplete ones (timestamps missing: still queued or running
-  // at a forced flush, or CUPTI's device buffer overflowed).
-  auto incomplete = [&](uint64_t start, uint64_t end, uint32_t correlation) {
-    if (start != 0 && !InWindow(start)) {
-      ++outside_window_;
-      return true;
-    }
-    if (start == 0 || end == 0 || end < start) {
-      if (defer_untimed_ && correlation != 0 && deferred_count_ < kMaxDeferredRecords) {
-        deferred_corr_[deferred_count_++] = correlation;
-      } else {
-        ++incomplete_records_;
-      }
-      return true;
-    }
-    if (correlation > last_kept_corr_) last_kept_corr_ = correlation;
-    return false;
-  };
-  switch (record->kind) {
-    case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-      auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-      ++kernel_records_;
-      if (first_kernel_ns_ == 0 || k->start < first_kernel_ns_) first_kernel_ns_ = k->start;
-      if (k->start > last_kernel_ns_) last_kernel_ns_ = k->start;
-      if (incomplete(k->start, k->end, k->correlationId)) return;
-      format::LaunchConfigRecord shape{};
-      shape.grid_x = static_cast<uint32_t>(k->gridX);
-      shape.grid_y = static_cast<uint32_t>(k->gridY);
-      shape.grid_z = static_cast<uint32_t>(k->gridZ);
-      shape.block_x = static_cast<uint32_t>(k->blockX);
-      shape.block_y = static_cast<uint32_t>(k->blockY);
-      shape.block_z = static_cast<uint32_t>(k->blockZ);
-      shape.registers_per_thread = k->registersPerThread;
-      shape.static_shared_memory_bytes = static_cast<uint32_t>(k->staticSharedMemory);
-      shape.dynamic_shared_memory_bytes = static_cast<uint32_t>(k->dynamicSharedMemory);
-      shape.local_memory_per_thread_bytes = k->localMemoryPerThread;
-      shape.cluster_x = k->clusterX;
-      shape.cluster_y = k->clusterY;
-      shape.cluster_z = k->clusterZ;
-      format::KernelEvent e{};
-      e.start_ns = k->start;
-      e.end_ns = k->end;
-      e.graph_node_id = k->graphNodeId;
-      e.name_id = w.InternString(k->name ? k->name : "");
-      e.launch_config_id = w.InternLaunchConfig(shape);
-      e.device_id = k->deviceId;
-      e.context_id = k->contextId;
-      e.stream_id = k->streamId;
-      e.correlation_id = k->correlationId;
-      e.graph_id = k->graphId;
-      w.AddKernel(e);
-      last_event_ns_ = k->end;
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY: {
-      auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-      if (incomplete(m->start, m->end, m->correlationId)) return;
-      format::MemcpyEvent e{};
-      e.start_ns = m->start;
-      e.end_ns = m->end;
-      e.bytes = m->bytes;
-      e.copy_kind = m->copyKind;
-      e.src_kind = m->srcKind;
-      e.dst_kind = m->dstKind;
-      e.device_id = m->deviceId;
-      e.dst_device_id = m->deviceId;
-      e.context_id = m->contextId;
-      e.stream_id = m->streamId;
-      // Runtime-launched copies carry the runtime call's id separately.
-      e.correlation_id = m->runtimeCorrelationId ? m->runtimeCorrelationId : m->correlationId;
-      e.flags = m->flags;
-      e.graph_id = m->graphId;
-      w.AddMemcpy(e);
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY2: {
-      auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
-      if (incomplete(m->start, m->end, m->correlationId)) return;
-      format::MemcpyEvent e{};
-      e.start_ns = m->start;
-      e.end_ns = m->end;
-      e.bytes = m->bytes;
-      e.copy_kind = m->copyKind;
-      e.src_kind = m->srcKind;
-      e.dst_kind = m->dstKind;
-      e.device_id = m->srcDeviceId;
-      e.dst_device_id = m->dstDeviceId;
-      e.context_id = m->contextId;
-      e.stream_id = m->streamId;
-      e.correlation_id = m->correlationId;
-      e.flags = m->flags;
-      e.graph_id = m->graphId;
-      w.AddMemcpy(e);
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-      auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-      if (incomplete(m->start, m->end, m->correlationId)) return;
-      format::MemsetEvent e{};
-      e.start_ns = m->start;
-      e.end_ns = m->end;
-      e.bytes = m->bytes;
-      e.value = m->value;
-      e.memory_kind = m->memoryKind;
-      e.device_id = m->deviceId;
-      e.context_id = m->contextId;
-      e.stream_id = m->streamId;
-      e.correlation_id = m->correlationId;
-      e.flags = m->flags;
-      e.graph_id = m->graphId;
-      w.AddMemset(e);
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
-      auto* s = reinterpret_cast<const CUpti_ActivitySynchronization2*>(record);
-      if (incomplete(s->start, s->end, s->correlationId)) return;
-      format::SyncEvent e{};
-      e.start_ns = s->start;
-      e.end_ns = s->end;
-      e.sync_kind = static_cast<uint32_t>(s->type);
-      e.context_id = s->contextId;
-      e.stream_id = s->streamId;
-      e.event_id = s->cudaEventId;
-      e.correlation_id = s->correlationId;
-      w.AddSync(e);
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_RUNTIME:
-    case CUPTI_ACTIVITY_KIND_DRIVER: {
-      auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(record);
-      // Only the listed calls: with the whole kinds on (a window opened
-      // mid-run, SetApiRecords) a few others can slip in.
-      if (!kListedApiIds.Listed(record->kind, a->cbid)) return;
-      if (incomplete(a->start, a->end, a->correlationId)) return;
-      format::ApiCallEvent e{};
-      e.start_ns = a->start;
-      e.end_ns = a->end;
-      e.domain = record->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? kApiRuntime : kApiDriver;
-      e.cbid = a->cbid;
-      e.thread_id = a->threadId;
-      e.correlation_id = a->correlationId;
-      e.return_value = a->returnValue;
-      e.api_name_id = ApiNameId(e.domain, a->cbid);
-      w.AddApiCall(e);
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_MARKER: {
-      auto* m = reinterpret_cast<const CUpti_ActivityMarker2*>(record);
-      uint32_t tid = m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ||
-                             m->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS
-                         ? m->objectId.pt.threadId
-                         : 0;
-      if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) {
-        if (!InWindow(m->timestamp)) return;
-        format::NvtxMarkEvent e{};
-        e.timestamp_ns = m->timestamp;
-        e.name_id = w.InternString(m->name ? m->name : "");
-        e.domain_id = w.InternString(m->domain ? m->domain : "");
-        e.thread_id = tid;
-        w.AddNvtxMark(e);
-      } else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
-        if (windows_use_nvtx_) {
-          control::Transitions t;
-          {
-            std::lock_guard<std::mutex> lock(window_mu);
-            t = window->OnNvtxRangeStart(m->name ? m->name : "", m->timestamp);
-          }
-          ApplyTransitions(t.begin(), t.size());
-        }
-        if (open_ranges_.size() < 65536) {
-          open_ranges_[m->id] = {m->timestamp, w.InternString(m->name ? m->name : ""),
-                                 w.InternString(m->domain ? m->domain : ""), tid,
-                                 windows_use_nvtx_ && m->name ? m->name : ""};
-        }
-      } else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
-        auto it = open_ranges_.find(m->id);
-        if (it == open_ranges_.end()) return;
-        if (windows_use_nvtx_) {
-          control::Transitions t;
-          {
-            std::lock_guard<std::mutex> lock(window_mu);
-            t = window->OnNvtxRangeEnd(it->second.name, m->timestamp);
-          }
-          ApplyTransitions(t.begin(), t.size());
-        }
-        if (!InWindow(it->second.start_ns)) {
-          open_ranges_.erase(it);
-          return;
-        }
-        format::NvtxRangeEvent e{};
-        e.start_ns = it->second.start_ns;
-        e.end_ns = m->timestamp;
-        e.name_id = it->second.name_id;
-        e.domain_id = it->second.domain_id;
-        e.thread_id = it->second.thread_id;
-        open_ranges_.erase(it);
-        w.AddNvtxRange(e);
-      }
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_OVERHEAD: {
-      auto* o = reinterpret_cast<const CUpti_ActivityOverhead3*>(record);
-      if (incomplete(o->start, o->end, 0)) return;
-      format::OverheadEvent e{};
-      e.start_ns = o->start;
-      e.end_ns = o->end;
-      uint32_t k = static_cast<uint32_t>(o->overheadKind);
-      // CUPTI's kinds are bits (1, 1 << 16, 2 << 16, ...); the schema's are 1, 2, 3, ...
-      e.overhead_kind = k == CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER ? wire::OVERHEAD_DRIVER_COMPILER
-                                                                     : (k >> 16) + 1;
-      if (k == 0) e.overhead_kind = wire::OVERHEAD_UNKNOWN;
-      if (o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ||
-          o->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
-        e.thread_id = o->objectId.pt.threadId;
-      } else {
-        e.device_id = o->objectId.dcs.deviceId;
-      }
-      w.AddOverhead(e);
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_DEVICE: {
-      auto* d = reinterpret_cast<const CUpti_ActivityDevice5*>(record);
-      char uuid[48];
-      const unsigned char* u = reinterpret_cast<const unsigned char*>(d->uuid.bytes);
-      snprintf(uuid, sizeof(uuid),
-               "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-               u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
-               u[14], u[15]);
-      format::DeviceRecord r{};
-      r.device_id = d->id;
-      r.name = format::MakeStringRef(d->name);
-      r.uuid = format::MakeStringRef(uuid);
-      r.compute_capability_major = d->computeCapabilityMajor;
-      r.compute_capability_minor = d->computeCapabilityMinor;
-      r.sm_count = d->numMultiprocessors;
-      r.global_memory_bytes = d->globalMemorySize;
-      r.global_memory_bandwidth_kbps = d->globalMemoryBandwidth;
-      r.core_clock_khz = d->coreClockRate;
-      r.max_threads_per_sm = d->maxWarpsPerMultiprocessor * d->numThreadsPerWarp;
-      r.max_blocks_per_sm = d->maxBlocksPerMultiprocessor;
-      r.max_registers_per_sm = d->maxRegistersPerMultiprocessor;
-      r.max_shared_memory_per_sm_bytes = d->maxSharedMemoryPerMultiprocessor;
-      r.l2_cache_bytes = d->l2CacheSize;
-      w.AddDevice(r);
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_CONTEXT: {
-      auto* c = reinterpret_cast<const CUpti_ActivityContext3*>(record);
-      NoteContextDevice(c->deviceId, true);
-      w.AddContext({c->contextId, c->deviceId, c->nullStreamId});
-      return;
-    }
-    default:
-      return;
-  }
+  return r == CUPTI_SUCCESS ? name : nullptr;
 }
 
 void Collector::ConvertBuffer(uint8_t* buffer, size_t valid_bytes) {
   CUpti_Activity* record = nullptr;
   while (api.cuptiActivityGetNextRecord(buffer, valid_bytes, &record) == CUPTI_SUCCESS) {
-    ConvertRecord(record);
+    converter->Convert(record);
   }
   // Buffers are handed out again with ZEROED_OUT_ACTIVITY_BUFFER set.
 #ifndef GPSCOPE_DIAG_NO_MEMSET
@@ -1688,7 +1214,8 @@ void Collector::ConvertBuffer(uint8_t* buffer, size_t valid_bytes) {
 // completed ones; CUPTI_ACTIVITY_FLAG_FLUSH_FORCED: partly filled too), the
 // drops it counted since, then everything is converted.
 void Collector::FlushCupti(uint32_t flag) {
-  defer_untimed_ = (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0 && !InWindow(NowNs());
+  converter->BeginFlush((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0 &&
+                        !gate->InWindow(NowNs()));
   if (cupti_active) {
     // May wait for the application's CUDA calls (and never return if one
     // never does): the finisher can take over meanwhile.
@@ -1697,13 +1224,7 @@ void Collector::FlushCupti(uint32_t flag) {
     ReadGlobalDrops();
   }
   Drain();
-  if (defer_untimed_) {
-    for (size_t i = 0; i < deferred_count_; ++i) {
-      ++(deferred_corr_[i] > last_kept_corr_ ? outside_window_ : incomplete_records_);
-    }
-    deferred_count_ = 0;
-    defer_untimed_ = false;
-  }
+  converter->EndFlush();
 }
 
 void Collector::Drain() {
@@ -1738,7 +1259,7 @@ void Collector::ReportLosses(bool final) {
     format::DropRecord d{};
     d.reason = reason;
     d.count = total - *reported;
-    d.last_ns = last_event_ns_;
+    d.last_ns = converter->last_event_ns();
     d.detail = format::MakeStringRef(detail);
     writer->AddDrop(d);
     *reported = total;
@@ -1747,7 +1268,7 @@ void Collector::ReportLosses(bool final) {
          "records CUPTI dropped (cuptiActivityGetNumDroppedRecords)");
   report(kDropPoolEmpty, pool.acquire_failures(), &reported_pool_failures_,
          "buffer requests refused: GPSCOPE_MAX_BUFFER_MB reached (CUPTI drops those records)");
-  report(kDropIncomplete, incomplete_records_, &reported_incomplete_,
+  report(kDropIncomplete, converter->incomplete_records(), &reported_incomplete_,
          "records without timestamps (still queued or running when a flush forced them out, "
          "or CUPTI's device buffer full)");
   if (metric_sink != nullptr) {
@@ -1767,7 +1288,7 @@ void Collector::ReportLosses(bool final) {
   if (final && pool.outstanding() > 0) {
     format::DropRecord d{};
     d.count = static_cast<uint64_t>(pool.outstanding());
-    d.last_ns = last_event_ns_;
+    d.last_ns = converter->last_event_ns();
     if (end_reason.load() == kEndSignal) {
       // Seen on the H200: a signal that lands inside a CUDA call leaves
       // CUPTI holding that thread's buffer through the forced flush. No
@@ -1849,7 +1370,7 @@ void Collector::WriterLoop() {
   uint64_t next_flush_ns = ClockNs(CLOCK_MONOTONIC) + interval_ns;
   for (;;) {
     MaybeOpenOutput();
-    TickWindow();
+    gate->Tick();
     Drain();
     if (final_requested.load(std::memory_order_acquire)) break;
     // Out of buffers (each of many threads holds a partly filled one, which
@@ -1896,11 +1417,7 @@ void Collector::WriterLoop() {
   // Final: a window still closing ends now (its records come with the
   // forced flush; no kinds are switched off at exit), partially filled
   // buffers are forced out, then the end chunk.
-  if (close_due_mono_ns_ != 0) {
-    close_due_mono_ns_ = 0;
-    lost_start_ns_ = gate_end_ns_;
-    windows_written.fetch_add(1, std::memory_order_release);
-  }
+  gate->EndAtExit();
   FlushCupti(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   ReportLosses(true);
   NoteCuptiRefusals(/*rescan=*/false);
@@ -1908,10 +1425,10 @@ void Collector::WriterLoop() {
   GPSCOPE_LOG_INFO("%llu activity buffers, %llu kernel records from CUPTI (starts %llu..%llu), "
                    "%llu records outside capture windows (not written)",
                    static_cast<unsigned long long>(buffers_drained_),
-                   static_cast<unsigned long long>(kernel_records_),
-                   static_cast<unsigned long long>(first_kernel_ns_),
-                   static_cast<unsigned long long>(last_kernel_ns_),
-                   static_cast<unsigned long long>(outside_window_));
+                   static_cast<unsigned long long>(converter->kernel_records()),
+                   static_cast<unsigned long long>(converter->first_kernel_ns()),
+                   static_cast<unsigned long long>(converter->last_kernel_ns()),
+                   static_cast<unsigned long long>(converter->outside_window()));
   GPSCOPE_LOG_INFO("buffer pool: %llu x %zu KiB and %llu x %zu KiB cut of %zu MiB, at most %lld "
                    "held by CUPTI at once, %llu requests refused, %llu flushes forced by pressure",
                    static_cast<unsigned long long>(pool.large_buffers()),
@@ -1936,18 +1453,18 @@ void Collector::WriterLoop() {
 format::ProcessEndRecord Collector::EndRecord(const format::ClockRecord& clock) {
   format::ProcessEndRecord end{};
   end.clock = clock;
-  CloseOutsideWindow(end.clock.cupti_ns);  // the trace may end outside a window
+  gate->CloseOutsideWindow(end.clock.cupti_ns);  // the trace may end outside a window
   end.end_ns = end.clock.cupti_ns;
   end.reason = end_reason.load();
   end.signal = end_signal.load();
-  end.events_dropped = cupti_dropped.load() + incomplete_records_;
+  end.events_dropped = cupti_dropped.load() + converter->incomplete_records();
   end.flush_timed_out = flush_timed_out_;
   if (cut_at_deadline_ > 0) {
     end.flush_timed_out = true;
     format::DropRecord d{};
     d.reason = kDropExitFlushTimeout;
     d.count = cut_at_deadline_;
-    d.last_ns = last_event_ns_;
+    d.last_ns = converter->last_event_ns();
     d.detail = format::MakeStringRef(
         "activity buffers not converted before the exit deadline (count = buffers, not "
         "records): GPSCOPE_EXIT_TIMEOUT_MS");
@@ -1985,7 +1502,7 @@ void Collector::WriteEndInstead() {
   format::DropRecord d{};
   d.reason = kDropExitFlushTimeout;
   d.count = unflushed + cut_at_deadline_;
-  d.last_ns = last_event_ns_;
+  d.last_ns = converter->last_event_ns();
   d.detail = format::MakeStringRef(
       "activity buffers not flushed before the exit deadline (count = buffers, not records): "
       "the final CUPTI flush did not return within GPSCOPE_EXIT_TIMEOUT_MS");
