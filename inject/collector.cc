@@ -30,6 +30,7 @@
 #include "inject/cupti_hooks.h"
 #include "inject/cupti_loader.h"
 #include "inject/cupti_session.h"
+#include "inject/diag_switches.h"
 #include "inject/exit_finisher.h"
 #include "inject/identity.h"
 #include "inject/metrics/nvml_backend.h"
@@ -147,6 +148,9 @@ class Collector : public control::ControlHandler,
   std::unique_ptr<RecordConverter> converter;
   std::unique_ptr<CallSiteStacks> stacks;
   std::unique_ptr<WriterLoop> loop;  // from just before the writer thread starts
+  // Overhead diagnosis (inject/diag_switches.h): read only by the bench/test
+  // build; in the shipped library every use is folded away.
+  diag::Switches diag_;
 
   // Metrics (inject/metrics): the sampler thread pushes into metric_ring;
   // the writer thread drains it. Absent with GPSCOPE_METRICS=0.
@@ -272,16 +276,11 @@ bool Collector::EnableCupti(std::string* error) {
   // Read by the resource callback, once CUPTI calls it (Open() enables it).
   g_get_device_id.store(api.cuptiGetDeviceId, std::memory_order_release);
   CuptiSession::Options options;
-  options.nvtx = config.nvtx;
-#ifdef GPSCOPE_DIAG_NO_MARKER  // bench/: overhead-diagnosis build variants
-  options.nvtx = false;
-#endif
+  options.nvtx = config.nvtx && !diag::kNoMarkers;
   options.markers_throughout = gate->uses_nvtx();
   options.api_records = config.api_records;
-  options.kinds_off = config.diag_off;
-#ifdef GPSCOPE_DIAG_PROCESS_TID
-  options.system_thread_ids = false;
-#endif
+  options.kinds_off = diag::kEnvSwitches ? diag_.off_kinds : 0;
+  options.system_thread_ids = !diag::kProcessThreadIds;
   const CuptiSession::Callbacks callbacks{BufferRequested, BufferCompleted, SubscriberCallback};
   if (!session->Open(options, callbacks, error)) return false;
   switch (gate->Start(error)) {
@@ -292,8 +291,7 @@ bool Collector::EnableCupti(std::string* error) {
     case CaptureGate::StartOutcome::kWaiting:
       break;
   }
-  const char* gate_kernels = getenv("GPSCOPE_DIAG_GATE_KERNELS");
-  if (gate_kernels != nullptr && strcmp(gate_kernels, "1") == 0) {
+  if (diag::kEnvSwitches && diag_.gate_kernels) {
     if (!session->KeepKernelsOn(error)) return false;
     gate->set_kernels_always_on(true);
   }
@@ -316,8 +314,14 @@ bool Collector::Start() {
                                           &problems);
     for (const std::string& p : problems) GPSCOPE_LOG_WARNING("%s", p.c_str());
   }
-  if (config.diag_off != 0) {
-    GPSCOPE_LOG_INFO("diagnosis: activity kinds left off: %s", DiagOffText(config).c_str());
+  if (diag::kEnvSwitches) {
+    problems.clear();
+    diag_ = diag::ReadSwitches(+[](const char* n) -> const char* { return getenv(n); }, &problems);
+    for (const std::string& p : problems) GPSCOPE_LOG_WARNING("%s", p.c_str());
+    if (diag_.off_kinds != 0) {
+      GPSCOPE_LOG_INFO("diagnosis: activity kinds left off: %s",
+                       diag::OffKindsText(diag_.off_kinds).c_str());
+    }
   }
 
   std::string error;
@@ -476,14 +480,10 @@ void Collector::StartStacks() {
   if (dladdr(reinterpret_cast<void*>(&SubscriberCallback), &self) != 0 && self.dli_fname) {
     o.self_path = self.dli_fname;
   }
-  // Tests: a smaller capture ring, to see it fill (GPSCOPE_DIAG_STACK_RING).
-  if (const char* ring = getenv("GPSCOPE_DIAG_STACK_RING")) {
-    o.ring_slots = static_cast<uint32_t>(strtoul(ring, nullptr, 10));
+  if (diag::kEnvSwitches) {
+    o.ring_slots = diag_.stack_ring_slots;  // tests: a smaller ring, to see it fill
+    o.launches = !diag_.stack_no_launch;    // bench: the launch callbacks' cost apart
   }
-  // Diagnosis (bench: overhead_stacks): the synchronizing calls' callbacks
-  // only, so the launch callbacks' cost shows apart.
-  const char* no_launch = getenv("GPSCOPE_DIAG_STACK_NO_LAUNCH");
-  o.launches = no_launch == nullptr || strcmp(no_launch, "1") != 0;
   stacks->Start(o, session.get(), &wake);
 }
 

@@ -7,8 +7,8 @@
 #include "inject/api_cbids.h"
 #include "inject/api_classes.h"
 #include "inject/clock_ns.h"
-#include "inject/config.h"
 #include "inject/cupti_hooks.h"
+#include "inject/diag_switches.h"
 #include "inject/raw_log.h"
 #include "proto/enums.h"
 
@@ -20,8 +20,8 @@ namespace {
 constexpr CUpti_ActivityKind kOptional[] = {
     CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
     CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD};
-constexpr uint32_t kOptionalOffBit[] = {kDiagOffMemcpy, kDiagOffMemcpy, kDiagOffMemset,
-                                        kDiagOffSync, kDiagOffOverhead};
+constexpr uint32_t kOptionalOffBit[] = {diag::kOffMemcpy, diag::kOffMemcpy, diag::kOffMemset,
+                                        diag::kOffSync, diag::kOffOverhead};
 constexpr size_t kOptionalCount = sizeof(kOptional) / sizeof(kOptional[0]);
 
 }  // namespace

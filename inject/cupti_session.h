@@ -49,7 +49,7 @@ class CuptiSession : public RecordConverter::ApiNames {
     bool markers_throughout = false;
     bool api_records = true;  // GPSCOPE_API: runtime/driver call records
     // Diagnosis (inject/diag_switches.h): optional kinds left off
-    // (diag::OffKinds bits), and CUPTI's own thread ids.
+    // (diag::OffKind bits), and gettid() thread ids (off: CUPTI's default).
     uint32_t kinds_off = 0;
     bool system_thread_ids = true;
   };

@@ -10,6 +10,7 @@
 
 #include "inject/clock_ns.h"
 #include "inject/cupti_hooks.h"
+#include "inject/diag_switches.h"
 #include "inject/raw_log.h"
 
 namespace gpscope::inject {
@@ -124,9 +125,7 @@ void WriterLoop::ConvertBuffer(uint8_t* buffer, size_t valid_bytes) {
   CUpti_Activity* record = nullptr;
   while (p_.session->NextRecord(buffer, valid_bytes, &record)) p_.converter->Convert(record);
   // Buffers are handed out again with ZEROED_OUT_ACTIVITY_BUFFER set.
-#ifndef GPSCOPE_DIAG_NO_MEMSET
-  memset(buffer, 0, valid_bytes);
-#endif
+  if constexpr (!diag::kNoBufferMemset) memset(buffer, 0, valid_bytes);
 }
 
 void WriterLoop::Drain() {
@@ -146,11 +145,7 @@ void WriterLoop::Drain() {
       pool.Release(buffer);
       continue;
     }
-#ifdef GPSCOPE_DIAG_DISCARD
-    (void)&WriterLoop::ConvertBuffer;
-#else
-    ConvertBuffer(buffer, valid);
-#endif
+    if constexpr (!diag::kDiscardBuffers) ConvertBuffer(buffer, valid);
     ++buffers_drained_;
     pool.Release(buffer);
   }
