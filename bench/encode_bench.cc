@@ -102,8 +102,14 @@ Workload MakeTrainingLoop(size_t num_events, bool irregular) {
       uint64_t& clock = stream_clock_ns[s.stream];
       const uint64_t start = std::max(clock, host_ns) + 1000 + rng() % 5000;
       const auto dur = static_cast<uint64_t>(s.typical_ns * std::max(0.5, jitter(rng)));
-      e.kernel = KernelEvent{start, start + dur, 0, static_cast<uint32_t>(k) + 1, s.config, 0,
-                             1, s.stream, correlation, 0};
+      e.kernel = KernelEvent{};
+      e.kernel.start_ns = start;
+      e.kernel.end_ns = start + dur;
+      e.kernel.name_id = static_cast<uint32_t>(k) + 1;
+      e.kernel.launch_config_id = s.config;
+      e.kernel.context_id = 1;
+      e.kernel.stream_id = s.stream;
+      e.kernel.correlation_id = correlation;
       clock = start + dur;
       correlation += 1 + static_cast<uint32_t>(rng() % 3);
       host_ns += 3000 + rng() % 4000;  // the host runs ahead of the GPU

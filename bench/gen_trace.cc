@@ -19,12 +19,13 @@
 #include <random>
 #include <string>
 
-#include "inject/chunk_writer.h"
+#include "proto/chunk_writer.h"
 #include "proto/framing.h"
+#include "proto/metric_names.h"
 
 namespace {
 
-using gpscope::inject::ChunkWriter;
+using gpscope::format::ChunkWriter;
 namespace format = gpscope::format;
 
 int Usage() {
@@ -100,7 +101,7 @@ int main(int argc, char** argv) {
     const uint32_t util_metric = 1;
     format::MetricDescriptorRecord md{};
     md.id = util_metric;
-    md.name = format::MakeStringRef("gpm.sm_util");
+    md.name = format::MakeStringRef(gpscope::metric_names::kGpmSmUtil);
     md.unit = format::MakeStringRef("percent");
     md.scope = 1;
     w.AddMetricDescriptor(md);

@@ -1,4 +1,4 @@
-// metrics_bench: the CPU cost of the metrics sampler (inject/metrics) on
+// metrics_bench: the CPU cost of the metrics sampler (metrics/) on
 // this machine, without a GPU: the real host side (/proc) plus a replayed
 // GPU side (ReplayBackend stands in for NVML, whose cost can only be
 // measured on the GPU host: run nvml_probe there).
@@ -19,20 +19,15 @@
 #include <thread>
 #include <vector>
 
-#include "inject/metrics/host_stats.h"
-#include "inject/metrics/replay_backend.h"
-#include "inject/metrics/sample_ring.h"
-#include "inject/metrics/sampler.h"
+#include "common/posix.h"
+#include "metrics/host_stats.h"
+#include "metrics/replay_backend.h"
+#include "metrics/sample_ring.h"
+#include "metrics/sampler.h"
 
 namespace gm = gpscope::metrics;
 
 namespace {
-
-uint64_t ClockNs(clockid_t id) {
-  timespec ts;
-  clock_gettime(id, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // Every metric on `gpus` GPUs, two processes each.
 std::string Replay(int gpus) {
@@ -88,15 +83,15 @@ Result Measure(int gpus, bool host, uint32_t paced_samples) {
     s->Init(&sink);
     drain();
     const int kWarm = 2000;
-    uint64_t now = ClockNs(CLOCK_REALTIME);
-    const uint64_t cpu0 = ClockNs(CLOCK_THREAD_CPUTIME_ID);
+    uint64_t now = gpscope::common::ClockNs(CLOCK_REALTIME);
+    const uint64_t cpu0 = gpscope::common::ClockNs(CLOCK_THREAD_CPUTIME_ID);
     size_t values = 0;
     for (int i = 0; i < kWarm; ++i) {
       now += 100000000ull;
       s->SampleOnce(now, &sink);
       values += drain();
     }
-    r.warm_us = (ClockNs(CLOCK_THREAD_CPUTIME_ID) - cpu0) / 1e3 / kWarm;
+    r.warm_us = (gpscope::common::ClockNs(CLOCK_THREAD_CPUTIME_ID) - cpu0) / 1e3 / kWarm;
     r.values_per_sample = values / kWarm;
   }
   if (paced_samples > 0) {
@@ -106,7 +101,7 @@ Result Measure(int gpus, bool host, uint32_t paced_samples) {
     for (uint32_t i = 0; i < paced_samples; ++i) {
       timespec ts{0, 100000000L};
       nanosleep(&ts, nullptr);
-      s->SampleOnce(ClockNs(CLOCK_REALTIME), &sink);
+      s->SampleOnce(gpscope::common::ClockNs(CLOCK_REALTIME), &sink);
       drain();
     }
     // The sampler's own accounting: thread CPU inside SampleOnce.
@@ -151,15 +146,15 @@ int main(int argc, char** argv) {
   host.Open(&why);
   gm::HostSnapshot snap;
   const int kN = 20000;
-  uint64_t c0 = ClockNs(CLOCK_THREAD_CPUTIME_ID);
+  uint64_t c0 = gpscope::common::ClockNs(CLOCK_THREAD_CPUTIME_ID);
   for (int i = 0; i < kN; ++i) host.Read(&snap);
   std::printf("\nProcHostSource::Read (getrusage + /proc/stat + statm): %.2f us\n",
-              (ClockNs(CLOCK_THREAD_CPUTIME_ID) - c0) / 1e3 / kN);
+              (gpscope::common::ClockNs(CLOCK_THREAD_CPUTIME_ID) - c0) / 1e3 / kN);
   std::vector<gm::ThreadCpu> threads(1024);
   gm::ThreadScan scan;
-  c0 = ClockNs(CLOCK_THREAD_CPUTIME_ID);
+  c0 = gpscope::common::ClockNs(CLOCK_THREAD_CPUTIME_ID);
   for (int i = 0; i < 2000; ++i) host.ReadThreads(threads.data(), threads.size(), &scan);
   std::printf("ProcHostSource::ReadThreads (%zu threads): %.2f us\n", scan.count,
-              (ClockNs(CLOCK_THREAD_CPUTIME_ID) - c0) / 1e3 / 2000);
+              (gpscope::common::ClockNs(CLOCK_THREAD_CPUTIME_ID) - c0) / 1e3 / 2000);
   return 0;
 }

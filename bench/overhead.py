@@ -20,6 +20,11 @@ diagnosis build, inject/diag_switches.h, so such a variant names it);
 `tests/e2e/gpu_session.sh OUT overhead_parts` runs the usual set, `... overhead_stacks`
 call-site stacks on against off (--only-configs keeps the run short).
 
+Against Nsight Systems (issue 24): --nsys PATH adds configuration "nsys" (`nsys profile -t cuda`,
+its report written to a scratch directory) to every suite; the table then gives gpscope's added
+time over nsys's with a 95% bootstrap interval over the rounds (paired: each round's added time is
+its sample minus the same round's baseline). Use --rounds 10 or more.
+
 Targets (issue 3): launch-bound loop, gpscope's added time <= 1.15x the
 floor's added time; training loop, <= 1% step-time increase (medians).
 Between separate runs the H200's step time moves +-5%: for the training
@@ -28,6 +33,7 @@ loop's 1% see also bench/overhead_ab.py (tracing vs standby in one process).
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -37,15 +43,43 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TRAIN = os.path.join(HERE, "workloads", "torch_train.py")
 
 
-def run(cmd, env_extra, key):
+def run(cmd, env_extra, key, prefix=()):
+    cmd = list(prefix) + cmd
     env = dict(os.environ)
     env.pop("CUDA_INJECTION64_PATH", None)
     env.update(env_extra)
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    if p.returncode != 0:
+    lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
+    # A wrapper (nsys) may fail after the application finished (the H200 image's nsys
+    # collects but cannot write its report): the application's own line is what counts.
+    if (p.returncode != 0 and not prefix) or not lines:
         raise RuntimeError(f"{cmd} failed ({p.returncode}): {p.stderr[-2000:]}")
-    line = [l for l in p.stdout.splitlines() if l.startswith("{")][-1]
+    line = lines[-1]
     return json.loads(line)[key]
+
+
+def ratio_ci(samples, num, den, reps=4000, seed=1):
+    """Median over rounds of num's added time over the median of den's, with a 95% bootstrap
+    interval that resamples whole rounds (each keeps its own baseline: drift cancels)."""
+    base = samples["baseline"]
+    n = min(len(base), len(samples[num]), len(samples[den]))
+    if n < 2:
+        return None
+    an = [samples[num][i] - base[i] for i in range(n)]
+    ad = [samples[den][i] - base[i] for i in range(n)]
+
+    def stat(idx):
+        d = statistics.median(ad[i] for i in idx)
+        return statistics.median(an[i] for i in idx) / d if d > 0 else float("nan")
+
+    point = stat(range(n))
+    rng = random.Random(seed)
+    boots = sorted(x for x in (stat([rng.randrange(n) for _ in range(n)]) for _ in range(reps))
+                   if x == x)
+    if not boots:
+        return None
+    return {"ratio": point, "lo": boots[int(0.025 * len(boots))],
+            "hi": boots[min(len(boots) - 1, int(0.975 * len(boots)))], "rounds": n}
 
 
 def main():
@@ -72,6 +106,8 @@ def main():
     ap.add_argument("--only-configs", default="",
                     help="comma-separated configurations to run (baseline always runs), e.g. "
                          "baseline,gpscope,stacks-off")
+    ap.add_argument("--nsys", default="",
+                    help="path of nsys: adds configuration 'nsys' (nsys profile -t cuda) to every suite")
     ap.add_argument("--no-profiler", action="store_true", help="leave torch.profiler out")
     ap.add_argument("--train-args", default="--batch 16384 --hidden 8192",
                     help="model size of the realistic training loop")
@@ -121,6 +157,11 @@ def main():
             dict({"baseline": ({}, []), "floor": (fl, []), "gpscope": (gp, []),
                   "torch.profiler": ({}, ["--profiler"])}, **variants, **compares)),
     }
+    if a.nsys:
+        nsys_prefix = [a.nsys, "profile", "-t", "cuda", "--force-overwrite=true",
+                       "-o", os.path.join(outdir, "nsys-run")]
+        for _, _, configs in suites.values():
+            configs["nsys"] = ({}, [], nsys_prefix)
     wanted = {"cuda": "cuda_tiny_kernels (us/launch)", "torch_tiny": "torch_tiny_ops (us/op)",
               "torch_train": "torch_train (ms/step)"}
     suites = {wanted[k]: suites[wanted[k]] for k in a.suites.split(",")}
@@ -141,8 +182,8 @@ def main():
             # first (cold) or right after the heaviest one.
             k = r % len(order)
             for c in order[k:] + order[:k]:
-                env, extra = configs[c]
-                samples[c].append(run(cmd + extra, env, key))
+                env, extra, *prefix = configs[c]
+                samples[c].append(run(cmd + extra, env, key, prefix[0] if prefix else ()))
                 # Each sample as it comes, so a run cut short still reports.
                 print(f"sample {name} round {r} {c} {samples[c][-1]:.4f}", flush=True)
         med = {c: statistics.median(v) for c, v in samples.items()}
@@ -163,6 +204,11 @@ def main():
         for c in compares:
             if added[c] > 0:
                 r[f"gpscope_over_{c}_added"] = added["gpscope"] / added[c]
+        for c in ["nsys", "floor"] + list(compares):
+            if c in samples and c != "gpscope":
+                ci = ratio_ci(samples, "gpscope", c)
+                if ci is not None:
+                    r[f"gpscope_over_{c}_added_ci"] = ci
         results[name] = r
     print(f"{'workload':32} {'config':16} {'median':>10} {'added':>9} {'+%':>7} {'paired+%':>9}")
     for name, r in results.items():
@@ -176,6 +222,11 @@ def main():
                 print(f"{name:32} {c} added / floor added = {r[f'{c}_over_floor_added']:.3f}")
             if f"gpscope_over_{c}_added" in r:
                 print(f"{name:32} gpscope added / {c} added = {r[f'gpscope_over_{c}_added']:.3f}")
+        for k, ci in r.items():
+            if k.endswith("_added_ci"):
+                other = k[len("gpscope_over_"):-len("_added_ci")]
+                print(f"{name:32} gpscope added / {other} added, paired by round: {ci['ratio']:.3f} "
+                      f"[{ci['lo']:.3f}, {ci['hi']:.3f}] 95% bootstrap, {ci['rounds']} rounds")
     if a.out:
         with open(a.out, "w") as f:
             json.dump(results, f, indent=1)

@@ -1,6 +1,6 @@
 #include "inject/call_site_stacks.h"
 
-#include "inject/raw_log.h"
+#include "common/raw_log.h"
 #include "inject/stacks/fast_unwind.h"
 
 namespace gpscope::inject {
@@ -137,11 +137,13 @@ void CallSiteStacks::Drain(const CaptureGate& gate) {
 }
 
 void CallSiteStacks::LogSummary() const {
-  GPSCOPE_LOG_INFO("call-site stacks: %llu captured on %u threads (%llu native ones through "
+  GPSCOPE_LOG_INFO("call-site stacks: %llu captured on %u threads (%llu the main Python "
+                   "thread's, at syncs of threads without Python; %llu native ones through "
                    "libgcc, the slow path), %llu lost to full rings, %zu stacks of %zu frames "
                    "(%llu frames unresolved)",
                    static_cast<unsigned long long>(capturer_->captures()),
                    capturer_->threads_seen(),
+                   static_cast<unsigned long long>(capturer_->main_thread_captures()),
                    static_cast<unsigned long long>(capturer_->native_slow_path()),
                    static_cast<unsigned long long>(capturer_->ring_drops()), table_->stacks(),
                    table_->frames(), static_cast<unsigned long long>(table_->unresolved_frames()));

@@ -27,7 +27,6 @@
 #include <vector>
 
 #include "inject/capture_gate.h"
-#include "inject/chunk_writer.h"
 #include "inject/cupti_session.h"
 #include "inject/exit_finisher.h"
 #include "inject/stack_capture.h"
@@ -38,6 +37,7 @@
 #include "inject/stacks/stack_settings.h"
 #include "inject/stacks/stack_table.h"
 #include "inject/wake_word.h"
+#include "proto/chunk_writer.h"
 
 namespace gpscope::inject {
 
@@ -56,7 +56,7 @@ class CallSiteStacks {
     bool launches = true;
   };
 
-  CallSiteStacks(StackCapturer* capturer, ChunkWriter* writer, ExitFinisher* finisher)
+  CallSiteStacks(StackCapturer* capturer, format::ChunkWriter* writer, ExitFinisher* finisher)
       : capturer_(capturer), writer_(writer), finisher_(finisher) {}
   CallSiteStacks(const CallSiteStacks&) = delete;
   CallSiteStacks& operator=(const CallSiteStacks&) = delete;
@@ -86,7 +86,7 @@ class CallSiteStacks {
   void Off(const std::string& why);
 
   StackCapturer* capturer_;
-  ChunkWriter* writer_;
+  format::ChunkWriter* writer_;
   ExitFinisher* finisher_;
   // Writer-thread state (null when the stacks are off).
   stacks::PythonInfo py_info_;

@@ -4,13 +4,13 @@
 
 #include <algorithm>
 
-#include "inject/clock_ns.h"
-#include "inject/raw_log.h"
+#include "common/posix.h"
+#include "common/raw_log.h"
 #include "proto/enums.h"
 
 namespace gpscope::inject {
 
-CaptureGate::CaptureGate(const control::CaptureConfig* capture, ChunkWriter* writer,
+CaptureGate::CaptureGate(const control::CaptureConfig* capture, format::ChunkWriter* writer,
                          Actions* actions)
     : writer_(writer), actions_(actions) {
   if (capture == nullptr) return;
@@ -91,7 +91,7 @@ void CaptureGate::Apply(const control::Transition* t, size_t n) {
       // the work launched inside the window and still queued on the device
       // completes with its timestamps (FinishClose).
       end_ns_ = t[i].at_ns;
-      close_due_mono_ns_ = ClockNs(CLOCK_MONOTONIC) + kWindowCloseGraceNs;
+      close_due_mono_ns_ = common::ClockNs(CLOCK_MONOTONIC) + kWindowCloseGraceNs;
       GPSCOPE_LOG_INFO("capture window ends (%s) at %llu", why,
                        static_cast<unsigned long long>(t[i].at_ns));
     }
@@ -131,7 +131,9 @@ void CaptureGate::Tick() {
     for (const control::Transition& t : window_->OnTick(actions_->NowNs())) local[n++] = t;
   }
   Apply(local, n);
-  if (close_due_mono_ns_ != 0 && ClockNs(CLOCK_MONOTONIC) >= close_due_mono_ns_) FinishClose();
+  if (close_due_mono_ns_ != 0 && common::ClockNs(CLOCK_MONOTONIC) >= close_due_mono_ns_) {
+    FinishClose();
+  }
 }
 
 void CaptureGate::OnNvtxRangeStart(const char* name, uint64_t ts_ns) {

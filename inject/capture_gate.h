@@ -1,7 +1,7 @@
 // inject/capture_gate.h: which records the collector keeps, and when it
 // switches CUPTI's activity kinds for a capture window.
 //
-// The CaptureWindow (inject/control/capture_window.h) decides when a window
+// The CaptureWindow (common/control/capture_window.h) decides when a window
 // starts and ends; the gate applies its transitions: at a start it has the
 // kinds switched on and opens the gate at the transition's time, at an end
 // it shuts the gate at once and has the kinds switched off 100 ms later
@@ -34,9 +34,9 @@
 #include <mutex>
 #include <string>
 
-#include "inject/chunk_writer.h"
-#include "inject/control/capture_window.h"
-#include "inject/control/control_channel.h"
+#include "common/control/capture_window.h"
+#include "common/control/control_channel.h"
+#include "proto/chunk_writer.h"
 
 namespace gpscope::inject {
 
@@ -63,7 +63,7 @@ class CaptureGate {
   static constexpr uint64_t kWindowCloseGraceNs = 100000000;  // 100 ms
 
   // capture: the window's settings (null: no window, every record kept).
-  CaptureGate(const control::CaptureConfig* capture, ChunkWriter* writer, Actions* actions);
+  CaptureGate(const control::CaptureConfig* capture, format::ChunkWriter* writer, Actions* actions);
   CaptureGate(const CaptureGate&) = delete;
   CaptureGate& operator=(const CaptureGate&) = delete;
 
@@ -114,7 +114,7 @@ class CaptureGate {
   void FinishClose();
   void QueueLocked(const control::Transitions& transitions);
 
-  ChunkWriter* writer_;
+  format::ChunkWriter* writer_;
   Actions* actions_;
   std::unique_ptr<control::CaptureWindow> window_;
   bool uses_nvtx_ = false;

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,50 +17,47 @@
 #include <thread>
 #include <vector>
 
+#include "common/control/capture_window.h"
+#include "common/control/control_channel.h"
+#include "common/identity.h"
+#include "common/posix.h"
+#include "common/process_header.h"
+#include "common/raw_log.h"
+#include "inject/api_classes.h"
 #include "inject/buffer_pool.h"
 #include "inject/call_site_stacks.h"
 #include "inject/capture_gate.h"
-#include "inject/chunk_writer.h"
-#include "inject/api_classes.h"
-#include "inject/clock_ns.h"
 #include "inject/config.h"
-#include "inject/control/capture_window.h"
-#include "inject/control/control_channel.h"
 #include "inject/cupti_hooks.h"
 #include "inject/cupti_loader.h"
 #include "inject/cupti_session.h"
 #include "inject/diag_switches.h"
 #include "inject/exit_finisher.h"
-#include "inject/identity.h"
-#include "inject/metrics/nvml_backend.h"
-#include "inject/metrics/sample_ring.h"
-#include "inject/metrics/sampler_thread.h"
 #include "inject/output_file.h"
-#include "inject/raw_log.h"
 #include "inject/record_converter.h"
 #include "inject/stack_capture.h"
 #include "inject/wake_word.h"
 #include "inject/writer_loop.h"
+#include "metrics/nvml_backend.h"
+#include "metrics/sample_ring.h"
+#include "metrics/sampler_thread.h"
+#include "proto/chunk_writer.h"
 #include "proto/enums.h"
 #include "proto/framing.h"
-
-#include "gpscope_version.h"  // GPSCOPE_VERSION, from git describe (cmake/Version.cmake)
 
 namespace gpscope::inject {
 namespace {
 
-using format::StringRef;
+using format::ChunkWriter;
+// Shared with the node monitor and the launcher (common/).
+using common::ClockNs;
+using common::ProcessIdentity;
+using common::RandomUid;
+using common::ReadProcessIdentity;
+using common::SetLogLevel;
 
 constexpr uint32_t kLostYielded = wire::LOST_YIELDED_TO_OTHER_PROFILER;
 constexpr uint32_t kEndExit = wire::END_EXIT;
-
-uint64_t RandomUid() {
-  uint64_t v = 0;
-  if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v) || v == 0) {
-    v = ClockNs(CLOCK_REALTIME) ^ (static_cast<uint64_t>(getpid()) << 32) ^ 0x9e3779b97f4a7c15ull;
-  }
-  return v;
-}
 
 class Collector;
 // Constant-initialized: CUPTI callbacks may run before Start() finished or
@@ -152,7 +148,7 @@ class Collector : public control::ControlHandler,
   // build; in the shipped library every use is folded away.
   diag::Switches diag_;
 
-  // Metrics (inject/metrics): the sampler thread pushes into metric_ring;
+  // Metrics (metrics/): the sampler thread pushes into metric_ring;
   // the writer thread drains it. Absent with GPSCOPE_METRICS=0.
   metrics::MetricRing metric_ring;
   std::unique_ptr<metrics::RingSink> metric_sink;
@@ -219,42 +215,16 @@ class Collector : public control::ControlHandler,
 };
 
 bool Collector::WriteHeader() {
-  std::vector<StringRef> argv;
-  for (const std::string& a : identity.cmdline) argv.push_back({a.data(), a.size()});
-  std::vector<format::KeyValueRecord> env, cfg;
-  for (const auto& [k, v] : identity.env) env.push_back({{k.data(), k.size()}, {v.data(), v.size()}});
-  std::vector<std::pair<std::string, std::string>> cfg_kv = config.AsKeyValues();
-  for (auto& kv : capture.AsKeyValues()) cfg_kv.push_back(std::move(kv));
-  for (const auto& [k, v] : cfg_kv) cfg.push_back({{k.data(), k.size()}, {v.data(), v.size()}});
-  format::ClockRecord clock = Snapshot();
+  common::ProcessHeaderBuilder header(identity);  // common/process_header.h, as the monitor's
+  header.AddConfig(config.AsKeyValues());
+  header.AddConfig(capture.AsKeyValues());
+  const format::ClockRecord clock = Snapshot();
   if (clock.cupti_ns != 0) {
     cupti_minus_realtime_ns_.store(static_cast<int64_t>(clock.cupti_ns - clock.realtime_ns),
                                    std::memory_order_relaxed);
   }
-
-  format::ProcessHeaderRecord h{};
-  h.format_version = format::kFormatVersion;
-  h.gpscope_version = format::MakeStringRef(GPSCOPE_VERSION);
-  h.hostname = {identity.hostname.data(), identity.hostname.size()};
-  h.pid = identity.pid;
-  h.ppid = identity.ppid;
-  h.cmdline = argv.data();
-  h.cmdline_count = argv.size();
-  h.exe_path = {identity.exe_path.data(), identity.exe_path.size()};
-  h.driver_version = {identity.driver_version.data(), identity.driver_version.size()};
-  h.start_realtime_ns = clock.realtime_ns;
-  h.identity.job_id = {identity.job_id.data(), identity.job_id.size()};
-  h.identity.rank = identity.rank;
-  h.identity.local_rank = identity.local_rank;
-  h.identity.world_size = identity.world_size;
-  h.identity.node_rank = identity.node_rank;
-  h.identity.launcher = {identity.launcher.data(), identity.launcher.size()};
-  h.env = env.data();
-  h.env_count = env.size();
-  h.config = cfg.data();
-  h.config_count = cfg.size();
-  h.clocks = &clock;
-  h.clock_count = 1;
+  header.SetClock(clock);
+  format::ProcessHeaderRecord h = header.Build();
   uint32_t cupti_version = 0;
   if (api.cuptiGetVersion != nullptr) api.cuptiGetVersion(&cupti_version);
   h.cupti_api_version = cupti_version;
@@ -307,7 +277,7 @@ bool Collector::Start() {
     GPSCOPE_LOG_INFO("disabled by GPSCOPE_ENABLE=0");
     return false;
   }
-  identity = ReadProcessIdentity(config);
+  identity = ReadProcessIdentity();
   if (config.cupti_mode == CuptiMode::kHold) {
     problems.clear();
     capture = control::ParseCaptureConfig(+[](const char* n) -> const char* { return getenv(n); },
@@ -355,6 +325,7 @@ bool Collector::Start() {
   }
   ChunkWriter::Options opts;
   opts.zstd_level = config.zstd_level;
+  opts.log_error = common::RawLogError;
   writer = std::make_unique<ChunkWriter>(-1, process_uid, identity.pid, opts);  // holds frames
   session = std::make_unique<CuptiSession>(&api, &finisher, writer.get());
   gate = std::make_unique<CaptureGate>(config.cupti_mode == CuptiMode::kHold ? &capture : nullptr,

@@ -27,7 +27,7 @@
 //     buffers, converts CUPTI records to events (ChunkWriter), and every
 //     flush interval calls cuptiActivityFlushAll(0) and ships a chunk, so a
 //     killed job loses at most one interval;
-//   * the sampler thread (inject/metrics, GPSCOPE_METRICS): NVML/GPM and
+//   * the sampler thread (metrics/, GPSCOPE_METRICS): NVML/GPM and
 //     /proc readings every GPSCOPE_METRICS_INTERVAL_MS into an SPSC ring
 //     that the writer drains; stopped (bounded) before the final flush;
 //     it reads only the GPUs this process has a context on;

@@ -1,86 +1,17 @@
 #include "inject/config.h"
 
-#include <cerrno>
+#include <strings.h>
+
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
 namespace gpscope::inject {
 namespace {
 
-struct Parser {
-  GetEnvFn get_env;
-  std::vector<std::string>* problems;
-
-  void Problem(const char* name, const char* value, const std::string& expected,
-               const std::string& fallback) {
-    if (problems == nullptr) return;
-    problems->push_back(std::string(name) + "='" + value + "' is not " + expected + "; using " +
-                        fallback);
-  }
-
-  void Bool(const char* name, bool* out) {
-    const char* v = get_env(name);
-    if (v == nullptr || *v == '\0') return;
-    if (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on")) {
-      *out = true;
-    } else if (!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") ||
-               !strcasecmp(v, "off")) {
-      *out = false;
-    } else {
-      Problem(name, v, "one of 1|0|true|false", *out ? "1" : "0");
-    }
-  }
-
-  void Range(const char* name, uint32_t lo, uint32_t hi, uint32_t* out) {
-    const char* v = get_env(name);
-    if (v == nullptr || *v == '\0') return;
-    errno = 0;
-    char* end = nullptr;
-    unsigned long long n = strtoull(v, &end, 10);
-    if (errno != 0 || end == v || *end != '\0' || v[0] == '-' || n < lo || n > hi) {
-      Problem(name, v, "a whole number in " + std::to_string(lo) + ".." + std::to_string(hi),
-              std::to_string(*out));
-      return;
-    }
-    *out = static_cast<uint32_t>(n);
-  }
-
-  void String(const char* name, std::string* out) {
-    const char* v = get_env(name);
-    if (v != nullptr && *v != '\0') *out = v;
-  }
-
-  // Picks one of `choices` (case-insensitive); returns the index or -1.
-  template <size_t N>
-  int Choice(const char* name, const char* const (&choices)[N], int current) {
-    const char* v = get_env(name);
-    if (v == nullptr || *v == '\0') return current;
-    for (size_t i = 0; i < N; ++i) {
-      if (!strcasecmp(v, choices[i])) return static_cast<int>(i);
-    }
-    std::string expected = "one of ";
-    for (size_t i = 0; i < N; ++i) expected += (i ? "|" : "") + std::string(choices[i]);
-    Problem(name, v, expected, choices[current]);
-    return current;
-  }
-};
-
-// Calls item(text) for each comma-separated item of v, empty ones included.
-template <typename Fn>
-void ForEachItem(const char* v, Fn item) {
-  const std::string list(v);
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t comma = list.find(',', start);
-    if (comma == std::string::npos) comma = list.size();
-    item(list.substr(start, comma - start));
-    start = comma + 1;
-  }
-}
+using common::EnvValues;
 
 // GPSCOPE_METRICS: a boolean, or a comma list of sources.
-void ParseMetricSources(const char* v, Config* c, Parser* p) {
+void ParseMetricSources(const char* v, Config* c, EnvValues* p) {
   if (v == nullptr || *v == '\0') return;
   c->metrics_set = true;
   bool all = true;
@@ -91,7 +22,7 @@ void ParseMetricSources(const char* v, Config* c, Parser* p) {
     all = false;
   } else {
     bool nvml = false, gpm = false, processes = false, host = false, bad = false;
-    ForEachItem(v, [&](const std::string& item) {
+    common::ForEachListItem(v, [&](const std::string& item) {
       if (!strcasecmp(item.c_str(), "nvml")) {
         nvml = true;
       } else if (!strcasecmp(item.c_str(), "gpm")) {
@@ -123,7 +54,7 @@ void ParseMetricSources(const char* v, Config* c, Parser* p) {
 // GPSCOPE_FILE_PERMISSIONS: octal permission bits for the files gpscope
 // creates. The owner must keep read and write (the header is read back);
 // execute bits and write for others are refused (docs/security.md).
-void ParseFilePermissions(const char* v, Config* c, Parser* p) {
+void ParseFilePermissions(const char* v, Config* c, EnvValues* p) {
   if (v == nullptr || *v == '\0') return;
   uint32_t bits = 0;
   size_t digits = 0;
@@ -161,28 +92,28 @@ constexpr const char* kLogLevels[] = {"error", "warning", "info", "debug"};
 
 Config ParseConfig(GetEnvFn get_env, std::vector<std::string>* problems) {
   Config c;
-  Parser p{get_env, problems};
+  EnvValues p(get_env, problems);
   p.Bool("GPSCOPE_ENABLE", &c.enabled);
   p.String("GPSCOPE_OUTPUT", &c.output_dir);
   c.file_mode = static_cast<FileMode>(p.Choice("GPSCOPE_FILE_MODE", kFileModes, 0));
   c.open_at_context = p.Choice("GPSCOPE_OPEN_AT", kOpenAt, 0) == 0;
   p.String("GPSCOPE_JOB", &c.job);
-  p.Range("GPSCOPE_FLUSH_INTERVAL_MS", 100, 60000, &c.flush_interval_ms);
-  p.Range("GPSCOPE_BUFFER_KB", 64, 65536, &c.buffer_kb);
-  p.Range("GPSCOPE_MAX_BUFFER_MB", 4, 4096, &c.max_buffer_mb);
+  p.WholeNumber("GPSCOPE_FLUSH_INTERVAL_MS", 100, 60000, &c.flush_interval_ms);
+  p.WholeNumber("GPSCOPE_BUFFER_KB", 64, 65536, &c.buffer_kb);
+  p.WholeNumber("GPSCOPE_MAX_BUFFER_MB", 4, 4096, &c.max_buffer_mb);
   p.Bool("GPSCOPE_API", &c.api_records);
   p.Bool("GPSCOPE_NVTX", &c.nvtx);
-  p.Range("GPSCOPE_EXIT_TIMEOUT_MS", 100, 60000, &c.exit_timeout_ms);
+  p.WholeNumber("GPSCOPE_EXIT_TIMEOUT_MS", 100, 60000, &c.exit_timeout_ms);
   c.cupti_mode = static_cast<CuptiMode>(p.Choice("GPSCOPE_CUPTI_MODE", kCuptiModes, 0));
   uint32_t level = static_cast<uint32_t>(c.zstd_level);
-  p.Range("GPSCOPE_ZSTD_LEVEL", 1, 19, &level);
+  p.WholeNumber("GPSCOPE_ZSTD_LEVEL", 1, 19, &level);
   c.zstd_level = static_cast<int>(level);
-  c.log_level = static_cast<LogLevel>(p.Choice("GPSCOPE_LOG_LEVEL", kLogLevels, 1));
+  c.log_level = static_cast<common::LogLevel>(p.Choice("GPSCOPE_LOG_LEVEL", kLogLevels, 1));
   p.String("GPSCOPE_CUPTI_PATH", &c.cupti_path);
-  ParseMetricSources(get_env("GPSCOPE_METRICS"), &c, &p);
-  p.Range("GPSCOPE_METRICS_INTERVAL_MS", 10, 1000, &c.metrics_interval_ms);
+  ParseMetricSources(p.Get("GPSCOPE_METRICS"), &c, &p);
+  p.WholeNumber("GPSCOPE_METRICS_INTERVAL_MS", 10, 1000, &c.metrics_interval_ms);
   p.String("GPSCOPE_NVML_PATH", &c.nvml_path);
-  ParseFilePermissions(get_env("GPSCOPE_FILE_PERMISSIONS"), &c, &p);
+  ParseFilePermissions(p.Get("GPSCOPE_FILE_PERMISSIONS"), &c, &p);
   // A pool must hold at least two buffers: one filling, one being written.
   if (static_cast<uint64_t>(c.max_buffer_mb) * 1024 < 2ull * c.buffer_kb) {
     if (problems) {

@@ -2,7 +2,8 @@
 //
 // Cold path, runs once in InitializeInjection. A bad value never stops the
 // application: it gets one clear stderr line naming the variable and the
-// default is used instead. CUDA-free, so it is unit-tested without a GPU.
+// default is used instead (the parser and its message: common/env_values.h).
+// CUDA-free, so it is unit-tested without a GPU.
 //
 //   GPSCOPE_ENABLE            1|0                  default 1
 //   GPSCOPE_OUTPUT            directory            default ./gpscope-out
@@ -44,12 +45,15 @@
 #include <utility>
 #include <vector>
 
-#include "inject/raw_log.h"
+#include "common/env_values.h"
+#include "common/identity.h"
+#include "common/raw_log.h"
 #include "inject/stacks/stack_settings.h"
 
 namespace gpscope::inject {
 
-enum class FileMode { kNode, kProcess };
+using common::FileMode;  // GPSCOPE_FILE_MODE (it names the trace file: common/identity.h)
+using common::GetEnvFn;
 enum class CuptiMode { kHold, kYield };
 
 struct Config {
@@ -67,7 +71,7 @@ struct Config {
   uint32_t exit_timeout_ms = 4000;
   CuptiMode cupti_mode = CuptiMode::kHold;
   int zstd_level = 1;
-  LogLevel log_level = LogLevel::kWarning;
+  common::LogLevel log_level = common::LogLevel::kWarning;
   std::string cupti_path;
   bool metrics = true;  // any source on
   // Metric sources (GPSCOPE_METRICS): device readings, GPM counters (need
@@ -84,8 +88,6 @@ struct Config {
   // Every effective setting as (GPSCOPE_NAME, value), for the trace header.
   std::vector<std::pair<std::string, std::string>> AsKeyValues() const;
 };
-
-using GetEnvFn = const char* (*)(const char*);
 
 // Parses the environment. Each problem is appended to *problems as one line
 // ("GPSCOPE_BUFFER_KB='abc' is not a number in 64..65536; using 4096").

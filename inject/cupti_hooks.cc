@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/posix.h"
+
 namespace gpscope::inject {
 namespace {
 
@@ -53,12 +55,6 @@ std::atomic<uint64_t> g_overflow[kApis];
 std::atomic<uint64_t> g_overflow_last_ns[kApis];
 uint64_t g_overflow_reported[kApis];
 
-uint64_t RealtimeNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 void Hit(Slot& s, uint64_t now, uint32_t result) {
   s.result.store(result, std::memory_order_relaxed);
   s.last_ns.store(now, std::memory_order_relaxed);
@@ -67,7 +63,7 @@ void Hit(Slot& s, uint64_t now, uint32_t result) {
 
 // Application thread, inside a wrapper: no lock, no allocation.
 void Note(int api, uintptr_t pc, uint32_t result) {
-  const uint64_t now = RealtimeNs();
+  const uint64_t now = common::ClockNs(CLOCK_REALTIME);
   for (int i = 0; i < kSlots; ++i) {
     Slot& s = g_slots[i];
     int state = s.state.load(std::memory_order_acquire);

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "inject/safe_path.h"
+#include "common/safe_path.h"
 
 namespace gpscope::inject {
 namespace {
@@ -77,7 +77,7 @@ bool LoadCupti(const std::string& explicit_path, CuptiApi* api, std::string* err
     // inside cuInit: only regular files are handed to the loader.
     if (!(flags & RTLD_NOLOAD)) {
       std::string why;
-      if (!SearchPathIsSafe(path, &why)) {  // a path: stat; a name: LD_LIBRARY_PATH
+      if (!common::SearchPathIsSafe(path, &why)) {  // a path: stat; a name: LD_LIBRARY_PATH
         tried.push_back(why);
         return false;
       }

@@ -4,12 +4,12 @@
 
 #include <cstdlib>
 
+#include "common/posix.h"
+#include "common/raw_log.h"
 #include "inject/api_cbids.h"
 #include "inject/api_classes.h"
-#include "inject/clock_ns.h"
 #include "inject/cupti_hooks.h"
 #include "inject/diag_switches.h"
-#include "inject/raw_log.h"
 #include "proto/enums.h"
 
 namespace gpscope::inject {
@@ -278,7 +278,7 @@ uint64_t CuptiSession::NowNs() const {
     BlockingSection section(finisher_);  // a no-op off the writer thread
     if (api_.cuptiGetTimestamp(&ns) == CUPTI_SUCCESS && ns != 0) return ns;
   }
-  return ClockNs(CLOCK_REALTIME);
+  return common::ClockNs(CLOCK_REALTIME);
 }
 
 format::ClockRecord CuptiSession::Snapshot() const {
@@ -288,8 +288,8 @@ format::ClockRecord CuptiSession::Snapshot() const {
     BlockingSection section(finisher_);
     api_.cuptiGetTimestamp(&cupti_ns);
   }
-  c.realtime_ns = ClockNs(CLOCK_REALTIME);
-  c.monotonic_ns = ClockNs(CLOCK_MONOTONIC);
+  c.realtime_ns = common::ClockNs(CLOCK_REALTIME);
+  c.monotonic_ns = common::ClockNs(CLOCK_MONOTONIC);
   c.cupti_ns = cupti_ns;
   return c;
 }

@@ -33,10 +33,10 @@
 #include <cstdint>
 #include <string>
 
-#include "inject/chunk_writer.h"
 #include "inject/cupti_loader.h"
 #include "inject/exit_finisher.h"
 #include "inject/record_converter.h"
+#include "proto/chunk_writer.h"
 
 namespace gpscope::inject {
 
@@ -62,7 +62,7 @@ class CuptiSession : public RecordConverter::ApiNames {
 
   // api: loaded (or empty: yield mode; then only NowNs and Snapshot are
   // used). writer: capability notices (what CUPTI refused).
-  CuptiSession(const CuptiApi* api, ExitFinisher* finisher, ChunkWriter* writer)
+  CuptiSession(const CuptiApi* api, ExitFinisher* finisher, format::ChunkWriter* writer)
       : api_(*api), finisher_(finisher), writer_(writer) {}
   CuptiSession(const CuptiSession&) = delete;
   CuptiSession& operator=(const CuptiSession&) = delete;
@@ -133,7 +133,7 @@ class CuptiSession : public RecordConverter::ApiNames {
 
   const CuptiApi& api_;
   ExitFinisher* finisher_;
-  ChunkWriter* writer_;
+  format::ChunkWriter* writer_;
   Options options_;
   CUpti_SubscriberHandle subscriber_ = nullptr;  // ours, when we hold it
   bool set_nvtx_env_ = false;                    // we set NVTX_INJECTION64_PATH

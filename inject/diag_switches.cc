@@ -4,6 +4,8 @@
 #include <cstring>
 #include <utility>
 
+#include "common/env_values.h"
+
 namespace gpscope::inject::diag {
 namespace {
 
@@ -15,29 +17,22 @@ bool IsOne(const char* v) { return v != nullptr && strcmp(v, "1") == 0; }
 
 // GPSCOPE_DIAG_OFF: the named kinds (comma-separated, empty items skipped);
 // unknown names get one line and are ignored.
-uint32_t ParseOffKinds(const char* v, std::vector<std::string>* problems) {
-  if (v == nullptr || *v == '\0') return 0;
+uint32_t ParseOffKinds(const char* v, common::EnvValues* env) {
+  if (v == nullptr) return 0;
   uint32_t off = 0;
   std::string unknown;
-  const std::string list(v);
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t comma = list.find(',', start);
-    if (comma == std::string::npos) comma = list.size();
-    const std::string item = list.substr(start, comma - start);
-    start = comma + 1;
-    bool known = false;
+  common::ForEachListItem(v, [&](const std::string& item) {
     for (const auto& [name, bit] : kOffNames) {
       if (item == name) {
         off |= bit;
-        known = true;
+        return;
       }
     }
-    if (!known && !item.empty()) unknown += (unknown.empty() ? "" : ",") + item;
-  }
-  if (!unknown.empty() && problems != nullptr) {
-    problems->push_back("GPSCOPE_DIAG_OFF: unknown kind(s) " + unknown +
-                        " (known: memcpy, memset, sync, overhead); ignored");
+    if (!item.empty()) unknown += (unknown.empty() ? "" : ",") + item;
+  });
+  if (!unknown.empty()) {
+    env->Problem("GPSCOPE_DIAG_OFF: unknown kind(s) " + unknown +
+                 " (known: memcpy, memset, sync, overhead); ignored");
   }
   return off;
 }
@@ -45,14 +40,15 @@ uint32_t ParseOffKinds(const char* v, std::vector<std::string>* problems) {
 }  // namespace
 
 Switches ParseSwitches(GetEnvFn get_env, std::vector<std::string>* problems) {
+  common::EnvValues env(get_env, problems);  // common/env_values.h, as the settings
   Switches s;
-  s.off_kinds = ParseOffKinds(get_env("GPSCOPE_DIAG_OFF"), problems);
-  s.gate_kernels = IsOne(get_env("GPSCOPE_DIAG_GATE_KERNELS"));
+  s.off_kinds = ParseOffKinds(env.Get("GPSCOPE_DIAG_OFF"), &env);
+  s.gate_kernels = IsOne(env.Get("GPSCOPE_DIAG_GATE_KERNELS"));
   // Range-checked by the capturer (0 or above its ring: the default).
-  if (const char* ring = get_env("GPSCOPE_DIAG_STACK_RING")) {
+  if (const char* ring = env.Get("GPSCOPE_DIAG_STACK_RING")) {
     s.stack_ring_slots = static_cast<uint32_t>(strtoul(ring, nullptr, 10));
   }
-  s.stack_no_launch = IsOne(get_env("GPSCOPE_DIAG_STACK_NO_LAUNCH"));
+  s.stack_no_launch = IsOne(env.Get("GPSCOPE_DIAG_STACK_NO_LAUNCH"));
   return s;
 }
 

@@ -36,6 +36,8 @@
 #include <string>
 #include <vector>
 
+#include "common/env_values.h"
+
 namespace gpscope::inject::diag {
 
 #ifdef GPSCOPE_DIAG_DISCARD
@@ -79,7 +81,7 @@ struct Switches {
   bool stack_no_launch = false;    // GPSCOPE_DIAG_STACK_NO_LAUNCH=1
 };
 
-using GetEnvFn = const char* (*)(const char*);
+using common::GetEnvFn;  // getenv, or a test's fake environment
 
 // Parses the run-time switches; each problem is appended to *problems as
 // one line. Defined in diag_switches.cc (gpscope_inject_diag_switches),

@@ -7,14 +7,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/posix.h"
+
 namespace gpscope::inject {
 namespace {
-
-uint64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 void SleepNs(long ns) {
   timespec ts{0, ns};
@@ -73,7 +69,7 @@ void ExitFinisher::Run() {
   }
   const uint64_t soft = soft_deadline_ns();
   const uint64_t hard = stop_ns_.load() + uint64_t{timeout_ms_} * 1000000;
-  while (!hooks_->WriterFinished() && MonotonicNs() < soft) SleepNs(1000000);
+  while (!hooks_->WriterFinished() && common::ClockNs(CLOCK_MONOTONIC) < soft) SleepNs(1000000);
   if (!hooks_->WriterFinished()) {
     // Late: take the writer's state while it sits in a blocking call. Busy
     // (converting, writing) it is given until the hard deadline.
@@ -83,7 +79,7 @@ void ExitFinisher::Run() {
         hooks_->WriteEndInstead();
         break;
       }
-      if (hooks_->WriterFinished() || MonotonicNs() >= hard) break;
+      if (hooks_->WriterFinished() || common::ClockNs(CLOCK_MONOTONIC) >= hard) break;
       SleepNs(1000000);
     }
   }
@@ -136,7 +132,7 @@ bool ExitFinisher::OnSignal(int sig) {
   }
   signal_tid_.store(tid);
   pending_signal_.store(sig);
-  stop_ns_.store(MonotonicNs());
+  stop_ns_.store(common::ClockNs(CLOCK_MONOTONIC));
   hooks_->RequestFinal(sig);
   sem_post(&wake_);
   return true;
@@ -145,7 +141,7 @@ bool ExitFinisher::OnSignal(int sig) {
 bool ExitFinisher::OnExit() {
   if (!started_) return false;
   if (!stopping_.exchange(true)) {
-    stop_ns_.store(MonotonicNs());
+    stop_ns_.store(common::ClockNs(CLOCK_MONOTONIC));
     hooks_->RequestFinal(0);
     sem_post(&wake_);
   }
@@ -155,9 +151,9 @@ bool ExitFinisher::OnExit() {
     SleepNs(100000);
     stop = stop_ns_.load();
   }
-  if (stop == 0) stop = MonotonicNs();
+  if (stop == 0) stop = common::ClockNs(CLOCK_MONOTONIC);
   const uint64_t give_up = stop + uint64_t{timeout_ms_} * 1000000 + kExitSlackNs;
-  while (!finished_.load() && MonotonicNs() < give_up) SleepNs(1000000);
+  while (!finished_.load() && common::ClockNs(CLOCK_MONOTONIC) < give_up) SleepNs(1000000);
   return finished_.load() && state_.load() != kTakenOver && hooks_->WriterFinished();
 }
 

@@ -6,12 +6,19 @@
 
 #include <cstring>
 
-#include "inject/raw_log.h"
+#include "common/raw_log.h"
 #include "proto/framing.h"
 
 namespace gpscope::inject {
 
-bool OutputFile::Prepare(const Config& config, const ProcessIdentity& identity,
+// Shared with the node monitor (common/safe_path.h, common/identity.h).
+using common::DirModeFor;
+using common::OpenOutputDir;
+using common::OpenTraceFileIn;
+using common::PrivateTraceName;
+using common::TraceFileName;
+
+bool OutputFile::Prepare(const Config& config, const common::ProcessIdentity& identity,
                          std::string* error) {
   const std::string& dir = config.output_dir;
   permissions_ = config.file_permissions;
@@ -37,7 +44,7 @@ bool OutputFile::Prepare(const Config& config, const ProcessIdentity& identity,
   return true;
 }
 
-bool OutputFile::Open(ChunkWriter* writer, std::string* error) {
+bool OutputFile::Open(format::ChunkWriter* writer, std::string* error) {
   bool foreign = false;
   std::string why;
   fd_ = OpenTraceFileIn(dir_, name_, permissions_, geteuid(), &foreign, &why);
@@ -59,7 +66,8 @@ bool OutputFile::Open(ChunkWriter* writer, std::string* error) {
   return writer == nullptr || writer->Open(fd_);
 }
 
-bool OutputFile::MaybeOpen(ChunkWriter* writer, const std::atomic<uint64_t>& context_devices) {
+bool OutputFile::MaybeOpen(format::ChunkWriter* writer,
+                           const std::atomic<uint64_t>& context_devices) {
   if (writer->is_open()) return true;
   if (!open_at_context_ || context_devices.load(std::memory_order_acquire) == 0) return false;
   std::string error;

@@ -13,7 +13,7 @@
 // otherwise add a file per node beside the ranks'. Only when CUPTI tells us
 // about contexts (we hold the subscriber); otherwise at start.
 //
-// The folder is opened and checked against other users (inject/safe_path.h);
+// The folder is opened and checked against other users (common/safe_path.h);
 // a file name taken by something gpscope must not append to (another
 // user's file, a link, a FIFO) gets one line and a private name beside it.
 //
@@ -30,10 +30,10 @@
 #include <mutex>
 #include <string>
 
-#include "inject/chunk_writer.h"
+#include "common/identity.h"
+#include "common/safe_path.h"
 #include "inject/config.h"
-#include "inject/identity.h"
-#include "inject/safe_path.h"
+#include "proto/chunk_writer.h"
 
 namespace gpscope::inject {
 
@@ -45,17 +45,18 @@ class OutputFile {
 
   // Start-up thread: the folder (GPSCOPE_OUTPUT), opened and checked, and
   // the file's name. False (with *error, one line) when it cannot be used.
-  bool Prepare(const Config& config, const ProcessIdentity& identity, std::string* error);
+  bool Prepare(const Config& config, const common::ProcessIdentity& identity, std::string* error);
   // Opens (creating) the file inside the folder and hands it to writer (may
   // be null). False (with *error) when it cannot be opened, or when writer
   // could not write the frames it held (then fd() >= 0 all the same).
-  bool Open(ChunkWriter* writer, std::string* error);
+  bool Open(format::ChunkWriter* writer, std::string* error);
   // Writer thread: opens the file at the process's first CUDA context (a
   // bit set in context_devices). True when the file is open. A file that
   // cannot be opened then is one error line (never tried again); the
   // records are dropped from there on (CUPTI stays on: turning it off from
   // this thread could race the application's CUDA calls).
-  bool MaybeOpen(ChunkWriter* writer, const std::atomic<uint64_t>& context_devices);
+  bool MaybeOpen(format::ChunkWriter* writer,
+                 const std::atomic<uint64_t>& context_devices);
 
   // Open at the first context rather than now (see above).
   bool open_at_context() const { return open_at_context_; }
@@ -65,9 +66,9 @@ class OutputFile {
   std::string path();
 
  private:
-  OutputDir dir_;      // GPSCOPE_OUTPUT, opened and checked
-  std::string name_;   // in dir_
-  std::string path_;   // dir_ + name_; guarded by path_mu_ once the writer runs
+  common::OutputDir dir_;  // GPSCOPE_OUTPUT, opened and checked
+  std::string name_;       // in dir_
+  std::string path_;       // dir_ + name_; guarded by path_mu_ once the writer runs
   std::mutex path_mu_;
   uint32_t permissions_ = 0640;
   uint32_t pid_ = 0;

@@ -42,7 +42,7 @@
 #include <unordered_map>
 
 #include "inject/capture_gate.h"
-#include "inject/chunk_writer.h"
+#include "proto/chunk_writer.h"
 
 namespace gpscope::inject {
 
@@ -67,7 +67,7 @@ class RecordConverter {
 
   // All must outlive the converter. context_devices: see NoteContextDevice
   // (CONTEXT records set their device's bit).
-  RecordConverter(ChunkWriter* writer, CaptureGate* gate, ApiNames* names,
+  RecordConverter(format::ChunkWriter* writer, CaptureGate* gate, ApiNames* names,
                   std::atomic<uint64_t>* context_devices)
       : writer_(writer), gate_(gate), names_(names), context_devices_(context_devices) {}
   RecordConverter(const RecordConverter&) = delete;
@@ -113,7 +113,7 @@ class RecordConverter {
   void Add(const format::MemcpyEvent& e) { writer_->AddMemcpy(e); }
   void Add(const format::MemsetEvent& e) { writer_->AddMemset(e); }
 
-  ChunkWriter* writer_;
+  format::ChunkWriter* writer_;
   CaptureGate* gate_;
   ApiNames* names_;
   std::atomic<uint64_t>* context_devices_;

@@ -6,8 +6,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <new>
 
+#include "common/posix.h"
 #include "inject/stacks/python_stacks.h"
 #include "inject/wake_word.h"
 
@@ -18,14 +20,6 @@ using stacks::StackKind;
 using stacks::StackTrigger;
 
 namespace {
-
-
-
-uint64_t RealtimeNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // A thread the pool had no state for: marked so it is not retried per call.
 char g_no_state;
@@ -98,6 +92,8 @@ StackCapturer::Thread* StackCapturer::Attach() {
     stacks::CurrentThreadStackBounds(&t->bounds);
     t->last_exit_ns = 0;
     t->last_sample_ns = 0;
+    t->last_main_ns = 0;
+    t->main_depth = 0;
     t->enter_ns = 0;
     t->runtime_depth = 0;
     t->blocking = false;
@@ -131,7 +127,7 @@ void StackCapturer::OnEnter(bool runtime, ApiClass cls, uint8_t domain, uint32_t
   } else if (t->runtime_depth > 0) {
     return;  // the runtime call's own driver call
   }
-  const uint64_t now = RealtimeNs();
+  const uint64_t now = common::ClockNs(CLOCK_REALTIME);
   t->enter_ns = now;
   t->blocking = cls == ApiClass::kSync;
   if (gate_ != nullptr && !gate_->load(std::memory_order_relaxed)) return;
@@ -160,7 +156,7 @@ void StackCapturer::OnExit(bool runtime) {
     return;
   }
   // A launch returns within microseconds: its entry time will do.
-  t->last_exit_ns = t->blocking ? RealtimeNs() : t->enter_ns;
+  t->last_exit_ns = t->blocking ? common::ClockNs(CLOCK_REALTIME) : t->enter_ns;
 }
 
 void StackCapturer::Capture(Thread* t, StackTrigger trigger, uint8_t domain, uint32_t cbid,
@@ -191,7 +187,13 @@ void StackCapturer::Capture(Thread* t, StackTrigger trigger, uint8_t domain, uin
       case stacks::PyCaptureStatus::kInconsistent:
         c->Set(StackKind::kPython, r.depth, stacks::kStackInconsistent);
         break;
-      default:  // not a Python thread, Python stacks off, or shutting down
+      case stacks::PyCaptureStatus::kNoThreadState:
+        // A synchronizing call on a thread without Python: the main Python
+        // thread's stack (stack_capture.h).
+        if (trigger == StackTrigger::kSync && MainThreadStack(t, c, now_ns)) break;
+        need_native = native_fallback_;
+        break;
+      default:  // Python stacks off, or shutting down
         need_native = native_fallback_;
         break;
     }
@@ -211,6 +213,42 @@ void StackCapturer::Capture(Thread* t, StackTrigger trigger, uint8_t domain, uin
   t->head.store(head + 1, std::memory_order_release);
   t->captured.fetch_add(1, std::memory_order_relaxed);
   if (wake_ != nullptr && head + 1 - tail == ring_slots_ / 2) wake_->Wake();
+}
+
+bool StackCapturer::MainThreadStack(Thread* t, StackCapture* c, uint64_t now_ns) {
+  if (now_ns - t->last_main_ns >= kMainThreadIntervalNs) {
+    t->last_main_ns = now_ns;
+    t->main_depth = 0;
+    stacks::MainThreadMark mark;
+    const stacks::PyCaptureResult m =
+        stacks::CaptureMainThreadPythonStack(c->frames, stacks::kMaxStackDepth, &mark);
+    if ((m.status != stacks::PyCaptureStatus::kOk &&
+         m.status != stacks::PyCaptureStatus::kTruncated) ||
+        m.depth <= 0) {
+      return false;
+    }
+    const uint8_t flags =
+        m.status == stacks::PyCaptureStatus::kTruncated ? stacks::kStackTruncated : 0;
+    c->Set(StackKind::kPython, m.depth, flags);
+    t->main_mark = mark;
+    t->main_depth = m.depth;
+    t->main_flags = flags;
+    std::memcpy(t->main_frames, c->frames, sizeof(stacks::FrameRef) * static_cast<size_t>(m.depth));
+  } else {
+    // Within the interval: the last walk's stack, if the main thread is
+    // still where that walk found it.
+    stacks::MainThreadMark now;
+    if (t->main_depth <= 0 || !stacks::PeekMainThread(&now) || !(now == t->main_mark)) {
+      return false;
+    }
+    std::memcpy(c->frames, t->main_frames,
+                sizeof(stacks::FrameRef) * static_cast<size_t>(t->main_depth));
+    c->Set(StackKind::kPython, t->main_depth, t->main_flags);
+    t->main_reused.fetch_add(1, std::memory_order_relaxed);
+  }
+  c->trigger = StackTrigger::kSyncMainThread;
+  t->main_thread.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 bool StackCapturer::PopOne(Thread* t, StackCapture* out) {
@@ -238,6 +276,20 @@ uint64_t StackCapturer::captures() const {
   uint64_t n = 0;
   const uint32_t hw = high_water_.load(std::memory_order_acquire);
   for (uint32_t i = 0; i < hw; ++i) n += ThreadAt(i)->captured.load(std::memory_order_relaxed);
+  return n;
+}
+
+uint64_t StackCapturer::main_thread_reused() const {
+  uint64_t n = 0;
+  const uint32_t hw = high_water_.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i < hw; ++i) n += ThreadAt(i)->main_reused.load(std::memory_order_relaxed);
+  return n;
+}
+
+uint64_t StackCapturer::main_thread_captures() const {
+  uint64_t n = 0;
+  const uint32_t hw = high_water_.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i < hw; ++i) n += ThreadAt(i)->main_thread.load(std::memory_order_relaxed);
   return n;
 }
 

@@ -19,7 +19,17 @@
 //               thread (a capture of a launch restarts the interval);
 // and for a trigger fills one slot of the thread's capture ring with the
 // Python stack (CapturePythonStack) or, on threads without Python (or with
-// GPSCOPE_STACKS=native), the native one (CaptureNativeStack). A runtime
+// GPSCOPE_STACKS=native), the native one (CaptureNativeStack). A kSync on a
+// thread without Python takes the main Python thread's stack instead
+// (CaptureMainThreadPythonStack, trigger kSyncMainThread: the thread the
+// call usually waits for, e.g. JAX's `float(loss)` while an XLA thread
+// copies), with at most one walk per kMainThreadIntervalNs per thread
+// (checked reads, tens of microseconds). A sync within that interval gets
+// the same thread's last walk again when the main thread has not moved
+// since (PeekMainThread: a walk of one frame; its mark unchanged), so the
+// later syncs of one wait (XLA's copy, then its stream sync) all carry the
+// waiting line; the others, and any that finds no frames, take the native
+// stack. A runtime
 // call's inner driver calls are neither captured nor timed (a per-thread
 // nesting depth). The writer thread drains the rings (Drain) and interns
 // the captures (inject/stacks/stack_table.h).
@@ -63,6 +73,7 @@
 
 #include "inject/stacks/capture_record.h"
 #include "inject/stacks/native_stacks.h"
+#include "inject/stacks/python_stacks.h"
 #include "inject/stacks/stack_settings.h"
 
 namespace gpscope::inject {
@@ -76,6 +87,10 @@ enum class ApiClass : uint8_t { kOther = 0, kSync = 1, kLaunch = 2 };
 class StackCapturer {
  public:
   static constexpr uint64_t kIdleThresholdNs = 5'000'000;
+  // Main-thread stacks taken at syncs of a thread without Python: at most
+  // one per millisecond per thread, so a library thread that syncs in a
+  // tight loop spends at most a few percent of its time on them.
+  static constexpr uint64_t kMainThreadIntervalNs = 1'000'000;
   // Captures per thread between drains. 64 lost 337 of ~23,000 stacks of a
   // loop of synchronous copies (5,800 per second) on the H200 while the
   // writer compressed; 128 doubles the headroom at ~135 KiB per thread
@@ -120,12 +135,17 @@ class StackCapturer {
   uint64_t thread_drops() const { return thread_drops_.load(std::memory_order_relaxed); }
   uint64_t captures() const;            // captures published
   uint64_t native_slow_path() const;    // native captures that fell back to libgcc
+  uint64_t main_thread_captures() const;  // kSyncMainThread captures published
+  uint64_t main_thread_reused() const;    // of them, the last walk's stack again
   uint32_t threads_seen() const { return threads_seen_.load(std::memory_order_relaxed); }
 
   struct Thread;  // defined in stack_capture.cc
 
  private:
   Thread* Attach();
+  // A sync of thread t without Python: the main thread's stack into c
+  // (walked, or the last walk's again); false when there is none.
+  bool MainThreadStack(Thread* t, stacks::StackCapture* c, uint64_t now_ns);
   Thread* ThreadAt(uint32_t i) const;
   void Capture(Thread* t, stacks::StackTrigger trigger, uint8_t domain, uint32_t cbid,
                uint32_t correlation, uint64_t now_ns);
@@ -154,6 +174,7 @@ struct StackCapturer::Thread {
   stacks::StackBounds bounds;
   uint64_t last_exit_ns;    // the end of the thread's last listed call
   uint64_t last_sample_ns;  // its last launch capture
+  uint64_t last_main_ns;    // its last walk of the main thread's stack
   uint64_t enter_ns;        // entry of the outer call in flight
   uint32_t runtime_depth;   // runtime calls in flight (their driver calls are theirs)
   bool blocking;            // the outer call in flight synchronizes: time its exit
@@ -162,6 +183,14 @@ struct StackCapturer::Thread {
   std::atomic<uint64_t> dropped;
   std::atomic<uint64_t> captured;
   std::atomic<uint64_t> slow;
+  std::atomic<uint64_t> main_thread;
+  std::atomic<uint64_t> main_reused;
+  // The last successful walk of the main thread's stack: where the main
+  // thread was (its mark) and the frames, reused while the mark holds.
+  stacks::MainThreadMark main_mark;
+  int main_depth;  // 0: none to reuse
+  uint8_t main_flags;
+  stacks::FrameRef main_frames[stacks::kMaxStackDepth];
   stacks::StackCapture slots[kRingSlots];
 };
 

@@ -8,10 +8,10 @@
 
 #include <cstring>
 
-#include "inject/clock_ns.h"
+#include "common/posix.h"
+#include "common/raw_log.h"
 #include "inject/cupti_hooks.h"
 #include "inject/diag_switches.h"
-#include "inject/raw_log.h"
 
 namespace gpscope::inject {
 
@@ -25,10 +25,10 @@ void WriterLoop::Run() {
   pthread_setname_np(pthread_self(), "gpscope-writer");
   p_.finisher->SetWriterThread(pthread_self());  // its blocking calls may be taken over
 
-  ChunkWriter& w = *p_.writer;
+  format::ChunkWriter& w = *p_.writer;
   BufferPool& pool = *p_.pool;
   const uint64_t interval_ns = static_cast<uint64_t>(p_.config->flush_interval_ms) * 1000000ull;
-  uint64_t next_flush_ns = ClockNs(CLOCK_MONOTONIC) + interval_ns;
+  uint64_t next_flush_ns = common::ClockNs(CLOCK_MONOTONIC) + interval_ns;
   for (;;) {
     p_.output->MaybeOpen(&w, *p_.context_devices);
     p_.gate->Tick();
@@ -40,13 +40,13 @@ void WriterLoop::Run() {
     // refused requests would lose far more.
     if (p_.cupti_active && p_.session->tracing() &&
         (pool.acquire_failures() != failures_at_pressure_ || pool.Exhausted()) &&
-        ClockNs(CLOCK_MONOTONIC) >= next_pressure_flush_ns_) {
+        common::ClockNs(CLOCK_MONOTONIC) >= next_pressure_flush_ns_) {
       FlushCupti(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
       failures_at_pressure_ = pool.acquire_failures();
-      next_pressure_flush_ns_ = ClockNs(CLOCK_MONOTONIC) + 200000000ull;
+      next_pressure_flush_ns_ = common::ClockNs(CLOCK_MONOTONIC) + 200000000ull;
       ++pressure_flushes_;
     }
-    if (ClockNs(CLOCK_MONOTONIC) >= next_flush_ns) {
+    if (common::ClockNs(CLOCK_MONOTONIC) >= next_flush_ns) {
       FlushCupti(0);  // completed buffers only; no device sync
       // Flag 0 hands back no partly filled buffer on the H200 (CUDA 13): a
       // slow application's records sat in one for seconds, and a SIGKILL
@@ -70,7 +70,7 @@ void WriterLoop::Run() {
       // better than 2 s worth, so the 4 MiB hold lasts hours, not ~1 h.
       if (w.is_open()) w.Flush();
       p_.events_written->store(w.events_written(), std::memory_order_relaxed);
-      next_flush_ns = ClockNs(CLOCK_MONOTONIC) + interval_ns;
+      next_flush_ns = common::ClockNs(CLOCK_MONOTONIC) + interval_ns;
     }
     p_.wake->Wait(20);
   }
@@ -139,7 +139,7 @@ void WriterLoop::Drain() {
   const uint64_t deadline = p_.finisher->writer_deadline_ns();
   while (pool.PopCompleted(&buffer, &valid)) {
     if (deadline != 0 && final_requested_.load(std::memory_order_relaxed) &&
-        ClockNs(CLOCK_MONOTONIC) >= deadline) {
+        common::ClockNs(CLOCK_MONOTONIC) >= deadline) {
       ++cut_at_deadline_;
       memset(buffer, 0, valid);
       pool.Release(buffer);
@@ -173,7 +173,7 @@ void WriterLoop::DrainMetrics() {
 }
 
 void WriterLoop::ReportLosses(bool final) {
-  ChunkWriter& w = *p_.writer;
+  format::ChunkWriter& w = *p_.writer;
   const BufferPool& pool = *p_.pool;
   const uint64_t last_ns = p_.converter->last_event_ns();
   auto report = [&](uint32_t reason, uint64_t total, uint64_t* reported, const char* detail) {
@@ -348,8 +348,8 @@ void WriterLoop::WriteEndInstead() {
   cut_at_deadline_ = 0;  // counted just above
   flush_timed_out_ = true;
   format::ClockRecord clock{};
-  clock.realtime_ns = ClockNs(CLOCK_REALTIME);
-  clock.monotonic_ns = ClockNs(CLOCK_MONOTONIC);
+  clock.realtime_ns = common::ClockNs(CLOCK_REALTIME);
+  clock.monotonic_ns = common::ClockNs(CLOCK_MONOTONIC);
   clock.cupti_ns = static_cast<uint64_t>(static_cast<int64_t>(clock.realtime_ns) +
                                          p_.cupti_minus_realtime_ns->load(std::memory_order_relaxed));
   WriteEndRecord(EndRecord(clock));

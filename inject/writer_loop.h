@@ -39,15 +39,15 @@
 #include "inject/buffer_pool.h"
 #include "inject/call_site_stacks.h"
 #include "inject/capture_gate.h"
-#include "inject/chunk_writer.h"
 #include "inject/config.h"
 #include "inject/cupti_session.h"
 #include "inject/exit_finisher.h"
-#include "inject/metrics/sample_ring.h"
-#include "inject/metrics/sampler_thread.h"
 #include "inject/output_file.h"
 #include "inject/record_converter.h"
 #include "inject/wake_word.h"
+#include "metrics/sample_ring.h"
+#include "metrics/sampler_thread.h"
+#include "proto/chunk_writer.h"
 #include "proto/enums.h"
 
 namespace gpscope::inject {
@@ -63,7 +63,7 @@ class WriterLoop {
     CaptureGate* gate = nullptr;
     RecordConverter* converter = nullptr;
     OutputFile* output = nullptr;
-    ChunkWriter* writer = nullptr;
+    format::ChunkWriter* writer = nullptr;
     ExitFinisher* finisher = nullptr;
     WakeWord* wake = nullptr;
     CallSiteStacks* stacks = nullptr;

@@ -1,6 +1,7 @@
 // proto/batch_builder.cc: see batch_builder.h. Field numbers below are those
-// of proto/gpscope/trace.proto; tests/proto/encoder_property_test.cc checks
-// every one against the protoc-generated parser.
+// of proto/gpscope/trace.proto (the columnar events' come from proto/columns.h);
+// tests/proto/encoder_property_test.cc checks every one against the
+// protoc-generated parser.
 #include "proto/batch_builder.h"
 
 #include <algorithm>
@@ -9,19 +10,23 @@
 namespace gpscope::format {
 namespace {
 
-using Kind = BatchBuilder::Kind;
-constexpr const uint32_t* kKindField = BatchBuilder::kKindField;
-
 constexpr uint32_t SumOfColumns() {
   uint32_t n = 0;
   for (uint32_t c : BatchBuilder::kColumnsPerKind) n += c;
   return n;
 }
 static_assert(SumOfColumns() == BatchBuilder::kNumColumns);
-// FinishChunk and the estimate count KindTagBytes per kind tag and one byte
-// per column tag.
-static_assert(BatchBuilder::kColumnsPerKind[BatchBuilder::kStackSamples] <= 15);
-static_assert(BatchBuilder::kKindField[BatchBuilder::kStackSamples] == 23);
+static_assert(uint32_t{BatchBuilder::kNumKinds} == uint32_t{kNumEventKinds});
+// FinishChunk and the estimate count KindTagBytes per kind tag (1 or 2
+// bytes: fields below 2048) and one byte per column tag (proto/columns.h
+// keeps column numbers below 16).
+constexpr bool KindTagsFit() {
+  for (uint32_t f : BatchBuilder::kKindField) {
+    if (f >= 2048) return false;
+  }
+  return true;
+}
+static_assert(KindTagsFit());
 
 // EventBatch sub-message fields.
 enum BatchField : uint32_t {
@@ -108,11 +113,6 @@ BatchBuilder::BatchBuilder(size_t max_chunk_bytes)
   side_.reset(new (std::nothrow) uint8_t[max_chunk_bytes_]);
   if (!block_used_ || !block_next_ || !side_) pool_.reset();
   if (!pool_) max_chunk_bytes_ = 0;  // every admission test fails
-  uint32_t first = 0;
-  for (uint32_t k = 0; k < kNumKinds; ++k) {
-    first_column_[k] = first;
-    first += kColumnsPerKind[k];
-  }
   Begin(0);
 }
 
@@ -122,15 +122,15 @@ void BatchBuilder::Begin(uint64_t base_ns) {
   next_free_block_ = 0;
   used_bytes_ = kChunkOverheadBytes;
   event_count_ = 0;
-  for (Column& c : columns_) c = Column{nullptr, nullptr, 0, 0, 0};
-  for (uint32_t k = 0; k < kNumKinds; ++k) {
-    count_[k] = 0;
-    prev_ts_ns_[k] = base_ns;
-    prev_correlation_[k] = 0;
+  for (uint32_t i = 0; i < kNumColumns; ++i) {
+    const uint64_t origin = kColumnWires[i] == Wire::kTimeDelta ? base_ns : 0;
+    columns_[i] = Column{nullptr, nullptr, 0, 0, 0, origin};
   }
+  for (uint64_t& n : count_) n = 0;
 }
 
-BatchBuilder::Column* BatchBuilder::BeginEvent(Kind k) {
+// Inlined into each kind's Append(), where k is a constant.
+inline bool BatchBuilder::BeginEvent(Kind k) {
   // Worst case of the event itself plus, for a kind's first event, its tag,
   // 4-byte length and every column's tag and 4-byte length.
   const size_t header_bytes =
@@ -138,12 +138,12 @@ BatchBuilder::Column* BatchBuilder::BeginEvent(Kind k) {
                      : 0;
   const size_t need = kColumnsPerKind[k] * kMaxVarintBytes + header_bytes;
   if (used_bytes_ + need > max_chunk_bytes_ || num_blocks_ - next_free_block_ < kColumnsPerKind[k]) {
-    return nullptr;
+    return false;
   }
   used_bytes_ += header_bytes;
   ++count_[k];
   ++event_count_;
-  return &columns_[first_column_[k]];
+  return true;
 }
 
 void BatchBuilder::NextBlock(Column& c) {
@@ -170,138 +170,56 @@ void BatchBuilder::PutDouble(Column& c, double v) {
   used_bytes_ += 8;
 }
 
-bool BatchBuilder::AddKernel(const KernelEvent& e) {
-  Column* c = BeginEvent(kKernels);
-  if (c == nullptr) return false;
-  PutSint(c[0], TimeDelta(kKernels, e.start_ns));
-  Put(c[1], e.end_ns - e.start_ns);
-  Put(c[2], e.name_id);
-  Put(c[3], e.launch_config_id);
-  Put(c[4], e.device_id);
-  Put(c[5], e.context_id);
-  Put(c[6], e.stream_id);
-  PutSint(c[7], CorrelationDelta(kKernels, e.correlation_id));
-  Put(c[8], e.graph_id);
-  Put(c[9], e.graph_node_id);
-  return true;
+// ------------------------------------------ columnar events (proto/columns.h) --
+
+template <Wire W, typename Event, typename T>
+inline void BatchBuilder::PutColumn(Column& c, const Event& e, T v) {
+  if constexpr (W == Wire::kTimeDelta) {
+    // Against the column's previous value, mod 2^64: timestamps may go back.
+    Put(c, ZigZagEncode64(static_cast<int64_t>(v - c.previous)));
+    c.previous = v;
+  } else if constexpr (W == Wire::kDuration) {
+    Put(c, v - e.start_ns);
+  } else if constexpr (W == Wire::kCorrelationDelta) {
+    Put(c, ZigZagEncode64(static_cast<int64_t>(v) - static_cast<int64_t>(c.previous)));
+    c.previous = v;
+  } else if constexpr (W == Wire::kUint32 || W == Wire::kUint64) {
+    Put(c, v);
+  } else if constexpr (W == Wire::kEnum) {
+    // Enums are int32 on the wire: sign-extend like libprotobuf does.
+    Put(c, static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(v))));
+  } else {
+    static_assert(W == Wire::kDouble);
+    PutDouble(c, v);
+  }
 }
 
-bool BatchBuilder::AddMemcpy(const MemcpyEvent& e) {
-  Column* c = BeginEvent(kMemcpys);
-  if (c == nullptr) return false;
-  PutSint(c[0], TimeDelta(kMemcpys, e.start_ns));
-  Put(c[1], e.end_ns - e.start_ns);
-  Put(c[2], e.bytes);
-  PutEnumColumn(c[3], e.copy_kind);
-  PutEnumColumn(c[4], e.src_kind);
-  PutEnumColumn(c[5], e.dst_kind);
-  Put(c[6], e.device_id);
-  Put(c[7], e.context_id);
-  Put(c[8], e.stream_id);
-  PutSint(c[9], CorrelationDelta(kMemcpys, e.correlation_id));
-  Put(c[10], e.flags);
-  Put(c[11], e.graph_id);
-  Put(c[12], e.dst_device_id);
-  return true;
-}
+#define GPSCOPE_ENCODE_COLUMN(number, name, wire, type, member) \
+  PutColumn<Wire::wire>(*c++, e, e.member);
+// Inlined into the Add*() of its kind (one call per event, as ever).
+#define GPSCOPE_ENCODE_KIND(Name, Message, field, number, Event, COLUMNS) \
+  [[gnu::always_inline]] inline bool BatchBuilder::Append(const Event& e) { \
+    if (!BeginEvent(k##Name)) return false;                               \
+    Column* c = &columns_[kKinds[k##Name].first_column];                  \
+    COLUMNS(GPSCOPE_ENCODE_COLUMN)                                        \
+    return true;                                                          \
+  }
+GPSCOPE_ALL_EVENT_KINDS(GPSCOPE_ENCODE_KIND)
+#undef GPSCOPE_ENCODE_KIND
+#undef GPSCOPE_ENCODE_COLUMN
 
-bool BatchBuilder::AddMemset(const MemsetEvent& e) {
-  Column* c = BeginEvent(kMemsets);
-  if (c == nullptr) return false;
-  PutSint(c[0], TimeDelta(kMemsets, e.start_ns));
-  Put(c[1], e.end_ns - e.start_ns);
-  Put(c[2], e.bytes);
-  Put(c[3], e.value);
-  PutEnumColumn(c[4], e.memory_kind);
-  Put(c[5], e.device_id);
-  Put(c[6], e.context_id);
-  Put(c[7], e.stream_id);
-  PutSint(c[8], CorrelationDelta(kMemsets, e.correlation_id));
-  Put(c[9], e.flags);
-  Put(c[10], e.graph_id);
-  return true;
-}
+bool BatchBuilder::AddKernel(const KernelEvent& e) { return Append(e); }
+bool BatchBuilder::AddMemcpy(const MemcpyEvent& e) { return Append(e); }
+bool BatchBuilder::AddMemset(const MemsetEvent& e) { return Append(e); }
+bool BatchBuilder::AddSync(const SyncEvent& e) { return Append(e); }
+bool BatchBuilder::AddApiCall(const ApiCallEvent& e) { return Append(e); }
+bool BatchBuilder::AddNvtxRange(const NvtxRangeEvent& e) { return Append(e); }
+bool BatchBuilder::AddNvtxMark(const NvtxMarkEvent& e) { return Append(e); }
+bool BatchBuilder::AddOverhead(const OverheadEvent& e) { return Append(e); }
+bool BatchBuilder::AddMetricSample(const MetricSample& e) { return Append(e); }
+bool BatchBuilder::AddStackSample(const StackSampleEvent& e) { return Append(e); }
 
-bool BatchBuilder::AddSync(const SyncEvent& e) {
-  Column* c = BeginEvent(kSyncs);
-  if (c == nullptr) return false;
-  PutSint(c[0], TimeDelta(kSyncs, e.start_ns));
-  Put(c[1], e.end_ns - e.start_ns);
-  PutEnumColumn(c[2], e.sync_kind);
-  Put(c[3], e.context_id);
-  Put(c[4], e.stream_id);
-  Put(c[5], e.event_id);
-  PutSint(c[6], CorrelationDelta(kSyncs, e.correlation_id));
-  Put(c[7], e.thread_id);
-  return true;
-}
-
-bool BatchBuilder::AddApiCall(const ApiCallEvent& e) {
-  Column* c = BeginEvent(kApiCalls);
-  if (c == nullptr) return false;
-  PutSint(c[0], TimeDelta(kApiCalls, e.start_ns));
-  Put(c[1], e.end_ns - e.start_ns);
-  PutEnumColumn(c[2], e.domain);
-  Put(c[3], e.cbid);
-  Put(c[4], e.thread_id);
-  PutSint(c[5], CorrelationDelta(kApiCalls, e.correlation_id));
-  Put(c[6], e.return_value);
-  Put(c[7], e.api_name_id);
-  return true;
-}
-
-bool BatchBuilder::AddNvtxRange(const NvtxRangeEvent& e) {
-  Column* c = BeginEvent(kNvtxRanges);
-  if (c == nullptr) return false;
-  PutSint(c[0], TimeDelta(kNvtxRanges, e.start_ns));
-  Put(c[1], e.end_ns - e.start_ns);
-  Put(c[2], e.name_id);
-  Put(c[3], e.domain_id);
-  Put(c[4], e.thread_id);
-  Put(c[5], e.depth);
-  return true;
-}
-
-bool BatchBuilder::AddNvtxMark(const NvtxMarkEvent& e) {
-  Column* c = BeginEvent(kNvtxMarks);
-  if (c == nullptr) return false;
-  PutSint(c[0], TimeDelta(kNvtxMarks, e.timestamp_ns));
-  Put(c[1], e.name_id);
-  Put(c[2], e.domain_id);
-  Put(c[3], e.thread_id);
-  return true;
-}
-
-bool BatchBuilder::AddOverhead(const OverheadEvent& e) {
-  Column* c = BeginEvent(kOverheads);
-  if (c == nullptr) return false;
-  PutSint(c[0], TimeDelta(kOverheads, e.start_ns));
-  Put(c[1], e.end_ns - e.start_ns);
-  PutEnumColumn(c[2], e.overhead_kind);
-  Put(c[3], e.thread_id);
-  Put(c[4], e.device_id);
-  return true;
-}
-
-bool BatchBuilder::AddMetricSample(const MetricSample& e) {
-  Column* c = BeginEvent(kMetrics);
-  if (c == nullptr) return false;
-  PutSint(c[0], TimeDelta(kMetrics, e.timestamp_ns));
-  Put(c[1], e.metric_id);
-  PutDouble(c[2], e.value);
-  return true;
-}
-
-bool BatchBuilder::AddStackSample(const StackSampleEvent& e) {
-  Column* c = BeginEvent(kStackSamples);
-  if (c == nullptr) return false;
-  PutSint(c[0], TimeDelta(kStackSamples, e.timestamp_ns));
-  Put(c[1], e.thread_id);
-  PutSint(c[2], CorrelationDelta(kStackSamples, e.correlation_id));
-  Put(c[3], e.stack_id);
-  PutEnumColumn(c[4], e.trigger);
-  return true;
-}
+// --------------------------------------------------------- sub-messages --
 
 template <typename Fn>
 bool BatchBuilder::AddSide(Fn encode) {
@@ -457,7 +375,7 @@ size_t BatchBuilder::FinishChunk(uint64_t process_uid, uint32_t pid, uint64_t se
   for (uint32_t k = 0; k < kNumKinds; ++k) {
     if (count_[k] == 0) continue;
     for (uint32_t i = 0; i < kColumnsPerKind[k]; ++i) {
-      const size_t b = columns_[first_column_[k] + i].bytes;
+      const size_t b = columns_[kKinds[k].first_column + i].bytes;
       kind_bytes[k] += 1 + VarintSize(b) + b;
     }
     batch_bytes += KindTagBytes(static_cast<Kind>(k)) + VarintSize(kind_bytes[k]) + kind_bytes[k];
@@ -476,8 +394,8 @@ size_t BatchBuilder::FinishChunk(uint64_t process_uid, uint32_t pid, uint64_t se
     w.Tag(kKindField[k], WireType::kLengthDelimited);
     w.Varint(kind_bytes[k]);
     for (uint32_t i = 0; i < kColumnsPerKind[k]; ++i) {
-      const Column& c = columns_[first_column_[k] + i];
-      w.Tag(i + 1, WireType::kLengthDelimited);  // columns are fields 1..n
+      const Column& c = columns_[kKinds[k].first_column + i];
+      w.Tag(kKinds[k].columns[i].number, WireType::kLengthDelimited);
       w.Varint(c.bytes);
       for (uint32_t b = c.first_block;; b = block_next_[b]) {
         const uint8_t* start = pool_.get() + size_t{b} * kBlockBytes;

@@ -19,8 +19,9 @@
 // zigzag deltas (first against base_ns, then against the previous value of
 // the same column, so they may go backwards); durations are end - start
 // (mod 2^64, so end < start round-trips too); correlation ids are int64
-// deltas starting from 0. All columns of a kind have one entry per event;
-// kinds without events are left out. Strings are made valid UTF-8 (see
+// deltas starting from 0 (proto/columns.h lists every kind's columns and
+// their encodings; the Add*() of events expand it). All columns of a kind
+// have one entry per event; kinds without events are left out. Strings are made valid UTF-8 (see
 // proto/wire_writer.h) because libprotobuf rejects a Chunk that is not.
 //
 // Capacity: the constructor's max_chunk_bytes bounds FinishChunk()'s output.
@@ -41,6 +42,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "proto/columns.h"
 #include "proto/events.h"
 #include "proto/records.h"
 #include "proto/wire_writer.h"
@@ -99,22 +101,34 @@ class BatchBuilder {
   size_t FinishChunk(uint64_t process_uid, uint32_t pid, uint64_t sequence, uint8_t* out,
                      size_t out_cap) const;
 
+  // One per event kind of proto/columns.h, in its order: kKernels, kMemcpys,
+  // kMemsets, kSyncs, kApiCalls, kNvtxRanges, kNvtxMarks, kOverheads,
+  // kMetrics, kStackSamples.
   enum Kind : uint32_t {
-    kKernels, kMemcpys, kMemsets, kSyncs, kApiCalls,
-    kNvtxRanges, kNvtxMarks, kOverheads, kMetrics, kStackSamples, kNumKinds
+#define GPSCOPE_BATCH_BUILDER_KIND(Name, Message, field, number, Event, COLUMNS) k##Name,
+    GPSCOPE_ALL_EVENT_KINDS(GPSCOPE_BATCH_BUILDER_KIND)
+#undef GPSCOPE_BATCH_BUILDER_KIND
+    kNumKinds
   };
-  static constexpr uint32_t kColumnsPerKind[kNumKinds] = {10, 13, 11, 8, 8, 6, 4, 5, 3, 5};
-  static constexpr uint32_t kNumColumns = 73;
+  static constexpr uint32_t kColumnsPerKind[kNumKinds] = {
+#define GPSCOPE_BATCH_BUILDER_COLUMNS(Name, Message, field, number, Event, COLUMNS) \
+  kKinds[k##Name].column_count,
+      GPSCOPE_ALL_EVENT_KINDS(GPSCOPE_BATCH_BUILDER_COLUMNS)
+#undef GPSCOPE_BATCH_BUILDER_COLUMNS
+  };
+  static constexpr uint32_t kNumColumns = format::kNumColumns;
   // EventBatch field of each kind (6..14, stack_samples 23: a 2-byte tag).
-  static constexpr uint32_t kKindField[kNumKinds] = {6, 7, 8, 9, 10, 11, 12, 13, 14, 23};
+  static constexpr uint32_t kKindField[kNumKinds] = {
+#define GPSCOPE_BATCH_BUILDER_FIELD(Name, Message, field, number, Event, COLUMNS) number,
+      GPSCOPE_ALL_EVENT_KINDS(GPSCOPE_BATCH_BUILDER_FIELD)
+#undef GPSCOPE_BATCH_BUILDER_FIELD
+  };
   // Bytes of a kind's tag in the batch (its columns' tags are 1 byte each).
   static constexpr size_t KindTagBytes(Kind k) { return kKindField[k] < 16 ? 1 : 2; }
-  // Chunk fields other than the batch body: uid, pid, sequence, the batch's
-  // tag and 4-byte length, base_ns.
   static constexpr size_t kChunkOverheadBytes = 9 + 6 + 11 + 5 + 9;
   static constexpr size_t kMinChunkBytes = 256;
   // Column storage comes in blocks from one pool, so memory stays bounded
-  // by max_chunk_bytes however events are spread over the 68 columns.
+  // by max_chunk_bytes however events are spread over the kNumColumns columns.
   static constexpr size_t kBlockBytes = 1024;
 
  private:
@@ -124,10 +138,11 @@ class BatchBuilder {
     uint32_t first_block;
     uint32_t last_block;
     size_t bytes;         // encoded size of the column's values
+    uint64_t previous;    // delta columns: the last value written (base_ns or 0 at Begin)
   };
 
-  // Reserves room for one event of kind k; null when it might not fit.
-  Column* BeginEvent(Kind k);
+  // Reserves room for one event of kind k; false when it might not fit.
+  bool BeginEvent(Kind k);
   void NextBlock(Column& c);
   void Put(Column& c, uint64_t v) {
     if (static_cast<size_t>(c.end - c.pos) < kMaxVarintBytes) NextBlock(c);
@@ -137,23 +152,16 @@ class BatchBuilder {
     c.bytes += n;
     used_bytes_ += n;
   }
-  void PutSint(Column& c, int64_t v) { Put(c, ZigZagEncode64(v)); }
-  // Enums are int32 on the wire: sign-extend like libprotobuf does.
-  void PutEnumColumn(Column& c, uint32_t v) {
-    Put(c, static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(v))));
-  }
   void PutDouble(Column& c, double v);
-  // Timestamp delta against the column's previous value (mod 2^64).
-  int64_t TimeDelta(Kind k, uint64_t ts_ns) {
-    const int64_t d = static_cast<int64_t>(ts_ns - prev_ts_ns_[k]);
-    prev_ts_ns_[k] = ts_ns;
-    return d;
-  }
-  int64_t CorrelationDelta(Kind k, uint32_t id) {
-    const int64_t d = static_cast<int64_t>(id) - static_cast<int64_t>(prev_correlation_[k]);
-    prev_correlation_[k] = id;
-    return d;
-  }
+  // One member of `e` into its column, as proto/columns.h's `wire` says.
+  template <Wire W, typename Event, typename T>
+  void PutColumn(Column& c, const Event& e, T v);
+  // Every column of one event (the Add*() of its kind); defined by
+  // expanding proto/columns.h.
+#define GPSCOPE_BATCH_BUILDER_APPEND(Name, Message, field, number, Event, COLUMNS) \
+  bool Append(const Event& e);
+  GPSCOPE_ALL_EVENT_KINDS(GPSCOPE_BATCH_BUILDER_APPEND)
+#undef GPSCOPE_BATCH_BUILDER_APPEND
   // Encodes one sub-message into side_ via `encode(WireWriter&)`.
   template <typename Fn>
   bool AddSide(Fn encode);
@@ -170,10 +178,7 @@ class BatchBuilder {
   size_t event_count_ = 0;
   uint64_t base_ns_ = 0;
   Column columns_[kNumColumns];
-  uint32_t first_column_[kNumKinds];
   uint64_t count_[kNumKinds];
-  uint64_t prev_ts_ns_[kNumKinds];
-  uint32_t prev_correlation_[kNumKinds];
 };
 
 // The first chunk of a process (sequence 0). Returns its size, or 0 when cap

@@ -110,7 +110,8 @@ struct EnumValue {
   X(STACK_TRIGGER_UNKNOWN, 0)                                                  \
   X(STACK_SYNC, 1)                                                             \
   X(STACK_AFTER_IDLE, 2)                                                       \
-  X(STACK_SAMPLED, 3)
+  X(STACK_SAMPLED, 3)                                                          \
+  X(STACK_SYNC_MAIN_THREAD, 4)
 
 #define GPSCOPE_WIRE_ENUMERATOR(name, value) name = value,
 #define GPSCOPE_WIRE_TABLE_ROW(name, value) {#name, value},

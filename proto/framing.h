@@ -80,7 +80,7 @@ inline constexpr mode_t kDefaultFileMode = 0640;
 // on it (a FIFO). Returns an fd opened with O_WRONLY|O_APPEND|O_CLOEXEC, or
 // -1 with errno set and a one-line reason in err (NUL-terminated, truncated
 // to err_bytes). Who owns the file is the caller's to check (fstat on the
-// fd: inject/safe_path.h). Cold path: may allocate.
+// fd: common/safe_path.h). Cold path: may allocate.
 int OpenForAppendAt(int dir_fd, const char* name, mode_t mode, char* err, size_t err_bytes);
 // The same for a path (its directory opened as given), mode kDefaultFileMode.
 int OpenForAppend(const char* path, char* err, size_t err_bytes);

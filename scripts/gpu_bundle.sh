@@ -21,7 +21,7 @@ cp "$build/inject/libgpscope_inject.so" "$build/inject/libgpscope_inject_diag.so
    "$build/tools/gpscope-analyze" \
    "$build/tests/e2e/e2e_workload" "$build/tests/e2e/rule_kernels" "$build/bench/tiny_kernels" \
    "$build/bench/libgpscope_cupti_floor.so" "$build"/bench/libgpscope_inject_diag_*.so \
-   "$build/inject/metrics/nvml_probe" "$build"/bench/corpus/corpus_* "$build/tests/e2e/launch_loop" \
+   "$build/metrics/nvml_probe" "$build"/bench/corpus/corpus_* "$build/tests/e2e/launch_loop" \
    "$build/tests/e2e/stack_facts" "$build/tests/e2e/stack_sync_loop" \
    "$repo/.carry/bin/"
 # The collector of 54d91a1 (before issue 17), for the overhead_compare suite and

@@ -53,6 +53,9 @@ enum class StackTrigger : uint8_t {  // written as the trace's StackTrigger
   kSync = wire::STACK_SYNC,             // a synchronizing or implicitly synchronizing call
   kAfterIdle = wire::STACK_AFTER_IDLE,  // the first launch after the thread was outside CUDA a while
   kSampled = wire::STACK_SAMPLED,       // the time-based sample of other calls
+  // A synchronizing call on a thread without Python: the main Python
+  // thread's stack (python_stacks.h CaptureMainThreadPythonStack).
+  kSyncMainThread = wire::STACK_SYNC_MAIN_THREAD,
 };
 
 enum StackFlags : uint8_t {

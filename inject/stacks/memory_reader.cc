@@ -6,6 +6,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <cstring>
+
 namespace gpscope::inject::stacks {
 
 SelfMemoryReader::~SelfMemoryReader() {
@@ -49,6 +51,38 @@ bool SelfMemoryReader::ReadProcMem(uint64_t addr, void* out, size_t size) {
   if (addr > static_cast<uint64_t>(INT64_MAX)) return false;
   const ssize_t n = pread(fd, out, size, static_cast<off_t>(addr));
   return n == static_cast<ssize_t>(size);
+}
+
+bool BlockReader::Read(uint64_t addr, void* out, size_t size) {
+  if (size == 0) return true;
+  if (addr + size < addr) return false;
+  for (const Block& b : blocks_) {
+    if (b.len != 0 && addr >= b.addr && addr + size <= b.addr + b.len) {
+      std::memcpy(out, b.data + (addr - b.addr), size);
+      return true;
+    }
+  }
+  // A new block from `addr` to the end of its 4 KiB page (at most
+  // kBlockBytes): a read that would cross into the next page is fetched
+  // on its own instead.
+  const uint64_t page_end = (addr | 4095) + 1;
+  const size_t len = static_cast<size_t>(
+      page_end - addr < kBlockBytes ? page_end - addr : kBlockBytes);
+  if (size > len) {
+    ++fetches_;
+    return inner_->Read(addr, out, size);
+  }
+  Block& b = blocks_[next_];
+  next_ = (next_ + 1) % kBlocks;
+  ++fetches_;
+  if (!inner_->Read(addr, b.data, len)) {  // the page (mappings are page-granular) is not mapped
+    b.len = 0;
+    return false;
+  }
+  b.addr = addr;
+  b.len = static_cast<uint32_t>(len);
+  std::memcpy(out, b.data, size);
+  return true;
 }
 
 const char* SelfMemoryReader::method() const {

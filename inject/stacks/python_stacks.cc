@@ -15,8 +15,26 @@ namespace {
 struct Runtime {
   PyWalkTarget target;
   GetThreadStateFn get_tstate;
-  IsFinalizingFn is_finalizing;  // nullptr only for test runtimes
+  IsFinalizingFn is_finalizing;     // nullptr only for test runtimes
+  GetThreadStateFn thread_list_head;  // the main interpreter's newest thread state
 };
+
+// PyInterpreterState_Main / PyInterpreterState_ThreadHead, found by Init.
+using InterpMainFn = void* (*)();
+using ThreadHeadFn = void* (*)(void*);
+std::atomic<InterpMainFn> g_interp_main{nullptr};
+std::atomic<ThreadHeadFn> g_thread_head{nullptr};
+
+void* RealThreadListHead() {
+  const InterpMainFn main_fn = g_interp_main.load(std::memory_order_relaxed);
+  const ThreadHeadFn head_fn = g_thread_head.load(std::memory_order_relaxed);
+  if (main_fn == nullptr || head_fn == nullptr) return nullptr;
+  void* interp = main_fn();
+  return interp != nullptr ? head_fn(interp) : nullptr;
+}
+
+// PyThreadState: `struct _ts *prev; struct _ts *next; ...` in 3.9-3.13.
+constexpr uint64_t kThreadStateNext = 8;
 Runtime g_runtime;                  // written by Init before g_state publishes it
 std::atomic<int> g_state{0};        // 0 off, 1 on, 2 turned off by an inconsistency
 std::atomic<uint8_t> g_fault{0};    // WalkFault of the first inconsistency
@@ -276,9 +294,15 @@ PythonInfo InitPythonStacks() {
                "the frame layout with checked reads";
   }
 
+  g_interp_main.store(reinterpret_cast<InterpMainFn>(dlsym(RTLD_DEFAULT, "PyInterpreterState_Main")),
+                      std::memory_order_relaxed);
+  g_thread_head.store(
+      reinterpret_cast<ThreadHeadFn>(dlsym(RTLD_DEFAULT, "PyInterpreterState_ThreadHead")),
+      std::memory_order_relaxed);
   g_runtime.target = target;
   g_runtime.get_tstate = get_tstate;
   g_runtime.is_finalizing = is_finalizing;
+  g_runtime.thread_list_head = RealThreadListHead;
   g_verified.store(verified, std::memory_order_relaxed);
   g_state.store(kOn, std::memory_order_release);
   info.enabled = true;
@@ -328,6 +352,67 @@ PyCaptureResult CapturePythonStack(FrameRef* out, int max_frames) {
   return r;
 }
 
+namespace {
+
+// The main interpreter's oldest thread state (see python_stacks.h), or 0
+// with *status kOff / kFinalizing / kNoThreadState / kInconsistent.
+uint64_t FindMainThreadState(BlockReader& mem, PyCaptureStatus* status) {
+  *status = PyCaptureStatus::kOff;
+  if (g_state.load(std::memory_order_acquire) != kOn) return 0;
+  if (g_runtime.is_finalizing != nullptr && g_runtime.is_finalizing()) {
+    *status = PyCaptureStatus::kFinalizing;
+    return 0;
+  }
+  void* head = g_runtime.thread_list_head != nullptr ? g_runtime.thread_list_head() : nullptr;
+  *status = PyCaptureStatus::kNoThreadState;
+  if (head == nullptr) return 0;
+  uint64_t tstate = reinterpret_cast<uint64_t>(head);
+  for (int i = 0;; ++i) {
+    uint64_t next = 0;
+    if (i == kMaxThreadStates || !PlausiblePointer(tstate) ||
+        !mem.Read(tstate + kThreadStateNext, &next, sizeof next)) {
+      *status = PyCaptureStatus::kInconsistent;  // a list being changed, or too long
+      return 0;
+    }
+    if (next == 0) break;
+    tstate = next;
+  }
+  *status = PyCaptureStatus::kOk;
+  return tstate;
+}
+
+// Walks the main thread's frames with checked reads; *mark (if set) from
+// the same walk.
+PyCaptureResult WalkMainThread(FrameRef* out, int max_frames, MainThreadMark* mark) {
+  PyCaptureResult r;
+  SelfMemoryReader self;
+  BlockReader mem(&self);
+  const uint64_t tstate = FindMainThreadState(mem, &r.status);
+  if (tstate == 0) return r;
+  const WalkResult w = WalkPythonFrames(g_runtime.target, CheckedLoads{&mem}, tstate, out, max_frames);
+  r.depth = w.depth;
+  r.status = w.status == WalkStatus::kComplete    ? PyCaptureStatus::kOk
+             : w.status == WalkStatus::kTruncated ? PyCaptureStatus::kTruncated
+                                                  : PyCaptureStatus::kInconsistent;
+  if (mark != nullptr && r.status != PyCaptureStatus::kInconsistent && w.depth > 0) {
+    *mark = MainThreadMark{tstate, w.top_frame, out[0].addr, out[0].offset};
+  }
+  return r;  // an inconsistency here is a race with that thread: stacks stay on
+}
+
+}  // namespace
+
+PyCaptureResult CaptureMainThreadPythonStack(FrameRef* out, int max_frames, MainThreadMark* mark) {
+  return WalkMainThread(out, max_frames, mark);
+}
+
+bool PeekMainThread(MainThreadMark* mark) {
+  FrameRef top[1];
+  *mark = MainThreadMark{};
+  const PyCaptureResult r = WalkMainThread(top, 1, mark);
+  return r.status != PyCaptureStatus::kInconsistent && r.depth == 1;
+}
+
 bool PythonStacksEnabled() { return g_state.load(std::memory_order_acquire) == kOn; }
 
 WalkFault PythonStacksFault() {
@@ -335,12 +420,14 @@ WalkFault PythonStacksFault() {
 }
 
 void InstallPythonRuntimeForTest(const PyWalkTarget& target, GetThreadStateFn get_tstate,
-                                 IsFinalizingFn is_finalizing) {
+                                 IsFinalizingFn is_finalizing,
+                                 GetThreadStateFn thread_list_head) {
   g_state.store(kOff, std::memory_order_release);
   g_fault.store(0, std::memory_order_relaxed);
   g_runtime.target = target;
   g_runtime.get_tstate = get_tstate;
   g_runtime.is_finalizing = is_finalizing;
+  g_runtime.thread_list_head = thread_list_head;
   g_verified.store(0, std::memory_order_relaxed);  // the first capture checks, as in a real process
   g_state.store(kOn, std::memory_order_release);
 }

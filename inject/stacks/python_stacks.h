@@ -126,6 +126,62 @@ struct PyCaptureResult {
 // Hot path. Walks the calling thread's own frames (see above).
 PyCaptureResult CapturePythonStack(FrameRef* out, int max_frames);
 
+// The main Python thread's stack, taken from another thread: a thread with
+// no Python (XLA's transfer and execution threads, PyTorch's autograd
+// threads, a CUDA library's own thread) that makes a synchronizing CUDA
+// call is usually doing so for the main thread, which waits in a C call
+// (JAX's `float(loss)` blocks on a futex while an XLA thread copies and
+// synchronizes). The stack of that waiting thread names the user's line.
+//
+// Which thread: the oldest thread state of the main interpreter (new
+// states are pushed at the head of PyInterpreterState's list, so the last
+// one is the thread that initialized Python: the main thread, unless it
+// deleted its state), found with PyInterpreterState_Main() and
+// PyInterpreterState_ThreadHead() (plain pointer reads inside libpython,
+// no lock, no GIL) and the `next` links (PyThreadState's second pointer in
+// 3.9-3.13), read with checked reads, at most kMaxThreadStates.
+//
+// Why checked reads (process_vm_readv through a BlockReader, ~2 syscalls
+// per frame, measured in bench/RESULTS.md): unlike the calling thread's own
+// chain, that thread may be running and popping frames, and 3.11+ frames
+// live in data-stack chunks CPython unmaps when they empty, so a plain load
+// could fault. A check that fails here is a race, not a wrong layout: the
+// capture returns kInconsistent and Python stacks stay on. The stack may
+// be one the thread was leaving; it is marked (StackTrigger
+// kSyncMainThread) as the main thread's, not the caller's.
+//
+// Cost: one syscall per 256 bytes read, tens of microseconds for a deep
+// stack, so the collector takes one at a synchronizing call only (at most
+// one walk per millisecond per thread, stack_capture.h; in between, the
+// last walk's stack again while PeekMainThread's mark is unchanged).
+inline constexpr int kMaxThreadStates = 64;
+
+// Where the main thread is: its thread state, the address of its innermost
+// Python frame, and that frame's code object and instruction offset. Two
+// equal marks taken a moment apart mean the main thread is (almost
+// certainly) in the same call it was in, with the same stack: frames live
+// at fixed places in the thread's data stack, so a thread that returned and
+// came back to the same code at the same depth and instruction from a
+// different caller would repeat a mark. PeekMainThread costs a walk of one
+// frame (a few checked reads), so the collector can reuse the stack of its
+// last walk while the main thread waits (stack_capture.h).
+struct MainThreadMark {
+  uint64_t tstate = 0;
+  uint64_t frame = 0;
+  uint64_t code = 0;
+  int32_t offset = 0;
+  bool operator==(const MainThreadMark& o) const {
+    return tstate == o.tstate && frame == o.frame && code == o.code && offset == o.offset;
+  }
+};
+
+// `mark`, when given and the walk found frames, is set from the same walk.
+PyCaptureResult CaptureMainThreadPythonStack(FrameRef* out, int max_frames,
+                                             MainThreadMark* mark = nullptr);
+// The main thread's mark now; false (mark zeroed) when it has no frames or
+// the read raced with it.
+bool PeekMainThread(MainThreadMark* mark);
+
 // True once a walk over real frames succeeded with checked reads (from
 // then on captures use plain loads).
 bool PythonLayoutVerified();
@@ -140,8 +196,11 @@ WalkFault PythonStacksFault();
 // if InitPythonStacks had found it.
 using GetThreadStateFn = void* (*)();
 using IsFinalizingFn = int (*)();
+// `thread_list_head` stands for PyInterpreterState_ThreadHead(
+// PyInterpreterState_Main()) (CaptureMainThreadPythonStack); null: none.
 void InstallPythonRuntimeForTest(const PyWalkTarget& target, GetThreadStateFn get_tstate,
-                                 IsFinalizingFn is_finalizing = nullptr);
+                                 IsFinalizingFn is_finalizing = nullptr,
+                                 GetThreadStateFn thread_list_head = nullptr);
 
 // Parses "3.12.1 (main, ...)" (Py_GetVersion's format). False when it is not
 // "<major>.<minor>[.<micro>]" followed by anything that is not a digit.

@@ -70,6 +70,7 @@ const char* WalkFaultName(WalkFault f);
 
 struct WalkResult {
   int depth = 0;
+  uint64_t top_frame = 0;  // the address of the frame out[0] came from (0: none)
   WalkStatus status = WalkStatus::kComplete;
   WalkFault fault = WalkFault::kNone;
 };
@@ -202,6 +203,7 @@ WalkResult WalkPythonFrames(const PyWalkTarget& target, const Loads& loads, uint
     if (!skip) {
       int32_t first_line = 0;
       if (!loads.Load(code + l.code_firstlineno, &first_line)) return fail(WalkFault::kUnreadable);
+      if (r.depth == 0) r.top_frame = frame;
       out[r.depth++] = FrameRef{code, offset, first_line};
     }
     frame = previous;

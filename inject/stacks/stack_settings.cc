@@ -5,14 +5,10 @@
 
 #include <cstring>
 
+#include "common/env_values.h"
+
 namespace gpscope::inject::stacks {
 namespace {
-
-void Problem(std::vector<std::string>* problems, const char* name, const char* value,
-             const std::string& expected, const std::string& fallback) {
-  if (problems == nullptr) return;
-  problems->push_back(std::string(name) + "='" + value + "' is not " + expected + "; using " + fallback);
-}
 
 bool AnyOf(const char* v, std::initializer_list<const char*> words) {
   for (const char* w : words) {
@@ -39,7 +35,8 @@ const char* StackModeName(StackMode m) {
 
 StackSettings ParseStackSettings(StackGetEnvFn get_env, std::vector<std::string>* problems) {
   StackSettings s;
-  if (const char* v = get_env("GPSCOPE_STACKS"); v != nullptr && *v != '\0') {
+  common::EnvValues env(get_env, problems);
+  if (const char* v = env.Get("GPSCOPE_STACKS")) {
     if (AnyOf(v, {"1", "true", "on", "yes"})) {
       s.mode = StackMode::kAuto;
     } else if (AnyOf(v, {"0", "false", "off", "no"})) {
@@ -49,27 +46,10 @@ StackSettings ParseStackSettings(StackGetEnvFn get_env, std::vector<std::string>
     } else if (AnyOf(v, {"native"})) {
       s.mode = StackMode::kNative;
     } else {
-      Problem(problems, "GPSCOPE_STACKS", v, "one of 1|0|python|native", StackModeName(s.mode));
+      env.Problem("GPSCOPE_STACKS", v, "one of 1|0|python|native", StackModeName(s.mode));
     }
   }
-  if (const char* v = get_env("GPSCOPE_STACK_SAMPLE_MS"); v != nullptr && *v != '\0') {
-    constexpr uint32_t kMax = 60000;
-    uint64_t n = 0;
-    bool ok = true;
-    for (const char* p = v; *p != '\0'; ++p) {
-      if (*p < '0' || *p > '9' || n > kMax) {
-        ok = false;
-        break;
-      }
-      n = n * 10 + static_cast<uint64_t>(*p - '0');
-    }
-    if (!ok || n > kMax) {
-      Problem(problems, "GPSCOPE_STACK_SAMPLE_MS", v, "a whole number in 0.." + std::to_string(kMax),
-              std::to_string(s.sample_interval_ms));
-    } else {
-      s.sample_interval_ms = static_cast<uint32_t>(n);
-    }
-  }
+  env.WholeNumber("GPSCOPE_STACK_SAMPLE_MS", 0, 60000, &s.sample_interval_ms);
   return s;
 }
 

@@ -13,8 +13,8 @@
 //       interval; 0: no time-based samples (synchronizing calls and the
 //       first launch after an idle gap still get stacks)
 //
-// Same contract and message shape as inject/config.cc: an unset or empty
-// variable leaves the default; a bad value appends one line
+// Parsed as every GPSCOPE_* value is (common/env_values.h): an unset or
+// empty variable leaves the default; a bad value appends one line
 // "NAME='value' is not EXPECTED; using DEFAULT" to *problems and keeps the
 // default.
 //
@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/env_values.h"
 #include "inject/stacks/capture_record.h"
 
 namespace gpscope::inject::stacks {
@@ -45,7 +46,7 @@ struct StackSettings {
   bool native_when_no_python() const { return mode == StackMode::kAuto; }
 };
 
-using StackGetEnvFn = const char* (*)(const char*);
+using StackGetEnvFn = common::GetEnvFn;
 
 StackSettings ParseStackSettings(StackGetEnvFn get_env, std::vector<std::string>* problems);
 

@@ -1,7 +1,7 @@
 // metrics.js: what the sampled metrics are called for people, their units,
 // how their axes scale, and the named states of a bitmask metric. Metric
-// names are the sampler's (inject/metrics/gpu_backend.cc, sampler.cc); a name
-// not listed here keeps its raw name and unit.
+// names are the catalogue's (proto/metric_names.h, which the sampler writes);
+// a name not listed here keeps its raw name and unit.
 
 
 // [raw name, human title, chart family]. Families share one unit, so one

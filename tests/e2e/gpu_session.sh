@@ -47,6 +47,9 @@
 #   overhead_compare  bench/overhead.py, launch-bound CUDA loop and PyTorch tiny ops, with
 #                the collector of 54d91a1 (.carry/bin/libgpscope_inject_base.so) as
 #                configuration "base" beside this one, interleaved
+#   overhead_nsys  bench/overhead.py with nsys (`nsys profile -t cuda`, found under
+#                /opt/nvidia/nsight-compute or on PATH), the floor and torch.profiler, 10
+#                interleaved rounds (NSYS_SUITES, NSYS_CONFIGS, OVERHEAD_ARGS override)
 # Writes OUT_DIR/session.log (one line per suite: rc and seconds) and
 # OUT_DIR/session.tar.gz (all logs and small traces), plus the corpus
 # suite's own archives.
@@ -190,6 +193,14 @@ PY
         --floor "$carry/bin/libgpscope_cupti_floor.so" --tiny "$carry/bin/tiny_kernels" \
         --compare "base=$carry/bin/libgpscope_inject_base.so" --suites "${COMPARE_SUITES:-cuda,torch_tiny}" \
         --no-profiler ${OVERHEAD_ARGS:---rounds 7} --out "$d/overhead.json" >"$d/stdout.txt" 2>&1 ;;
+    overhead_nsys)  # gpscope vs nsys -t cuda vs the CUPTI floor vs torch.profiler (issue 24)
+      nsys=$(ls /opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys 2>/dev/null | head -1)
+      [ -x "$nsys" ] || nsys=$(command -v nsys)
+      timeout -k 10 "$limit" python3 "$repo/bench/overhead.py" --inject "$carry/bin/libgpscope_inject.so" \
+        --floor "$carry/bin/libgpscope_cupti_floor.so" --tiny "$carry/bin/tiny_kernels" --nsys "$nsys" \
+        --suites "${NSYS_SUITES:-cuda,torch_tiny,torch_train}" \
+        --only-configs "${NSYS_CONFIGS:-baseline,floor,gpscope,nsys,torch.profiler}" \
+        ${OVERHEAD_ARGS:---rounds 10} --out "$d/overhead.json" >"$d/stdout.txt" 2>&1 ;;
     *) echo "unknown suite $name" >"$d/stdout.txt"; false ;;
   esac
   rc=$?

@@ -6,7 +6,7 @@
 //
 // One line per StackSamples row, joined to its API record by (process,
 // thread id, correlation id):
-//   {"pid":P,"tid":T,"corr":C,"trigger":"SYNC|AFTER_IDLE|SAMPLED|?",
+//   {"pid":P,"tid":T,"corr":C,"trigger":"SYNC|AFTER_IDLE|SAMPLED|SYNC_MAIN_THREAD|?",
 //    "api":"cudaMemcpy_v3020" ("" when no API record has that id),
 //    "api_ns":DURATION, "truncated":B,
 //    "frames":[{"kind":"py|native|?","file":F,"func":N,"line":L,"offset":O}, ...]}
@@ -103,6 +103,7 @@ const char* TriggerName(uint32_t t) {
     case proto::STACK_SYNC: return "SYNC";
     case proto::STACK_AFTER_IDLE: return "AFTER_IDLE";
     case proto::STACK_SAMPLED: return "SAMPLED";
+    case proto::STACK_SYNC_MAIN_THREAD: return "SYNC_MAIN_THREAD";
     default: return "?";
   }
 }

@@ -22,9 +22,9 @@
 #               -> stack_sync_loop.cu:23 (SYNC; without addr2line on the
 #               machine the function copy_result is checked instead)
 #   jax         JAX: float(loss) every step -> stacks_workloads.py:84 (any
-#               trigger: XLA may make the host transfer's CUDA calls on a thread
-#               of its own, whose native stack cannot name the line; then
-#               this case FAILS and its top sites show what the stacks named)
+#               trigger: XLA makes the host transfer's CUDA calls on a thread
+#               of its own, whose syncs carry the waiting main thread's stack,
+#               SYNC_MAIN_THREAD)
 # One PASS/FAIL line per case with the numbers, then "N passed, N failed".
 # About 60-90 s on the H200 (each case's timeout below). Exits 77 without a GPU.
 set -uo pipefail
@@ -97,7 +97,7 @@ for c in $cases; do
       if ! python3 -c 'import jax' 2>/dev/null; then
         echo "FAIL jax: python3 cannot import jax here"; fail=$((fail + 1))
       else
-        XLA_PYTHON_CLIENT_PREALLOCATE=false run_case jax 45 100 SYNC,AFTER_IDLE,SAMPLED \
+        XLA_PYTHON_CLIENT_PREALLOCATE=false run_case jax 45 100 SYNC,AFTER_IDLE,SAMPLED,SYNC_MAIN_THREAD \
           python3 "$WORK" jax 100
       fi ;;
     *) echo "FAIL $c: unknown case"; fail=$((fail + 1)) ;;

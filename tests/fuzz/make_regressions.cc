@@ -47,8 +47,21 @@ void Save(const TraceBuilder& trace, const std::string& dir, const std::string& 
   Save(trace.bytes(), dir, name);
 }
 
+// A kernel on context 1 (members by name: their order is proto/columns.h's).
+KernelEvent KernelAt(uint64_t start_ns, uint64_t end_ns, uint32_t name_id, uint32_t stream_id = 7,
+                     uint32_t device_id = 0, uint32_t context_id = 1) {
+  KernelEvent k{};
+  k.start_ns = start_ns;
+  k.end_ns = end_ns;
+  k.name_id = name_id;
+  k.device_id = device_id;
+  k.context_id = context_id;
+  k.stream_id = stream_id;
+  return k;
+}
+
 KernelEvent Kernel(uint64_t start, uint64_t duration, uint32_t name_id, uint32_t device = 0) {
-  return KernelEvent{start, start + duration, 0, name_id, 0, device, 1, 7, 0, 0};
+  return KernelAt(start, start + duration, name_id, 7, device);
 }
 
 // One process with a header, a few ordinary kernels and `extra` added.
@@ -294,10 +307,10 @@ int main(int argc, char** argv) {
   OneProcess(dir, "timestamps_extreme.gpscope", [](TraceBuilder::Process& p) {
     const uint64_t top = std::numeric_limits<uint64_t>::max();
     const uint32_t name = p.Intern("extreme");
-    p.Add(KernelEvent{top - 1000, top - 10, 0, name, 0, 0, 1, 7, 0, 0});
-    p.Add(KernelEvent{top - 100, 50, 0, name, 0, 0, 1, 7, 0, 0});  // end wraps below start
-    p.Add(KernelEvent{0, 0, 0, name, 0, 0, 1, 8, 0, 0});
-    p.Add(KernelEvent{kT + 500, kT + 100, 0, name, 0, 0, 1, 7, 0, 0});  // end < start
+    p.Add(KernelAt(top - 1000, top - 10, name));
+    p.Add(KernelAt(top - 100, 50, name));  // end wraps below start
+    p.Add(KernelAt(0, 0, name, 8));
+    p.Add(KernelAt(kT + 500, kT + 100, name));  // end < start
     p.Add(ApiCallEvent{top - 5, 3, 1, 211, 99, 0, 0, p.Intern("cudaLaunchKernel")});
     p.Add(NvtxRangeEvent{top - 50, top, p.Intern("step 1"), 0, 99, 0});
     p.Add(NvtxRangeEvent{5, 2, p.Intern("step 2"), 0, 99, 0});
@@ -359,7 +372,7 @@ int main(int argc, char** argv) {
   OneProcess(dir, "many_devices_streams.gpscope", [](TraceBuilder::Process& p) {
     const uint32_t name = p.Intern("spread");
     for (uint32_t i = 0; i < 100'000; ++i) {
-      p.Add(KernelEvent{kT + 100 + i * 10ull, kT + 105 + i * 10ull, 0, name, 0, i, i, i, 0, 0});
+      p.Add(KernelAt(kT + 100 + i * 10ull, kT + 105 + i * 10ull, name, i, i, i));
     }
   });
 

@@ -13,14 +13,16 @@
 #include <thread>
 #include <vector>
 
-#include "inject/chunk_writer.h"
-#include "inject/control/capture_window.h"
+#include "common/control/capture_window.h"
+#include "proto/chunk_writer.h"
 #include "proto/enums.h"
 #include "proto/framing.h"
 #include "tools/reader/trace_reader.h"
 
 namespace gpscope::inject {
 namespace {
+
+using format::ChunkWriter;
 
 constexpr uint64_t kT0 = 1'700'000'000'000'000'000ull;
 constexpr uint64_t kSecond = 1'000'000'000ull;

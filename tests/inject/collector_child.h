@@ -31,8 +31,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/control/control_channel.h"
 #include "inject/api_cbids.h"
-#include "inject/control/control_channel.h"
 #include "tools/reader/batch_decode.h"
 #include "tools/reader/trace_reader.h"
 

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "common/control/control_channel.h"
 #include "inject/api_cbids.h"
-#include "inject/control/control_channel.h"
 #include "tests/inject/collector_child.h"
 
 namespace gpscope {
@@ -640,7 +640,7 @@ TEST_F(CollectorCuptiTest, SigtermDuringActivityEndsTheTraceAndTheProcessDiesOfS
   EXPECT_EQ(*corr.rbegin(), kFirstCorrelation + corr.size() - 1);
 }
 
-// ---- capture windows and attach (inject/control wired into the collector) ----
+// ---- capture windows and attach (common/control wired into the collector) ----
 
 // A time window (delay + duration): kernels are traced only inside it, the
 // time outside is recorded as LostInterval(TRACING_DISABLED); the kernel
@@ -718,25 +718,25 @@ TEST_F(CollectorCuptiTest, StandbyProcessTracesOnlyTheAttachedWindow) {
                                  {"GPSCOPE_FLUSH_INTERVAL_MS", "2000"},
                                  {"GPSCOPE_STANDBY", "1"}},
                                 Then::kStay));
-  const std::string socket = inject::control::ControlSocketPath(control_dir_, child_);
-  inject::control::ControlClient client;
+  const std::string socket = control::ControlSocketPath(control_dir_, child_);
+  control::ControlClient client;
   std::string error, reply;
   const uint64_t deadline = MonotonicMs() + 5000;
-  while (client.Connect(socket, &error) != inject::control::ClientError::kOk) {
+  while (client.Connect(socket, &error) != control::ClientError::kOk) {
     ASSERT_LT(MonotonicMs(), deadline) << "no control socket at " << socket << ": " << error;
     SleepMs(10);
   }
-  ASSERT_EQ(client.Request("status", 2000, &reply, &error), inject::control::ClientError::kOk) << error;
+  ASSERT_EQ(client.Request("status", 2000, &reply, &error), control::ClientError::kOk) << error;
   EXPECT_NE(reply.find("state=standby tracing=0"), std::string::npos) << reply;
   EXPECT_NE(reply.find(" windows_written=0 "), std::string::npos) << reply;
   SleepMs(300);  // standby: nothing traced
   const uint64_t asked_ns = RealtimeNs();
-  ASSERT_EQ(client.Request("start 400", 2000, &reply, &error), inject::control::ClientError::kOk) << error;
+  ASSERT_EQ(client.Request("start 400", 2000, &reply, &error), control::ClientError::kOk) << error;
   EXPECT_EQ(reply.rfind("ok", 0), 0u) << reply;
-  ASSERT_EQ(client.Request("start 400", 2000, &reply, &error), inject::control::ClientError::kOk);
+  ASSERT_EQ(client.Request("start 400", 2000, &reply, &error), control::ClientError::kOk);
   EXPECT_EQ(reply.rfind("error", 0), 0u) << "a second attach while tracing: " << reply;
   SleepMs(900);
-  ASSERT_EQ(client.Request("status", 2000, &reply, &error), inject::control::ClientError::kOk) << error;
+  ASSERT_EQ(client.Request("status", 2000, &reply, &error), control::ClientError::kOk) << error;
   EXPECT_NE(reply.find("state=standby tracing=0"), std::string::npos) << reply;
   // The collector says when the window is in the file (`gpscope attach`
   // waits for this instead of a flush interval); it is, at once.

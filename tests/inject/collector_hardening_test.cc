@@ -18,9 +18,8 @@
 #include <tuple>
 #include <vector>
 
-#include "inject/config.h"
-#include "inject/control/control_channel.h"
-#include "inject/identity.h"
+#include "common/control/control_channel.h"
+#include "common/identity.h"
 #include "proto/framing.h"
 #include "tests/inject/collector_child.h"
 
@@ -51,7 +50,7 @@ std::string HostName() {
 
 // The node file's name for GPSCOPE_JOB=hard, as the collector makes it.
 std::string NodeFileName() {
-  return inject::TraceFileName("hard", HostName(), 0, inject::FileMode::kNode);
+  return common::TraceFileName("hard", HostName(), 0, common::FileMode::kNode);
 }
 
 class CollectorHardeningTest : public CollectorCuptiTest {
@@ -212,18 +211,18 @@ TEST_F(CollectorHardeningTest, ARelativeOutputIsReportedAsAnAbsolutePath) {
                                  {"@chdir", dir_},
                                  {"GPSCOPE_OUTPUT", "rel/out"}},
                                 Then::kStay));
-  const std::string socket = inject::control::ControlSocketPath(control_dir_, child_);
-  inject::control::ControlClient client;
+  const std::string socket = control::ControlSocketPath(control_dir_, child_);
+  control::ControlClient client;
   std::string error, reply;
   const uint64_t deadline = MonotonicMs() + 5000;
-  while (client.Connect(socket, &error) != inject::control::ClientError::kOk) {
+  while (client.Connect(socket, &error) != control::ClientError::kOk) {
     ASSERT_LT(MonotonicMs(), deadline) << "no control socket at " << socket << ": " << error;
     SleepMs(10);
   }
-  ASSERT_EQ(client.Request("status", 2000, &reply, &error), inject::control::ClientError::kOk)
+  ASSERT_EQ(client.Request("status", 2000, &reply, &error), control::ClientError::kOk)
       << error;
-  const std::string expected = " trace=" + Real(dir_) + "/rel/out/" + inject::TraceFileName(
-      "", HostName(), static_cast<uint32_t>(child_), inject::FileMode::kProcess);
+  const std::string expected = " trace=" + Real(dir_) + "/rel/out/" + common::TraceFileName(
+      "", HostName(), static_cast<uint32_t>(child_), common::FileMode::kProcess);
   EXPECT_NE(reply.find(expected), std::string::npos) << reply << "\nwanted" << expected;
   client.Close();
   kill(child_, SIGKILL);

@@ -2,7 +2,7 @@
 // a forked child dlopens libgpscope_inject.so, calls InitializeInjection
 // with the stand-in libcupti (tests/inject/fake_cupti.cc, no kernels) and
 // the stand-in libnvidia-ml
-// (tests/inject/metrics/fake_nvml.cc), runs a while and exits; the test
+// (tests/metrics/fake_nvml.cc), runs a while and exits; the test
 // reads the trace back and checks what the sampler thread -> ring -> writer
 // thread path wrote: descriptors before samples, the canned NVML values,
 // GPM rates, host metrics of the child's own pid, timestamps inside the

@@ -61,7 +61,7 @@ TEST(ConfigTest, ReadsEveryVariable) {
   EXPECT_EQ(c.exit_timeout_ms, 100u);
   EXPECT_EQ(c.cupti_mode, CuptiMode::kYield);
   EXPECT_EQ(c.zstd_level, 3);
-  EXPECT_EQ(c.log_level, LogLevel::kDebug);
+  EXPECT_EQ(c.log_level, common::LogLevel::kDebug);
   EXPECT_EQ(c.cupti_path, "/x/libcupti.so");
   EXPECT_FALSE(c.metrics);
   EXPECT_EQ(c.metrics_interval_ms, 250u);

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "common/control/capture_window.h"
 #include "inject/capture_gate.h"
-#include "inject/chunk_writer.h"
-#include "inject/control/capture_window.h"
+#include "proto/chunk_writer.h"
 #include "proto/enums.h"
 #include "proto/framing.h"
 #include "tools/reader/batch_decode.h"
@@ -24,6 +24,8 @@
 
 namespace gpscope::inject {
 namespace {
+
+using format::ChunkWriter;
 
 constexpr uint64_t kT0 = 1'700'000'000'000'000'000ull;  // a CUPTI timestamp
 

@@ -15,6 +15,10 @@
 #include <thread>
 #include <vector>
 
+#include "inject/stacks/python_layout.h"
+#include "inject/stacks/python_stacks.h"
+#include "tests/inject/stacks/fake_chain.h"
+
 namespace gpscope::inject {
 namespace {
 
@@ -237,6 +241,83 @@ TEST(StackCaptureTest, ExitedThreadsStatesAreReusedAndBeyondTheLimitCounted) {
   }
   EXPECT_EQ(DrainAll(d).size(), 2u * StackCapturer::kMaxThreads);
   EXPECT_EQ(d.thread_drops(), 20u);
+}
+
+void* NoPythonHere() { return nullptr; }
+uint8_t* g_main_tstate = nullptr;
+void* MainThreadList() { return g_main_tstate; }
+
+uint64_t RealtimeNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+TEST(StackCaptureTest, SyncsOfAThreadWithoutPythonReuseTheMainThreadsStackOnlyWhileItStaysPut) {
+  // A fake CPython 3.12 main thread waiting at code unit 3 of `wait_code`;
+  // the capturing thread has no Python (NoPythonHere).
+  stacks::FakeChain main_thread(*stacks::FindPythonLayout(3, 12));
+  main_thread.Push(main_thread.Code(10), 1);
+  uint8_t* wait_code = main_thread.Code(30);
+  uint8_t* wait = main_thread.Push(wait_code, 3);
+  g_main_tstate = reinterpret_cast<uint8_t*>(main_thread.tstate());
+  stacks::InstallPythonRuntimeForTest(main_thread.target(), NoPythonHere, nullptr, MainThreadList);
+  StackCapturer c;
+  StackCapturer::Options o = Opts(stacks::StackMode::kAuto, 0);
+  o.python = true;
+  std::string why;
+  ASSERT_TRUE(c.Init(o, &why)) << why;
+
+  // Per round: a walk (the interval has passed), a sync right after it (the
+  // main thread has not moved: the same stack again), then the main thread
+  // moves and a third sync comes: never the old stack. Rounds until one
+  // ran all three within the interval (the first, unless the machine stalls).
+  bool within_interval = false;
+  int rounds = 0;
+  std::thread([&] {
+    for (; rounds < 20 && !within_interval; ++rounds) {
+      SleepMs(2);
+      const uint32_t base = 10 * static_cast<uint32_t>(rounds);
+      main_thread.SetUnit(wait, wait_code, 3);
+      const uint64_t reused_before = c.main_thread_reused();
+      const uint64_t t0 = RealtimeNs();
+      Call(c, false, ApiClass::kSync, base + 1);
+      Call(c, false, ApiClass::kSync, base + 2);
+      main_thread.SetUnit(wait, wait_code, 7);
+      Call(c, false, ApiClass::kSync, base + 3);
+      const uint64_t elapsed = RealtimeNs() - t0;
+      std::map<uint32_t, StackCapture> got = DrainAll(c);
+      ASSERT_EQ(got.size(), 3u);
+      const StackCapture& walked = got[base + 1];
+      ASSERT_EQ(walked.trigger, StackTrigger::kSyncMainThread);
+      ASSERT_EQ(walked.kind, stacks::StackKind::kPython);
+      ASSERT_EQ(walked.depth, 2);
+      EXPECT_EQ(walked.frames[0].addr, stacks::FakeChain::Addr(wait_code));
+      EXPECT_EQ(walked.frames[0].offset, 6);  // code unit 3
+      const StackCapture& again = got[base + 2];
+      ASSERT_EQ(again.trigger, StackTrigger::kSyncMainThread);
+      ASSERT_EQ(again.depth, walked.depth);
+      for (int i = 0; i < walked.depth; ++i) {
+        EXPECT_EQ(again.frames[i].addr, walked.frames[i].addr);
+        EXPECT_EQ(again.frames[i].offset, walked.frames[i].offset);
+      }
+      const StackCapture& moved = got[base + 3];
+      if (moved.trigger == StackTrigger::kSyncMainThread) {
+        EXPECT_EQ(moved.frames[0].offset, 14);  // walked again: where it is now
+      } else {
+        EXPECT_EQ(moved.trigger, StackTrigger::kSync);
+        EXPECT_EQ(moved.kind, stacks::StackKind::kNative);
+      }
+      if (elapsed < StackCapturer::kMainThreadIntervalNs) {
+        within_interval = true;
+        EXPECT_EQ(c.main_thread_reused() - reused_before, 1u);
+        EXPECT_EQ(moved.trigger, StackTrigger::kSync);  // no walk in the interval, mark moved
+      }
+    }
+  }).join();
+  EXPECT_TRUE(within_interval) << rounds << " rounds, none within 1 ms";
+  EXPECT_GE(c.main_thread_captures(), 2u * static_cast<uint64_t>(rounds));
+  g_main_tstate = nullptr;  // the fake thread goes away: no main thread from here on
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 // Like the collector it reads GPSCOPE_OUTPUT, GPSCOPE_STANDBY and the
 // capture-window variables, appends frames to <output>/fakejob_<host>.gpscope
 // and serves the real control channel driven by the real
-// CaptureWindow (inject/control/), so `gpscope attach` can be tested end to
+// CaptureWindow (common/control/), so `gpscope attach` can be tested end to
 // end. Kernels are written only while the window says "tracing"; every
 // window's kernel count goes to <output>/windows.txt ("kernels N" per
 // closed window) so a test can check the attach captured exactly it.
@@ -14,10 +14,10 @@
 // With FAKE_APP_REPORTS_WINDOWS=1 its status tells windows_written (the
 // windows closed so far: their frames are already in the file), as the
 // collector does; without, it answers like an older collector.
-// Like the collector it opens GPSCOPE_OUTPUT with inject/safe_path.h's
+// Like the collector it opens GPSCOPE_OUTPUT with common/safe_path.h's
 // checks and reports the trace's absolute path, and serves its socket from
 // the first control directory it can make private, else from a private
-// fallback (inject/control: StartControlChannel).
+// fallback (common/control: StartControlChannel).
 // To play a hostile server (tests of attach's checks):
 //   FAKE_APP_SOCKET_PID=P   serve <GPSCOPE_CONTROL_DIR>/P.sock (another
 //                           process's name) from the first candidate directory
@@ -38,13 +38,13 @@
 #include <thread>
 #include <vector>
 
-#include "inject/control/capture_window.h"
-#include "inject/control/control_channel.h"
-#include "inject/safe_path.h"
+#include "common/control/capture_window.h"
+#include "common/control/control_channel.h"
+#include "common/safe_path.h"
 #include "proto/framing.h"
 #include "tests/testing/trace_builder.h"
 
-namespace ic = gpscope::inject::control;
+namespace ic = gpscope::control;
 
 namespace {
 
@@ -114,10 +114,10 @@ int main(int argc, char** argv) {
   const int per_batch = atoi(argv[3]);
   const int exit_code = atoi(argv[4]);
   if (Env("CUDA_INJECTION64_PATH") == nullptr) return 90;
-  gpscope::inject::OutputDir out;
+  gpscope::common::OutputDir out;
   std::string why;
   const char* output = Env("GPSCOPE_OUTPUT") ? Env("GPSCOPE_OUTPUT") : "./gpscope-out";
-  if (!gpscope::inject::OpenOutputDir(output, 0750, geteuid(), &out, &why)) {
+  if (!gpscope::common::OpenOutputDir(output, 0750, geteuid(), &out, &why)) {
     fprintf(stderr, "fake_traced_app: %s\n", why.c_str());
     return 91;
   }
@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
   app.reports_windows = Env("FAKE_APP_REPORTS_WINDOWS") != nullptr &&
                         std::string(Env("FAKE_APP_REPORTS_WINDOWS")) == "1";
   bool foreign = false;
-  const int fd = gpscope::inject::OpenTraceFileIn(out, "fakejob_testhost.gpscope", 0640, geteuid(),
+  const int fd = gpscope::common::OpenTraceFileIn(out, "fakejob_testhost.gpscope", 0640, geteuid(),
                                                   &foreign, &why);
   if (fd < 0) {
     fprintf(stderr, "fake_traced_app: %s\n", why.c_str());

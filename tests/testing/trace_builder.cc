@@ -73,137 +73,45 @@ uint32_t TraceBuilder::Process::Intern(std::string_view text) {
   return id;
 }
 
-int64_t TraceBuilder::Process::StartDelta(Kind kind, uint64_t start_ns) {
-  if (!base_set_) {
-    if (batch_.base_ns() == 0) batch_.set_base_ns(start_ns);
-    base_set_ = true;
-    for (uint64_t& p : previous_ns_) p = batch_.base_ns();
+// ------------------------------------------- events (proto/columns.h) --
+
+template <format::Wire W, typename Element, typename Event, typename T>
+void TraceBuilder::Process::AddColumn(google::protobuf::RepeatedField<Element>* column,
+                                      const Event& e, T v, uint64_t& previous) {
+  using format::Wire;
+  if constexpr (W == Wire::kTimeDelta) {
+    if (!base_set_) {  // the batch's first event: base_ns is its time unless set before
+      if (batch_.base_ns() == 0) batch_.set_base_ns(v);
+      base_set_ = true;
+      for (uint32_t i = 0; i < format::kNumColumns; ++i) {
+        if (format::kColumnWires[i] == Wire::kTimeDelta) previous_[i] = batch_.base_ns();
+      }
+    }
+    // Unsigned subtraction then two's complement: mirrors the reader's wrap.
+    column->Add(static_cast<int64_t>(v - previous));
+    previous = v;
+  } else if constexpr (W == Wire::kCorrelationDelta) {
+    column->Add(static_cast<int64_t>(v) - static_cast<int64_t>(previous));
+    previous = v;
+  } else if constexpr (W == Wire::kDuration) {
+    column->Add(v - e.start_ns);
+  } else {
+    column->Add(static_cast<Element>(v));  // an enum column holds ints
   }
-  // Unsigned subtraction then two's complement: mirrors the reader's wrap.
-  const int64_t delta = static_cast<int64_t>(start_ns - previous_ns_[kind]);
-  previous_ns_[kind] = start_ns;
-  return delta;
 }
 
-int64_t TraceBuilder::Process::CorrelationDelta(Kind kind, uint32_t correlation_id) {
-  const int64_t delta =
-      static_cast<int64_t>(correlation_id) - static_cast<int64_t>(previous_correlation_[kind]);
-  previous_correlation_[kind] = correlation_id;
-  return delta;
-}
-
-TraceBuilder::Process& TraceBuilder::Process::Add(const format::KernelEvent& e) {
-  proto::Kernels* c = batch_.mutable_kernels();
-  c->add_start_delta_ns(StartDelta(kKernel, e.start_ns));
-  c->add_duration_ns(e.end_ns - e.start_ns);
-  c->add_name_id(e.name_id);
-  c->add_launch_config_id(e.launch_config_id);
-  c->add_device_id(e.device_id);
-  c->add_context_id(e.context_id);
-  c->add_stream_id(e.stream_id);
-  c->add_correlation_delta(CorrelationDelta(kKernel, e.correlation_id));
-  c->add_graph_id(e.graph_id);
-  c->add_graph_node_id(e.graph_node_id);
-  return *this;
-}
-
-TraceBuilder::Process& TraceBuilder::Process::Add(const format::MemcpyEvent& e) {
-  proto::Memcpys* c = batch_.mutable_memcpys();
-  c->add_start_delta_ns(StartDelta(kMemcpy, e.start_ns));
-  c->add_duration_ns(e.end_ns - e.start_ns);
-  c->add_bytes(e.bytes);
-  c->add_copy_kind(static_cast<proto::MemcpyKind>(e.copy_kind));
-  c->add_src_kind(static_cast<proto::MemoryKind>(e.src_kind));
-  c->add_dst_kind(static_cast<proto::MemoryKind>(e.dst_kind));
-  c->add_device_id(e.device_id);
-  c->add_context_id(e.context_id);
-  c->add_stream_id(e.stream_id);
-  c->add_correlation_delta(CorrelationDelta(kMemcpy, e.correlation_id));
-  c->add_flags(e.flags);
-  c->add_graph_id(e.graph_id);
-  c->add_dst_device_id(e.dst_device_id);
-  return *this;
-}
-
-TraceBuilder::Process& TraceBuilder::Process::Add(const format::MemsetEvent& e) {
-  proto::Memsets* c = batch_.mutable_memsets();
-  c->add_start_delta_ns(StartDelta(kMemset, e.start_ns));
-  c->add_duration_ns(e.end_ns - e.start_ns);
-  c->add_bytes(e.bytes);
-  c->add_value(e.value);
-  c->add_memory_kind(static_cast<proto::MemoryKind>(e.memory_kind));
-  c->add_device_id(e.device_id);
-  c->add_context_id(e.context_id);
-  c->add_stream_id(e.stream_id);
-  c->add_correlation_delta(CorrelationDelta(kMemset, e.correlation_id));
-  c->add_flags(e.flags);
-  c->add_graph_id(e.graph_id);
-  return *this;
-}
-
-TraceBuilder::Process& TraceBuilder::Process::Add(const format::SyncEvent& e) {
-  proto::Syncs* c = batch_.mutable_syncs();
-  c->add_start_delta_ns(StartDelta(kSync, e.start_ns));
-  c->add_duration_ns(e.end_ns - e.start_ns);
-  c->add_sync_kind(static_cast<proto::SyncKind>(e.sync_kind));
-  c->add_context_id(e.context_id);
-  c->add_stream_id(e.stream_id);
-  c->add_event_id(e.event_id);
-  c->add_correlation_delta(CorrelationDelta(kSync, e.correlation_id));
-  c->add_thread_id(e.thread_id);
-  return *this;
-}
-
-TraceBuilder::Process& TraceBuilder::Process::Add(const format::ApiCallEvent& e) {
-  proto::ApiCalls* c = batch_.mutable_api_calls();
-  c->add_start_delta_ns(StartDelta(kApi, e.start_ns));
-  c->add_duration_ns(e.end_ns - e.start_ns);
-  c->add_domain(static_cast<proto::ApiDomain>(e.domain));
-  c->add_cbid(e.cbid);
-  c->add_thread_id(e.thread_id);
-  c->add_correlation_delta(CorrelationDelta(kApi, e.correlation_id));
-  c->add_return_value(e.return_value);
-  c->add_api_name_id(e.api_name_id);
-  return *this;
-}
-
-TraceBuilder::Process& TraceBuilder::Process::Add(const format::NvtxRangeEvent& e) {
-  proto::NvtxRanges* c = batch_.mutable_nvtx_ranges();
-  c->add_start_delta_ns(StartDelta(kRange, e.start_ns));
-  c->add_duration_ns(e.end_ns - e.start_ns);
-  c->add_name_id(e.name_id);
-  c->add_domain_id(e.domain_id);
-  c->add_thread_id(e.thread_id);
-  c->add_depth(e.depth);
-  return *this;
-}
-
-TraceBuilder::Process& TraceBuilder::Process::Add(const format::NvtxMarkEvent& e) {
-  proto::NvtxMarks* c = batch_.mutable_nvtx_marks();
-  c->add_timestamp_delta_ns(StartDelta(kMark, e.timestamp_ns));
-  c->add_name_id(e.name_id);
-  c->add_domain_id(e.domain_id);
-  c->add_thread_id(e.thread_id);
-  return *this;
-}
-
-TraceBuilder::Process& TraceBuilder::Process::Add(const format::OverheadEvent& e) {
-  proto::Overheads* c = batch_.mutable_overheads();
-  c->add_start_delta_ns(StartDelta(kOverhead, e.start_ns));
-  c->add_duration_ns(e.end_ns - e.start_ns);
-  c->add_overhead_kind(static_cast<proto::OverheadKind>(e.overhead_kind));
-  c->add_thread_id(e.thread_id);
-  c->add_device_id(e.device_id);
-  return *this;
-}
-
-TraceBuilder::Process& TraceBuilder::Process::Add(const format::MetricSample& e) {
-  proto::MetricSamples* c = batch_.mutable_metrics();
-  c->add_timestamp_delta_ns(StartDelta(kMetric, e.timestamp_ns));
-  c->add_metric_id(e.metric_id);
-  c->add_value(e.value);
-  return *this;
-}
+#define GPSCOPE_BUILD_COLUMN(number, name, wire, type, member) \
+  AddColumn<format::Wire::wire>(c->mutable_##name(), e, e.member, *previous++);
+#define GPSCOPE_BUILD_KIND(Name, Message, field, number, Event, COLUMNS)           \
+  TraceBuilder::Process& TraceBuilder::Process::Add(const format::Event& e) {      \
+    proto::Message* c = batch_.mutable_##field();                                  \
+    uint64_t* previous = previous_ + format::kKinds[format::k##Name].first_column; \
+    COLUMNS(GPSCOPE_BUILD_COLUMN)                                                  \
+    return *this;                                                                  \
+  }
+GPSCOPE_ALL_EVENT_KINDS(GPSCOPE_BUILD_KIND)
+#undef GPSCOPE_BUILD_KIND
+#undef GPSCOPE_BUILD_COLUMN
 
 TraceBuilder::Process& TraceBuilder::Process::AddKernel(uint64_t start_ns, uint64_t duration_ns,
                                                         std::string_view name, uint32_t stream_id) {
@@ -252,24 +160,29 @@ TraceBuilder::Process& TraceBuilder::Process::AddStackSample(uint64_t timestamp_
                                                              uint32_t correlation_id,
                                                              uint32_t stack_id,
                                                              proto::StackTrigger trigger) {
-  proto::StackSamples* c = batch_.mutable_stack_samples();
-  c->add_timestamp_delta_ns(StartDelta(kStackSample, timestamp_ns));
-  c->add_thread_id(thread_id);
-  c->add_correlation_delta(CorrelationDelta(kStackSample, correlation_id));
-  c->add_stack_id(stack_id);
-  c->add_trigger(trigger);
-  return *this;
+  format::StackSampleEvent e{};
+  e.timestamp_ns = timestamp_ns;
+  e.thread_id = thread_id;
+  e.correlation_id = correlation_id;
+  e.stack_id = stack_id;
+  e.trigger = static_cast<uint32_t>(trigger);
+  return Add(e);
 }
 
 size_t TraceBuilder::Process::open_events() const {
   // The reader's CountEvents, restated: this library must not depend on it.
-  const proto::EventBatch& b = batch_;
-  return static_cast<size_t>(
-      b.kernels().start_delta_ns_size() + b.memcpys().start_delta_ns_size() +
-      b.memsets().start_delta_ns_size() + b.syncs().start_delta_ns_size() +
-      b.api_calls().start_delta_ns_size() + b.nvtx_ranges().start_delta_ns_size() +
-      b.nvtx_marks().timestamp_delta_ns_size() + b.overheads().start_delta_ns_size() +
-      b.metrics().timestamp_delta_ns_size());
+  size_t n = 0;
+#define GPSCOPE_COLUMN_SIZE(number, name, wire, type, member) c.name##_size(),
+#define GPSCOPE_COUNT_KIND(Name, Message, field, number, Event, COLUMNS) \
+  {                                                                      \
+    const proto::Message& c = batch_.field();                            \
+    const int sizes[] = {COLUMNS(GPSCOPE_COLUMN_SIZE)};                  \
+    n += static_cast<size_t>(sizes[0]);                                  \
+  }
+  GPSCOPE_EVENT_KINDS(GPSCOPE_COUNT_KIND)
+#undef GPSCOPE_COLUMN_SIZE
+#undef GPSCOPE_COUNT_KIND
+  return n;
 }
 
 TraceBuilder::Process& TraceBuilder::Process::Flush() {
@@ -280,7 +193,7 @@ TraceBuilder::Process& TraceBuilder::Process::Flush() {
   trace_->AppendChunk(chunk);
   batch_.Clear();
   base_set_ = false;
-  for (uint64_t& c : previous_correlation_) c = 0;
+  for (uint64_t& c : previous_) c = 0;
   return *this;
 }
 

@@ -1,6 +1,8 @@
 // tests/testing/trace_builder.h: writes synthetic gpscope traces for tests
 // and benchmarks, through the libprotobuf classes (independent of the
-// collector's own encoder, so tests compare two implementations).
+// collector's own encoder, so tests compare two implementations; both expand
+// the columns of proto/columns.h, and tests/tools/batch_columns_test.cc checks
+// they write the same bytes).
 //
 //   TraceBuilder trace;
 //   TraceBuilder::Process& p = trace.AddProcess(/*uid=*/0x1234, /*pid=*/42);
@@ -27,6 +29,7 @@
 #include <vector>
 
 #include "gpscope/trace.pb.h"
+#include "proto/columns.h"
 #include "proto/events.h"
 #include "proto/framing.h"
 
@@ -48,16 +51,14 @@ class TraceBuilder {
     // InternedString to the open batch. Empty text is id 0.
     uint32_t Intern(std::string_view text);
 
-    // Events with absolute CUPTI timestamps, appended to the open batch.
-    Process& Add(const format::KernelEvent& e);
-    Process& Add(const format::MemcpyEvent& e);
-    Process& Add(const format::MemsetEvent& e);
-    Process& Add(const format::SyncEvent& e);
-    Process& Add(const format::ApiCallEvent& e);
-    Process& Add(const format::NvtxRangeEvent& e);
-    Process& Add(const format::NvtxMarkEvent& e);
-    Process& Add(const format::OverheadEvent& e);
-    Process& Add(const format::MetricSample& e);
+    // Events with absolute CUPTI timestamps, appended to the open batch: one
+    // Add() per event kind of proto/columns.h (KernelEvent, MemcpyEvent,
+    // MemsetEvent, SyncEvent, ApiCallEvent, NvtxRangeEvent, NvtxMarkEvent,
+    // OverheadEvent, MetricSample, StackSampleEvent), encoded as its rows say.
+#define GPSCOPE_TRACE_BUILDER_ADD(Name, Message, field, number, Event, COLUMNS) \
+  Process& Add(const format::Event& e);
+    GPSCOPE_ALL_EVENT_KINDS(GPSCOPE_TRACE_BUILDER_ADD)
+#undef GPSCOPE_TRACE_BUILDER_ADD
     // Shorthand: device 0, context 1, the given stream, next correlation id.
     Process& AddKernel(uint64_t start_ns, uint64_t duration_ns, std::string_view name,
                        uint32_t stream_id = 7);
@@ -87,12 +88,11 @@ class TraceBuilder {
 
    private:
     friend class TraceBuilder;
-    enum Kind {
-      kKernel, kMemcpy, kMemset, kSync, kApi, kRange, kMark, kOverhead, kMetric, kStackSample, kKinds
-    };
     Process(TraceBuilder* trace, uint64_t uid, uint32_t pid);
-    int64_t StartDelta(Kind kind, uint64_t start_ns);
-    int64_t CorrelationDelta(Kind kind, uint32_t correlation_id);
+    // One member into its column, as proto/columns.h's `wire` says.
+    template <format::Wire W, typename Element, typename Event, typename T>
+    void AddColumn(google::protobuf::RepeatedField<Element>* column, const Event& e, T v,
+                   uint64_t& previous);
     proto::Chunk NewChunk();
 
     TraceBuilder* trace_;
@@ -107,8 +107,9 @@ class TraceBuilder {
     proto::ProcessHeader header_;
     proto::EventBatch batch_;
     bool base_set_ = false;
-    uint64_t previous_ns_[kKinds] = {};
-    uint64_t previous_correlation_[kKinds] = {};
+    // Each column's last value (delta columns), all kinds' columns in
+    // proto/columns.h's order.
+    uint64_t previous_[format::kNumColumns] = {};
     std::map<std::string, uint32_t, std::less<>> strings_;
   };
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "proto/metric_names.h"
 #include "tests/testing/synth.h"
 #include "tests/testing/trace_builder.h"
 #include "tools/analyses/gpu_report.h"
@@ -893,6 +894,18 @@ TEST(RulesTest, CatalogueListsEveryRuleOnce) {
                                "host-bound", "implicit-sync", "synchronous-launches",
                                "one-time-startup"}) {
     EXPECT_NE(std::find(ids.begin(), ids.end(), required), ids.end()) << required;
+  }
+}
+
+// A trigger that names a sampled metric names it as the sampler writes it
+// (proto/metric_names.h): the documented text cannot drift from the name.
+TEST(RulesTest, CatalogueNamesTheMetricsItJudgesAsTheSamplerWritesThem) {
+  for (const analyses::RuleInfo& r : analyses::RuleCatalogue()) {
+    if (std::string(r.id) == "memory-bandwidth-bound") {
+      EXPECT_NE(std::string(r.trigger).find(std::string("(") + metric_names::kGpmDramBwUtil + ")"),
+                std::string::npos)
+          << r.trigger;
+    }
   }
 }
 

@@ -9,55 +9,19 @@
 #include <limits>
 #include <random>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "proto/crc32c.h"
 #include "proto/framing.h"
+#include "tests/testing/event_compare.h"
 #include "tests/testing/trace_builder.h"
 #include "tools/reader/batch_decode.h"
 #include "tools/reader/trace_reader.h"
 
 namespace gpscope {
 
-// Field-wise equality for the event records, so round trips compare values.
-namespace format {
-auto Tie(const KernelEvent& e) {
-  return std::tie(e.start_ns, e.end_ns, e.graph_node_id, e.name_id, e.launch_config_id, e.device_id,
-                  e.context_id, e.stream_id, e.correlation_id, e.graph_id);
-}
-auto Tie(const MemcpyEvent& e) {
-  return std::tie(e.start_ns, e.end_ns, e.bytes, e.copy_kind, e.src_kind, e.dst_kind, e.device_id,
-                  e.context_id, e.stream_id, e.correlation_id, e.flags, e.graph_id,
-                  e.dst_device_id);
-}
-auto Tie(const MemsetEvent& e) {
-  return std::tie(e.start_ns, e.end_ns, e.bytes, e.value, e.memory_kind, e.device_id, e.context_id,
-                  e.stream_id, e.correlation_id, e.flags, e.graph_id);
-}
-auto Tie(const SyncEvent& e) {
-  return std::tie(e.start_ns, e.end_ns, e.sync_kind, e.context_id, e.stream_id, e.event_id,
-                  e.correlation_id, e.thread_id);
-}
-auto Tie(const ApiCallEvent& e) {
-  return std::tie(e.start_ns, e.end_ns, e.domain, e.cbid, e.thread_id, e.correlation_id,
-                  e.return_value, e.api_name_id);
-}
-auto Tie(const NvtxRangeEvent& e) {
-  return std::tie(e.start_ns, e.end_ns, e.name_id, e.domain_id, e.thread_id, e.depth);
-}
-auto Tie(const NvtxMarkEvent& e) {
-  return std::tie(e.timestamp_ns, e.name_id, e.domain_id, e.thread_id);
-}
-auto Tie(const OverheadEvent& e) {
-  return std::tie(e.start_ns, e.end_ns, e.overhead_kind, e.thread_id, e.device_id);
-}
-auto Tie(const MetricSample& e) { return std::tie(e.timestamp_ns, e.metric_id, e.value); }
-template <typename E, typename = decltype(Tie(std::declval<const E&>()))>
-bool operator==(const E& a, const E& b) {
-  return Tie(a) == Tie(b);
-}
-}  // namespace format
+// Field-wise equality for the event records (tests/testing/event_compare.h)
+// makes round trips compare every column.
 
 namespace reader {
 namespace {
@@ -194,8 +158,18 @@ TEST(TraceReaderTest, RoundTripsEveryEventKindThroughAFile) {
       const uint64_t s = base + (rng() % 1'000'000);
       const uint64_t e = s + rng() % 100'000;
       const uint32_t corr = batch == 0 ? r32() % 1000 : 0xFFFFFFF0u + i % 16;
-      kernels.push_back({s, e, rng(), p.Intern("k" + std::to_string(i % 3)), r32(), r32() % 8,
-                         r32(), r32(), corr, r32()});
+      format::KernelEvent k{};  // by name, drawn in the order the values always were
+      k.start_ns = s;
+      k.end_ns = e;
+      k.graph_node_id = rng();
+      k.name_id = p.Intern("k" + std::to_string(i % 3));
+      k.launch_config_id = r32();
+      k.device_id = r32() % 8;
+      k.context_id = r32();
+      k.stream_id = r32();
+      k.correlation_id = corr;
+      k.graph_id = r32();
+      kernels.push_back(k);
       memcpys.push_back({s, e, rng(), r32() % 11, r32() % 8, r32() % 8, r32(), r32(), r32(), corr,
                          r32() % 2, r32(), r32()});
       memsets.push_back({s, e, rng(), r32(), r32() % 8, r32(), r32(), r32(), corr, r32(), r32()});

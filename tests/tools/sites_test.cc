@@ -108,9 +108,9 @@ class Proc {
   // A blocking call (cudaStreamSynchronize, cudaFree...) from t to `end`
   // (at least until the stream is free for a sync).
   uint64_t Block(uint32_t thread, uint64_t t, uint64_t end, std::string_view api,
-                 uint32_t stack = 0) {
+                 uint32_t stack = 0, proto::StackTrigger trigger = proto::STACK_SYNC) {
     const uint32_t corr = corr_++;
-    Sample(t, thread, corr, stack, proto::STACK_SYNC);
+    Sample(t, thread, corr, stack, trigger);
     p_.Add(format::ApiCallEvent{t, end, proto::API_RUNTIME, 0, thread, corr, 0, p_.Intern(api)});
     return end;
   }
@@ -467,6 +467,39 @@ TEST(SitesTest, OverlappingSyncOfAnotherThreadIsNotTheCause) {
   // The sync wait of the unstacked sync: not attributed.
   EXPECT_EQ(r->model.processes[0].stacks.gpu_idle_unattributed_ns,
             9 * (model::kSyncRelaunchNs + 4 * kUs));
+}
+
+// JAX: an XLA thread (no Python) launches and synchronizes while the
+// main thread waits in float(loss); the collector gives those syncs the
+// main thread's stack (STACK_SYNC_MAIN_THREAD). The sync time goes to the
+// main thread's line and the site says who made the calls.
+TEST(SitesTest, SyncsOfAThreadWithoutPythonGoToTheMainThreadsLine) {
+  TraceBuilder trace;
+  Proc s(trace);
+  const uint32_t jax = s.p().AddPythonFrame("/opt/venv/lib/python3.12/site-packages/jax/_src/array.py",
+                                            300, "__float__");
+  const uint32_t line84 = s.p().AddPythonFrame("/home/u/jax_train.py", 84, "train");
+  const uint32_t line90 = s.p().AddPythonFrame("/home/u/jax_train.py", 90, "<module>");
+  const uint32_t waiting = s.p().AddStack({jax, line84, line90});
+  constexpr uint32_t kXla = 4242;
+  uint64_t t = kT0;
+  for (int step = 0; step < 10; ++step) {
+    const uint64_t h = s.Launch(kXla, t, 3 * kMs);
+    const uint64_t end = std::max(h, s.gpu_free()) + 4 * kUs;
+    s.Block(kXla, h + 10 * kUs, end, "cuStreamSynchronize", waiting, proto::STACK_SYNC_MAIN_THREAD);
+    t = end + 2 * kMs;
+  }
+  s.p().WriteEnd();
+  auto r = Analyze(trace, "xla");
+  const SiteRow* site = SiteNamed(r->report.sites, "jax_train.py:84 (train)");
+  ASSERT_NE(site, nullptr);
+  EXPECT_TRUE(site->user);
+  EXPECT_EQ(site->w.sync_calls, 10u);
+  EXPECT_EQ(site->w.main_thread_syncs, 10u);
+  EXPECT_GT(site->w.sync_blocked_ns, 10 * 2 * kMs);
+  EXPECT_TRUE(PythonChecks(analyze::RenderSummaryJson(*r), R"(
+s=[x for x in d['source_lines']['sites'] if x['label']=='jax_train.py:84 (train)'][0]
+assert s['main_thread_syncs']==10, s)"));
 }
 
 // At the trace's edges: the first launch has no earlier call; a sync at

@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "proto/metric_names.h"
 #include "tools/reader/batch_decode.h"
 #include "tools/reader/event_reader.h"
 
@@ -25,17 +26,17 @@ struct FieldName {
   Field field;
 };
 constexpr FieldName kFields[] = {
-    {"nvml.gpu_util", kScopeDevice, Field::kUtil},
-    {"gpm.sm_util", kScopeDevice, Field::kSm},
-    {"gpm.tensor_util", kScopeDevice, Field::kTensor},
-    {"gpm.dram_bw_util", kScopeDevice, Field::kDram},
-    {"nvml.memory_used_bytes", kScopeDevice, Field::kMemoryUsed},
-    {"nvml.power_w", kScopeDevice, Field::kPower},
-    {"nvml.temperature_c", kScopeDevice, Field::kTemperature},
-    {"nvml.sm_clock_mhz", kScopeDevice, Field::kSmClock},
-    {"nvml.clock_event_reasons", kScopeDevice, Field::kReasons},
-    {"nvml.process_sm_util", kScopeProcess, Field::kProcSm},
-    {"nvml.process_memory_bytes", kScopeProcess, Field::kProcMemory},
+    {metric_names::kNvmlGpuUtil, kScopeDevice, Field::kUtil},
+    {metric_names::kGpmSmUtil, kScopeDevice, Field::kSm},
+    {metric_names::kGpmTensorUtil, kScopeDevice, Field::kTensor},
+    {metric_names::kGpmDramBwUtil, kScopeDevice, Field::kDram},
+    {metric_names::kNvmlMemoryUsedBytes, kScopeDevice, Field::kMemoryUsed},
+    {metric_names::kNvmlPowerW, kScopeDevice, Field::kPower},
+    {metric_names::kNvmlTemperatureC, kScopeDevice, Field::kTemperature},
+    {metric_names::kNvmlSmClockMhz, kScopeDevice, Field::kSmClock},
+    {metric_names::kNvmlClockEventReasons, kScopeDevice, Field::kReasons},
+    {metric_names::kNvmlProcessSmUtil, kScopeProcess, Field::kProcSm},
+    {metric_names::kNvmlProcessMemoryBytes, kScopeProcess, Field::kProcMemory},
 };
 
 // An event sink of the reader's pass: devices, metric descriptors and the

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "gpscope/trace.pb.h"
+#include "proto/metric_names.h"
 #include "tools/analyses/names.h"
 #include "tools/analyses/site_findings.h"
 
@@ -839,8 +840,9 @@ void ClockThrottling(const Context& c, const GpuReport& g, Finding f) {
                   {"clock_reason_samples", g.clock_reason_samples, "count"},
                   {"reasons_bitmask", static_cast<double>(reasons), "count"}};
     f.fixes = {
-        "Expected for compute-bound kernels at full load: judge the kernels by FLOP/s against the "
-        "peak at the clocks they actually ran (nvml.sm_clock_mhz in the report).",
+        absl::StrCat("Expected for compute-bound kernels at full load: judge the kernels by FLOP/s "
+                     "against the peak at the clocks they actually ran (",
+                     metric_names::kNvmlSmClockMhz, " in the report)."),
         "If the power limit is below the GPU's default (nvidia-smi -q -d POWER), ask the "
         "administrators; do not change power limits yourself on shared machines.",
     };
@@ -1531,6 +1533,7 @@ const GpuRule kGpuRules[] = {
       "TB (est. SM efficiency), ours"},
      LowSmEfficiency},
     {{"memory-bandwidth-bound", "Kernels bound by memory bandwidth",
+      // The metric is metric_names::kGpmDramBwUtil (analyses_test checks the name).
       "sampled DRAM bandwidth utilization (gpm.dram_bw_util) >= 60% on average while kernels run "
       ">= 30% of the window",
       "ours (Nsight Compute guidance)"},

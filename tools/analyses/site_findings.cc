@@ -62,6 +62,15 @@ std::string AfterText(const SiteRow& s) {
                       s.next_label, " launched the next work");
 }
 
+// "; 150 of these calls were made by threads without Python (XLA's,
+// autograd's) while the main thread waited here"
+std::string OtherThreadsText(const model::StackWeights& w) {
+  if (w.main_thread_syncs == 0) return "";
+  return absl::StrCat("; ", Count(w.main_thread_syncs),
+                      " of these calls were made by threads without Python (XLA's, autograd's, "
+                      "a library's) while the main thread waited here");
+}
+
 std::string Sentence(const SiteRow& s, SiteRole role) {
   const model::StackWeights& w = s.w;
   switch (role) {
@@ -70,12 +79,12 @@ std::string Sentence(const SiteRow& s, SiteRole role) {
                           Time(w.sync_blocked_ns - w.implicit_blocked_ns),
                           " blocked, the GPU idle ",
                           Time(w.gpu_sync_idle_ns - w.gpu_implicit_idle_ns), " behind it",
-                          AfterText(s));
+                          OtherThreadsText(w), AfterText(s));
     case SiteRole::kImplicit:
       return absl::StrCat(s.label, " made ", Count(w.implicit_calls),
                           " implicitly synchronizing calls, ", Time(w.implicit_blocked_ns),
                           " blocked, the GPU idle ", Time(w.gpu_implicit_idle_ns), " behind them",
-                          AfterText(s));
+                          OtherThreadsText(w), AfterText(s));
     case SiteRole::kHostCode:
       if (w.gpu_host_after_ns >= w.gpu_host_before_ns) {
         return absl::StrCat("after ", s.label, " returned, the GPU waited ",

@@ -221,6 +221,7 @@ SiteReport ComputeSites(const model::TraceModel& model) {
       w.gpu_sync_idle_ns += s.w.gpu_sync_idle_ns;
       w.implicit_calls += s.w.implicit_calls;
       w.implicit_blocked_ns += s.w.implicit_blocked_ns;
+      w.main_thread_syncs += s.w.main_thread_syncs;
       w.gpu_implicit_idle_ns += s.w.gpu_implicit_idle_ns;
       w.gpu_host_after_ns += s.w.gpu_host_after_ns;
       w.gpu_host_before_ns += s.w.gpu_host_before_ns;

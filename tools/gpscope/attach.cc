@@ -13,7 +13,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
-#include <fstream>
+#include <limits>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -22,7 +22,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "inject/control/control_channel.h"
+#include "common/control/control_channel.h"
+#include "common/posix.h"
 #include "proto/framing.h"
 #include "tools/gpscope/analysis.h"
 #include "tools/gpscope/child.h"
@@ -35,9 +36,9 @@
 namespace gpscope::launcher {
 namespace {
 
-using inject::control::ClientError;
-using inject::control::ControlClient;
-using inject::control::ControlStatus;
+using control::ClientError;
+using control::ControlClient;
+using control::ControlStatus;
 
 constexpr uint32_t kRequestTimeoutMs = 5000;
 
@@ -72,11 +73,10 @@ const std::vector<OptionSpec> kAttachOptions = {
 volatile sig_atomic_t g_interrupted = 0;
 void OnInterrupt(int) { g_interrupted = 1; }
 
-std::string ReadSmallFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+// Whole /proc files: the target's environment, its maps, the host's Unix
+// sockets (long on a busy host).
+std::string ReadProcFile(const std::string& path) {
+  return common::ReadFileText(path.c_str(), std::numeric_limits<size_t>::max());
 }
 
 std::string UserName(uid_t uid) {
@@ -101,7 +101,7 @@ struct Endpoint {
 // user, and the server that accepted is the target process itself
 // (SO_PEERCRED), so another user's socket at that path cannot answer.
 ClientError ConnectToTarget(const Endpoint& target, ControlClient* client, std::string* error) {
-  if (!inject::control::CheckControlSocketPath(target.socket, target.uid, error)) {
+  if (!control::CheckControlSocketPath(target.socket, target.uid, error)) {
     return ClientError::kPermission;
   }
   const ClientError e = client->Connect(target.socket, error);
@@ -109,7 +109,7 @@ ClientError ConnectToTarget(const Endpoint& target, ControlClient* client, std::
   pid_t peer_pid = 0;
   uid_t peer_uid = 0;
   if (!client->PeerCredentials(&peer_pid, &peer_uid) ||
-      !inject::control::ServerIsTarget(peer_pid, peer_uid, target.pid, target.uid)) {
+      !control::ServerIsTarget(peer_pid, peer_uid, target.pid, target.uid)) {
     *error = absl::StrCat(target.socket, " is served by process ", peer_pid, " (uid ", peer_uid,
                           "), not by process ", target.pid, "; refusing to talk to it");
     client->Close();
@@ -128,7 +128,7 @@ ClientError QueryStatus(const Endpoint& target, ControlStatus* status, std::stri
   std::string reply;
   e = client.Request("status", kRequestTimeoutMs, &reply, error);
   if (e != ClientError::kOk) return e;
-  if (!inject::control::ParseStatusReply(reply, status, state)) {
+  if (!control::ParseStatusReply(reply, status, state)) {
     *error = "unexpected reply: " + reply;
     return ClientError::kIo;
   }
@@ -333,7 +333,7 @@ absl::StatusOr<AttachOptions> ParseAttachArgs(const std::vector<std::string>& ar
 TargetProcess InspectProcess(pid_t pid, const std::string& proc_root) {
   TargetProcess t;
   const std::string dir = absl::StrCat(proc_root, "/", pid);
-  std::istringstream status(ReadSmallFile(dir + "/status"));
+  std::istringstream status(ReadProcFile(dir + "/status"));
   std::string line;
   while (std::getline(status, line)) {
     if (line.rfind("Uid:", 0) != 0) continue;
@@ -345,17 +345,10 @@ TargetProcess InspectProcess(pid_t pid, const std::string& proc_root) {
     }
   }
   if (!t.exists) return t;
-  const std::string environ = ReadSmallFile(dir + "/environ");
+  const std::string environ = ReadProcFile(dir + "/environ");
   t.env_readable = !environ.empty();
-  for (size_t start = 0; start < environ.size();) {
-    size_t end = environ.find('\0', start);
-    if (end == std::string::npos) end = environ.size();
-    const std::string entry = environ.substr(start, end - start);
-    const size_t eq = entry.find('=');
-    if (eq != std::string::npos) t.env[entry.substr(0, eq)] = entry.substr(eq + 1);
-    start = end + 1;
-  }
-  t.collector_loaded = ReadSmallFile(dir + "/maps").find("libgpscope_inject") != std::string::npos;
+  t.env = common::ParseEnvironBlock(environ);
+  t.collector_loaded = ReadProcFile(dir + "/maps").find("libgpscope_inject") != std::string::npos;
   return t;
 }
 
@@ -379,7 +372,7 @@ std::vector<std::string> FindControlSockets(pid_t pid, const std::string& proc_r
   if (inodes.empty()) return out;
   // "Num RefCount Protocol Flags Type St Inode Path": listening (flag
   // __SO_ACCEPTCON 0x10000), bound to a path (not abstract).
-  std::istringstream unix_table(ReadSmallFile(dir + "/net/unix"));
+  std::istringstream unix_table(ReadProcFile(dir + "/net/unix"));
   const std::string suffix = absl::StrCat("/", pid, ".sock");
   std::string line;
   std::getline(unix_table, line);  // the header
@@ -416,16 +409,16 @@ std::vector<std::string> ControlSocketCandidates(pid_t pid, const TargetProcess&
   // The target's own view first (its environment decides where it listens).
   static const std::map<std::string, std::string>* env_of = nullptr;
   env_of = &target.env;
-  add(inject::control::ControlDirCandidates(
+  add(control::ControlDirCandidates(
       [](const char* name) -> const char* {
         const auto it = env_of->find(name);
         return it == env_of->end() ? nullptr : it->second.c_str();
       },
       uid));
   env_of = nullptr;
-  add(inject::control::ControlDirCandidates([](const char* n) -> const char* { return getenv(n); }, uid));
+  add(control::ControlDirCandidates([](const char* n) -> const char* { return getenv(n); }, uid));
   std::vector<std::string> sockets;
-  for (const std::string& d : dirs) sockets.push_back(inject::control::ControlSocketPath(d, pid));
+  for (const std::string& d : dirs) sockets.push_back(control::ControlSocketPath(d, pid));
   return sockets;
 }
 
@@ -621,7 +614,7 @@ int RunAttach(const std::vector<std::string>& args, std::ostream& out, std::ostr
   bool stop_sent = false, process_gone = false;
   const uint64_t give_up_ms = o.duration_ms + 60'000;
   for (;;) {
-    SleepMs(250);
+    common::SleepMs(250);
     const uint64_t elapsed = MsSince(t0);
     if (g_interrupted && !stop_sent) {
       stop_sent = true;
@@ -667,9 +660,9 @@ int RunAttach(const std::vector<std::string>& args, std::ostream& out, std::ostr
         written = true;
         break;
       }
-      SleepMs(50);
+      common::SleepMs(50);
     }
-    if (!written) SleepMs(static_cast<unsigned>(bound_ms - std::min(bound_ms, MsSince(wait_from))));
+    if (!written) common::SleepMs(static_cast<unsigned>(bound_ms - std::min(bound_ms, MsSince(wait_from))));
   }
   const uint64_t to_offset = FileSize(trace_path);
   std::string base = Basename(trace_path);

@@ -1,7 +1,7 @@
 // tools/gpscope/attach.h: `gpscope attach --pid PID --duration S [--interval MS]`.
 //
 // Switches full tracing on in a running process for a window, through the
-// collector's control socket (inject/control/control_channel.h), shows a
+// collector's control socket (common/control/control_channel.h), shows a
 // progress bar, then writes the report of exactly that window.
 //
 // CUDA reads CUDA_INJECTION64_PATH only when it initializes, so only a
@@ -73,7 +73,7 @@ TargetProcess InspectProcess(pid_t pid, const std::string& proc_root = "/proc");
 // (not guessed from names): the socket inodes among /proc/<pid>/fd whose
 // listening entries in /proc/<pid>/net/unix have a path ending in
 // "/<pid>.sock". Finds a collector's private fallback directory too
-// (inject/control/control_channel.h). Empty when /proc does not tell.
+// (common/control/control_channel.h). Empty when /proc does not tell.
 std::vector<std::string> FindControlSockets(pid_t pid, const std::string& proc_root = "/proc");
 
 // Where the process's control socket can be: its GPSCOPE_CONTROL_DIR or

@@ -153,9 +153,4 @@ void StopForwardingSignals() {
 
 int LastForwardedSignal() { return g_last_signal; }
 
-void SleepMs(unsigned ms) {
-  timespec ts{static_cast<time_t>(ms / 1000), static_cast<long>(ms % 1000) * 1000000L};
-  nanosleep(&ts, nullptr);  // EINTR: return early, the caller looks again
-}
-
 }  // namespace gpscope::launcher

@@ -15,7 +15,7 @@
 //   ChildProcess child;
 //   if (!child.Spawn({"python3", "train.py"}, env, &error)) ...
 //   ForwardSignalsTo(child.pid());
-//   while (!child.TryWait(&code)) { ...progress...; SleepMs(200); }
+//   while (!child.TryWait(&code)) { ...progress...; common::SleepMs(200); }
 //   StopForwardingSignals();
 //
 // Thread model: main thread only; the forwarding handler only calls kill().
@@ -52,9 +52,6 @@ void ForwardSignalsTo(pid_t pid);
 void StopForwardingSignals();
 // The last signal the launcher received while forwarding (0: none).
 int LastForwardedSignal();
-
-// Sleeps, returning early when a signal arrives.
-void SleepMs(unsigned ms);
 
 }  // namespace gpscope::launcher
 

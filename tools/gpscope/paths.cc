@@ -9,8 +9,8 @@
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
-#include "inject/safe_path.h"
-#include "inject/safe_text.h"
+#include "common/safe_path.h"
+#include "common/safe_text.h"
 #include "proto/framing.h"
 
 namespace gpscope::launcher {
@@ -39,8 +39,8 @@ bool IsFile(const std::string& path) {
 }
 
 bool OpenOwnDir(const std::string& path, std::string* absolute, std::string* error) {
-  inject::OutputDir dir;
-  if (!inject::OpenOutputDir(path, inject::DirModeFor(format::kDefaultFileMode), geteuid(), &dir,
+  common::OutputDir dir;
+  if (!common::OpenOutputDir(path, common::DirModeFor(format::kDefaultFileMode), geteuid(), &dir,
                              error)) {
     return false;
   }
@@ -49,15 +49,15 @@ bool OpenOwnDir(const std::string& path, std::string* absolute, std::string* err
 }
 
 int CreateOwnFile(const std::string& path, std::string* error) {
-  inject::OutputDir dir;
-  if (!inject::OpenOutputDir(Dirname(path), inject::DirModeFor(format::kDefaultFileMode),
+  common::OutputDir dir;
+  if (!common::OpenOutputDir(Dirname(path), common::DirModeFor(format::kDefaultFileMode),
                              geteuid(), &dir, error)) {
     return -1;
   }
-  return inject::CreateFileIn(dir, Basename(path), format::kDefaultFileMode, geteuid(), error);
+  return common::CreateFileIn(dir, Basename(path), format::kDefaultFileMode, geteuid(), error);
 }
 
-std::string Shown(const std::string& text) { return inject::SanitizeText(text); }
+std::string Shown(const std::string& text) { return common::SanitizeText(text); }
 
 std::string FreshDir(const std::string& prefix) {
   const time_t now = time(nullptr);

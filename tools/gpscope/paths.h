@@ -17,7 +17,7 @@ std::string Absolute(const std::string& path);
 bool IsFile(const std::string& path);
 // Opens (creating what is missing) one of the launcher's output
 // directories with the collector's checks against other users
-// (inject/safe_path.h): mode 0750, ours or root's, never through another
+// (common/safe_path.h): mode 0750, ours or root's, never through another
 // user's link. *absolute: its absolute path. False with one line.
 bool OpenOwnDir(const std::string& path, std::string* absolute, std::string* error);
 // Creates (or truncates) the file `path` in a directory OpenOwnDir checked:
@@ -25,7 +25,7 @@ bool OpenOwnDir(const std::string& path, std::string* absolute, std::string* err
 // The fd, or -1 with one line in *error.
 int CreateOwnFile(const std::string& path, std::string* error);
 // User-supplied text shown in a message line (a path, a value, a reply
-// read from a socket): one line, no control characters (inject/safe_text.h).
+// read from a socket): one line, no control characters (common/safe_text.h).
 std::string Shown(const std::string& text);
 // "<prefix>-20261129-115901", then "-2", "-3"... when taken. Not created.
 std::string FreshDir(const std::string& prefix);

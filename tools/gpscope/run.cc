@@ -8,10 +8,11 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "inject/control/capture_window.h"
+#include "common/control/capture_window.h"
+#include "common/env_values.h"
+#include "common/posix.h"
 #include "tools/gpscope/analysis.h"
 #include "tools/gpscope/child.h"
 #include "tools/gpscope/cli.h"
@@ -97,9 +98,10 @@ absl::StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
         "--idle-gap-ms must be a number of milliseconds > 0, not '", p.get("idle-gap-ms"), "'"));
   }
   if (p.has("metrics-interval-ms")) {
-    uint32_t ms = 0;
+    uint64_t ms = 0;
     const std::string& v = p.get("metrics-interval-ms");
-    if (!absl::SimpleAtoi(v, &ms) || ms < 10 || ms > 1000) {
+    // As the collector reads GPSCOPE_METRICS_INTERVAL_MS (plain digits).
+    if (!common::ParseWholeNumber(v.c_str(), 10, 1000, &ms)) {
       return absl::InvalidArgumentError(
           absl::StrCat("--metrics-interval-ms must be a whole number 10..1000, not '", v, "'"));
     }
@@ -125,8 +127,8 @@ absl::StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
   if (p.has("standby")) window_env["GPSCOPE_STANDBY"] = "1";
   std::vector<std::string> problems;
   g_validating = &window_env;
-  const inject::control::CaptureConfig capture =
-      inject::control::ParseCaptureConfig(&ValidatingEnv, &problems);
+  const control::CaptureConfig capture =
+      control::ParseCaptureConfig(&ValidatingEnv, &problems);
   g_validating = nullptr;
   if (!problems.empty()) {
     std::string flag;
@@ -264,7 +266,7 @@ int RunRun(const std::vector<std::string>& args, std::ostream& out, std::ostream
       tail.Poll();
       printer.Show(RenderRunProgress({now_ms, o.window, tail.stats()}, width));
     }
-    SleepMs(100);
+    common::SleepMs(100);
   }
   StopForwardingSignals();  // a second Ctrl-C now stops the report
   printer.Clear();

@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "proto/metric_names.h"
 #include "tools/model/collectives.h"
 #include "tools/model/host_calls.h"
 #include "tools/model/interval_union.h"
@@ -140,23 +141,24 @@ ApiClass ClassifyApiCbid(uint32_t domain, uint32_t cbid) {
   return kApiOther;
 }
 
-// Metric names as inject/metrics defines them.
+// Metric names as the sampler writes them (proto/metric_names.h).
 MetricKind ClassifyMetric(const proto::MetricDescriptor& d, uint32_t own_pid) {
   const std::string& n = d.name();
   if (d.scope() == proto::SCOPE_DEVICE) {
-    if (n == "gpm.sm_util") return kMetricSmUtil;
-    if (n == "gpm.dram_bw_util") return kMetricDramUtil;
-    if (n == "nvml.clock_event_reasons") return kMetricClockReasons;
-    if (n == "gpm.tensor_util") return kMetricTensorUtil;
-    if (n == "nvml.gpu_util") return kMetricGpuUtil;
+    if (n == metric_names::kGpmSmUtil) return kMetricSmUtil;
+    if (n == metric_names::kGpmDramBwUtil) return kMetricDramUtil;
+    if (n == metric_names::kNvmlClockEventReasons) return kMetricClockReasons;
+    if (n == metric_names::kGpmTensorUtil) return kMetricTensorUtil;
+    if (n == metric_names::kNvmlGpuUtil) return kMetricGpuUtil;
   }
   if (d.scope() == proto::SCOPE_PROCESS && d.pid() == own_pid) {
-    if (n == "host.process_cpu_user_pct") return kMetricCpuUser;
-    if (n == "host.process_cpu_system_pct") return kMetricCpuSystem;
-    if (n == "gpscope.collector_cpu_pct") return kMetricCollectorCpu;
-    if (n == "gpscope.sampler_cpu_pct") return kMetricSamplerCpu;
+    if (n == metric_names::kHostProcessCpuUserPct) return kMetricCpuUser;
+    if (n == metric_names::kHostProcessCpuSystemPct) return kMetricCpuSystem;
+    if (n == metric_names::kGpscopeCollectorCpuPct) return kMetricCollectorCpu;
+    if (n == metric_names::kGpscopeSamplerCpuPct) return kMetricSamplerCpu;
   }
-  if (d.scope() == proto::SCOPE_PROCESS && n == "nvml.process_sm_util" && d.pid() != own_pid) {
+  if (d.scope() == proto::SCOPE_PROCESS && n == metric_names::kNvmlProcessSmUtil &&
+      d.pid() != own_pid) {
     return kMetricOtherProcessSm;
   }
   return kMetricOther;
@@ -832,7 +834,7 @@ class ModelBuilder::Impl {
       if (!c.available()) {
         p.m.unavailable.push_back(
             absl::StrCat(c.component(), c.reason().empty() ? "" : ": ", c.reason()));
-        if (c.component() == "nvml.process_pids") p.m.foreign_nvml_pids = true;
+        if (c.component() == metric_names::kCapNvmlProcessPids) p.m.foreign_nvml_pids = true;
       }
     }
     for (const proto::CuptiClientRefusal& r : b.cupti_refusals()) {  // cumulative: keep the latest

@@ -104,10 +104,12 @@ void StackBuilder::OnApiCall(const format::ApiCallEvent& a, Call call, bool issu
   latest_api_ns_ = std::max(latest_api_ns_, a.start_ns);
   uint32_t stack = 0;
   bool sampled = false;
+  bool main_thread = false;
   auto it = pending_.find(a.correlation_id);
   if (it != pending_.end() && it->second.thread_id == a.thread_id) {
     stack = it->second.stack_id;
     sampled = it->second.trigger == proto::STACK_SAMPLED;
+    main_thread = it->second.trigger == proto::STACK_SYNC_MAIN_THREAD;
     pending_.erase(it);  // its entry in pending_order_ is skipped when pruned
     ++model_.joined;
     if (!StackDefined(stack)) {
@@ -129,6 +131,7 @@ void StackBuilder::OnApiCall(const format::ApiCallEvent& a, Call call, bool issu
       StackWeights& w = weights_[stack];
       ++w.sync_calls;
       w.sync_blocked_ns += duration;
+      if (main_thread) ++w.main_thread_syncs;
       if (implicit) {
         ++w.implicit_calls;
         w.implicit_blocked_ns += duration;

@@ -109,7 +109,7 @@ class StackBuilder {
     uint64_t timestamp_ns = 0;
     uint32_t thread_id = 0;
     uint32_t stack_id = 0;
-    int trigger = 0;
+    uint32_t trigger = 0;  // proto::StackTrigger
   };
   struct Launch {
     uint64_t start_ns = 0;

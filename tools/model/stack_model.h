@@ -7,7 +7,9 @@
 // Attribution (every number is whole-run, per process):
 //   sync_calls / sync_blocked_ns: synchronizing and implicitly
 //     synchronizing API calls (model_builder's kApiSync, host_calls.h) whose
-//     stack was taken, and the host time blocked in them;
+//     stack was taken, and the host time blocked in them; a call of a
+//     thread without Python carries the main Python thread's stack
+//     (main_thread_syncs counts those);
 //   gpu_sync_idle_ns: device idle while the host was blocked in this call
 //     (the sync and implicit parts of a gap, GapSplit, that began in it, or
 //     else overlapped it most); implicit_* / gpu_implicit_idle_ns: the part
@@ -64,6 +66,10 @@ struct StackWeights {
   uint64_t sync_blocked_ns = 0;
   uint64_t implicit_calls = 0;  // of those, implicitly synchronizing (host_calls.h)
   uint64_t implicit_blocked_ns = 0;
+  // Of sync_calls, calls made by threads without Python (XLA's, PyTorch's
+  // autograd threads) that carry the main Python thread's stack
+  // (STACK_SYNC_MAIN_THREAD): the main thread was here while they waited.
+  uint64_t main_thread_syncs = 0;
   uint64_t gpu_sync_idle_ns = 0;
   uint64_t gpu_implicit_idle_ns = 0;  // of gpu_sync_idle_ns, behind an implicit call
   uint64_t gpu_host_after_ns = 0;

@@ -6,10 +6,12 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "proto/metric_names.h"
+
 namespace gpscope::monitor {
 namespace {
 
-// proto MetricScope values (inject/metrics/sampler.h kScope*).
+// proto MetricScope values (metrics/sampler.h kScope*).
 constexpr uint32_t kDevice = 1;
 constexpr uint32_t kProcess = 2;
 constexpr uint32_t kHost = 3;
@@ -24,57 +26,63 @@ struct Known {
 
 // The documented families (README "Node monitor" lists the same).
 constexpr Known kKnown[] = {
-    {"nvml.gpu_util", kDevice, "gpscope_gpu_util_percent", 1,
+    {metric_names::kNvmlGpuUtil, kDevice, "gpscope_gpu_util_percent", 1,
      "Percent of the last sample period in which a kernel ran (NVML utilization.gpu)."},
-    {"nvml.mem_util", kDevice, "gpscope_gpu_memory_util_percent", 1,
+    {metric_names::kNvmlMemUtil, kDevice, "gpscope_gpu_memory_util_percent", 1,
      "Percent of the last sample period in which device memory was read or written."},
-    {"nvml.sm_clock_mhz", kDevice, "gpscope_gpu_sm_clock_hertz", 1e6, "SM clock."},
-    {"nvml.mem_clock_mhz", kDevice, "gpscope_gpu_memory_clock_hertz", 1e6, "Memory clock."},
-    {"nvml.clock_event_reasons", kDevice, "gpscope_gpu_clock_event_reasons", 1,
+    {metric_names::kNvmlSmClockMhz, kDevice, "gpscope_gpu_sm_clock_hertz", 1e6, "SM clock."},
+    {metric_names::kNvmlMemClockMhz, kDevice, "gpscope_gpu_memory_clock_hertz", 1e6,
+     "Memory clock."},
+    {metric_names::kNvmlClockEventReasons, kDevice, "gpscope_gpu_clock_event_reasons", 1,
      "Bitmask of NVML clock event (throttle) reasons; see gpscope_gpu_clock_event_active."},
-    {"nvml.power_w", kDevice, "gpscope_gpu_power_watts", 1, "Power draw."},
-    {"nvml.power_limit_w", kDevice, "gpscope_gpu_power_limit_watts", 1, "Enforced power limit."},
-    {"nvml.temperature_c", kDevice, "gpscope_gpu_temperature_celsius", 1, "GPU temperature."},
-    {"nvml.memory_used_bytes", kDevice, "gpscope_gpu_memory_used_bytes", 1,
+    {metric_names::kNvmlPowerW, kDevice, "gpscope_gpu_power_watts", 1, "Power draw."},
+    {metric_names::kNvmlPowerLimitW, kDevice, "gpscope_gpu_power_limit_watts", 1,
+     "Enforced power limit."},
+    {metric_names::kNvmlTemperatureC, kDevice, "gpscope_gpu_temperature_celsius", 1,
+     "GPU temperature."},
+    {metric_names::kNvmlMemoryUsedBytes, kDevice, "gpscope_gpu_memory_used_bytes", 1,
      "Device memory in use."},
-    {"nvml.pcie_tx_bytes_per_s", kDevice, "gpscope_gpu_nvml_pcie_tx_bytes_per_second", 1,
+    {metric_names::kNvmlPcieTxBytesPerS, kDevice, "gpscope_gpu_nvml_pcie_tx_bytes_per_second", 1,
      "PCIe transmit throughput (NVML counter, opt-in)."},
-    {"nvml.pcie_rx_bytes_per_s", kDevice, "gpscope_gpu_nvml_pcie_rx_bytes_per_second", 1,
+    {metric_names::kNvmlPcieRxBytesPerS, kDevice, "gpscope_gpu_nvml_pcie_rx_bytes_per_second", 1,
      "PCIe receive throughput (NVML counter, opt-in)."},
-    {"gpm.sm_util", kDevice, "gpscope_gpu_sm_util_percent", 1,
+    {metric_names::kGpmSmUtil, kDevice, "gpscope_gpu_sm_util_percent", 1,
      "Percent of SMs busy, averaged over the last sample period (GPM)."},
-    {"gpm.sm_occupancy", kDevice, "gpscope_gpu_sm_occupancy_percent", 1,
+    {metric_names::kGpmSmOccupancy, kDevice, "gpscope_gpu_sm_occupancy_percent", 1,
      "Achieved warp occupancy of the SMs (GPM)."},
-    {"gpm.tensor_util", kDevice, "gpscope_gpu_tensor_util_percent", 1,
+    {metric_names::kGpmTensorUtil, kDevice, "gpscope_gpu_tensor_util_percent", 1,
      "Tensor pipe utilization, any precision (GPM)."},
-    {"gpm.dram_bw_util", kDevice, "gpscope_gpu_dram_bandwidth_util_percent", 1,
+    {metric_names::kGpmDramBwUtil, kDevice, "gpscope_gpu_dram_bandwidth_util_percent", 1,
      "Percent of peak DRAM bandwidth used (GPM)."},
-    {"gpm.fp16_util", kDevice, "gpscope_gpu_fp16_util_percent", 1, "FP16 pipe utilization (GPM)."},
-    {"gpm.fp32_util", kDevice, "gpscope_gpu_fp32_util_percent", 1, "FP32 pipe utilization (GPM)."},
-    {"gpm.fp64_util", kDevice, "gpscope_gpu_fp64_util_percent", 1, "FP64 pipe utilization (GPM)."},
-    {"gpm.pcie_tx_bytes_per_s", kDevice, "gpscope_gpu_pcie_tx_bytes_per_second", 1,
+    {metric_names::kGpmFp16Util, kDevice, "gpscope_gpu_fp16_util_percent", 1,
+     "FP16 pipe utilization (GPM)."},
+    {metric_names::kGpmFp32Util, kDevice, "gpscope_gpu_fp32_util_percent", 1,
+     "FP32 pipe utilization (GPM)."},
+    {metric_names::kGpmFp64Util, kDevice, "gpscope_gpu_fp64_util_percent", 1,
+     "FP64 pipe utilization (GPM)."},
+    {metric_names::kGpmPcieTxBytesPerS, kDevice, "gpscope_gpu_pcie_tx_bytes_per_second", 1,
      "PCIe transmit throughput (GPM)."},
-    {"gpm.pcie_rx_bytes_per_s", kDevice, "gpscope_gpu_pcie_rx_bytes_per_second", 1,
+    {metric_names::kGpmPcieRxBytesPerS, kDevice, "gpscope_gpu_pcie_rx_bytes_per_second", 1,
      "PCIe receive throughput (GPM)."},
-    {"gpm.nvlink_tx_bytes_per_s", kDevice, "gpscope_gpu_nvlink_tx_bytes_per_second", 1,
+    {metric_names::kGpmNvlinkTxBytesPerS, kDevice, "gpscope_gpu_nvlink_tx_bytes_per_second", 1,
      "NVLink transmit throughput, all links (GPM)."},
-    {"gpm.nvlink_rx_bytes_per_s", kDevice, "gpscope_gpu_nvlink_rx_bytes_per_second", 1,
+    {metric_names::kGpmNvlinkRxBytesPerS, kDevice, "gpscope_gpu_nvlink_rx_bytes_per_second", 1,
      "NVLink receive throughput, all links (GPM)."},
-    {"nvml.process_memory_bytes", kProcess, "gpscope_gpu_process_memory_bytes", 1,
+    {metric_names::kNvmlProcessMemoryBytes, kProcess, "gpscope_gpu_process_memory_bytes", 1,
      "Device memory used by a process on a GPU."},
-    {"nvml.process_sm_util", kProcess, "gpscope_gpu_process_sm_util_percent", 1,
+    {metric_names::kNvmlProcessSmUtil, kProcess, "gpscope_gpu_process_sm_util_percent", 1,
      "SM utilization of a process on a GPU over the last sample period (NVML)."},
-    {"host.process_cpu_user_pct", kProcess, "gpscope_monitor_cpu_user_percent", 1,
+    {metric_names::kHostProcessCpuUserPct, kProcess, "gpscope_monitor_cpu_user_percent", 1,
      "The monitor's own user CPU time, percent of one core."},
-    {"host.process_cpu_system_pct", kProcess, "gpscope_monitor_cpu_system_percent", 1,
+    {metric_names::kHostProcessCpuSystemPct, kProcess, "gpscope_monitor_cpu_system_percent", 1,
      "The monitor's own system CPU time, percent of one core."},
-    {"host.rss_bytes", kProcess, "gpscope_monitor_resident_memory_bytes", 1,
+    {metric_names::kHostRssBytes, kProcess, "gpscope_monitor_resident_memory_bytes", 1,
      "The monitor's resident memory."},
-    {"gpscope.sampler_cpu_pct", kProcess, "gpscope_monitor_sampler_cpu_percent", 1,
+    {metric_names::kGpscopeSamplerCpuPct, kProcess, "gpscope_monitor_sampler_cpu_percent", 1,
      "CPU time spent sampling, percent of one core."},
-    {"host.cpu_util_pct", kHost, "gpscope_node_cpu_util_percent", 1,
+    {metric_names::kHostCpuUtilPct, kHost, "gpscope_node_cpu_util_percent", 1,
      "Busy share of all CPUs of the node."},
-    {"host.iowait_pct", kHost, "gpscope_node_iowait_percent", 1,
+    {metric_names::kHostIowaitPct, kHost, "gpscope_node_iowait_percent", 1,
      "Iowait share of all CPUs of the node."},
 };
 
@@ -115,7 +123,7 @@ std::string RenderLabels(const Labels& labels) {
 }  // namespace
 
 bool MapTraceMetric(std::string_view trace_name, uint32_t scope, FamilySpec* out) {
-  if (trace_name == "host.thread_cpu_pct") return false;
+  if (trace_name == metric_names::kHostThreadCpuPct) return false;
   for (const Known& k : kKnown) {
     if (trace_name == k.trace_name && scope == k.scope) {
       *out = FamilySpec{k.family, k.help, MetricType::kGauge, k.scale, false};

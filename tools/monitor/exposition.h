@@ -1,5 +1,5 @@
 // tools/monitor/exposition.h: the node monitor's Prometheus exposition. Maps
-// the trace's metric names (inject/metrics/sampler.h: "gpm.sm_util",
+// the trace's metric names (proto/metric_names.h: "gpm.sm_util",
 // "nvml.process_memory_bytes", ...) to documented Prometheus families
 // ("gpscope_gpu_sm_util_percent") and renders the latest value of every live
 // series as Prometheus text format 0.0.4 or OpenMetrics 1.0.0 text.

@@ -18,14 +18,10 @@
 #include <memory>
 #include <vector>
 
+#include "common/posix.h"
+
 namespace gpscope::monitor {
 namespace {
-
-uint64_t MonoMs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
-}
 
 const char* Reason(int status) {
   switch (status) {
@@ -240,14 +236,14 @@ void HttpServer::Loop() {
     c.out = Serialize(r, head_only);
     c.sent = 0;
     c.responding = true;
-    c.deadline_ms = MonoMs() + options_.response_timeout_ms;
+    c.deadline_ms = common::ClockMs(CLOCK_MONOTONIC) + options_.response_timeout_ms;
     requests_.fetch_add(1, std::memory_order_relaxed);
     if (r.status >= 400) rejected_.fetch_add(1, std::memory_order_relaxed);
   };
   while (!stop_.load(std::memory_order_relaxed)) {
     fds.clear();
     fds.push_back(pollfd{wake_fd_, POLLIN, 0});
-    const uint64_t before_poll = MonoMs();
+    const uint64_t before_poll = common::ClockMs(CLOCK_MONOTONIC);
     const bool accepting = before_poll >= accept_paused_until_ms;
     fds.push_back(pollfd{accepting ? listen_fd_ : -1, POLLIN, 0});
     uint64_t next_deadline = accepting ? UINT64_MAX : accept_paused_until_ms;
@@ -264,7 +260,7 @@ void HttpServer::Loop() {
     if (stop_.load(std::memory_order_relaxed)) break;
 
     // Existing connections first (fds[2..] match conns[0..] by position).
-    const uint64_t t = MonoMs();
+    const uint64_t t = common::ClockMs(CLOCK_MONOTONIC);
     for (size_t i = 0; i < conns.size(); ++i) {
       Connection& c = *conns[i];
       const short ev = fds[i + 2].revents;
@@ -336,7 +332,7 @@ void HttpServer::Loop() {
         const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
           if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-            accept_paused_until_ms = MonoMs() + 100;
+            accept_paused_until_ms = common::ClockMs(CLOCK_MONOTONIC) + 100;
           }
           break;
         }
@@ -350,7 +346,7 @@ void HttpServer::Loop() {
         }
         auto c = std::make_unique<Connection>();
         c->fd = fd;
-        c->deadline_ms = MonoMs() + options_.request_timeout_ms;
+        c->deadline_ms = common::ClockMs(CLOCK_MONOTONIC) + options_.request_timeout_ms;
         conns.push_back(std::move(c));
       }
     }

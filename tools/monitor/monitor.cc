@@ -2,7 +2,6 @@
 #include "tools/monitor/monitor.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <time.h>
@@ -16,15 +15,18 @@
 #include <memory>
 #include <set>
 
-#include "inject/config.h"
-#include "inject/identity.h"
-#include "inject/metrics/host_stats.h"
-#include "inject/metrics/nvml_backend.h"
-#include "inject/metrics/replay_backend.h"
-#include "inject/metrics/sampler.h"
-#include "inject/safe_text.h"
+#include "common/env_values.h"
+#include "common/identity.h"
+#include "common/posix.h"
+#include "common/process_header.h"
+#include "common/safe_text.h"
+#include "metrics/host_stats.h"
+#include "metrics/nvml_backend.h"
+#include "metrics/replay_backend.h"
+#include "metrics/sampler.h"
 #include "proto/enums.h"
 #include "proto/framing.h"
+#include "proto/metric_names.h"
 #include "tools/monitor/exposition.h"
 #include "tools/monitor/http_server.h"
 
@@ -56,18 +58,10 @@ constexpr char kUsage[] =
     "\n"
     "Exit status: 0 stopped cleanly, 1 could not start, 2 bad usage.\n";
 
-uint64_t ClockNs(clockid_t id) {
-  timespec ts;
-  clock_gettime(id, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
+// Flag values are plain digits (at most 18), as the GPSCOPE_* variables are.
 bool ParseUint(const std::string& s, uint64_t* out) {
-  if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos) {
-    return false;
-  }
-  *out = std::stoull(s);
-  return true;
+  return s.find('\0') == std::string::npos &&
+         common::ParseWholeNumber(s.c_str(), 0, 999999999999999999ull, out);
 }
 
 bool ParseNumber(const std::string& s, double* out) {
@@ -97,28 +91,11 @@ const std::map<std::string, std::string>* g_env_for_lookup = nullptr;
 std::string JobOfProcess(uint32_t pid) {
   char path[64];
   std::snprintf(path, sizeof(path), "/proc/%u/environ", pid);
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
-  std::string text;
-  char buf[8192];
-  for (;;) {
-    const ssize_t n = read(fd, buf, sizeof(buf));
-    if (n <= 0 || text.size() > (1u << 20)) break;
-    text.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  std::map<std::string, std::string> env;
-  for (size_t pos = 0; pos < text.size();) {
-    size_t nul = text.find('\0', pos);
-    if (nul == std::string::npos) nul = text.size();
-    const std::string entry = text.substr(pos, nul - pos);
-    const size_t eq = entry.find('=');
-    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
-    pos = nul + 1;
-  }
-  inject::ProcessIdentity id;
+  const std::map<std::string, std::string> env =
+      common::ParseEnvironBlock(common::ReadFileText(path, 1 << 20));
+  common::ProcessIdentity id;
   g_env_for_lookup = &env;
-  inject::ParseLauncherEnv(
+  common::ParseLauncherEnv(
       +[](const char* name) -> const char* {
         auto it = g_env_for_lookup->find(name);
         return it == g_env_for_lookup->end() ? nullptr : it->second.c_str();
@@ -126,12 +103,6 @@ std::string JobOfProcess(uint32_t pid) {
       &id);
   g_env_for_lookup = nullptr;
   return id.job_id;
-}
-
-std::string ReadHostname() {
-  char host[256] = {};
-  if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') return "unknown-host";
-  return host;
 }
 
 // ------------------------------------------------------------------ monitor --
@@ -142,7 +113,7 @@ class Monitor : public FileStarter {
       : options_(options), err_(err), store_(2) {}
 
   int Run(MonitorStats* stats);
-  void OnFileStart(inject::ChunkWriter& writer, uint64_t process_uid) override;
+  void OnFileStart(format::ChunkWriter& writer, uint64_t process_uid) override;
 
  private:
   // One trace series (an id in the output files), made from a Sampler's
@@ -195,7 +166,7 @@ class Monitor : public FileStarter {
 
   void Log(const std::string& line) {
     // One line, whatever a path or a process's value in it holds.
-    err_ << "gpscope-monitor: " << inject::SanitizeText(line, 4096) << "\n";
+    err_ << "gpscope-monitor: " << common::SanitizeText(line, 4096) << "\n";
     err_.flush();
     ++stats_.log_lines;
   }
@@ -217,7 +188,7 @@ class Monitor : public FileStarter {
   MonitorStats stats_;
   std::unique_ptr<RotatingTraceWriter> files_;
   std::string hostname_;
-  inject::ProcessIdentity self_;
+  common::ProcessIdentity self_;
   uint64_t start_realtime_ns_ = 0;
 
   uint32_t next_out_id_ = 1;
@@ -290,7 +261,7 @@ bool Monitor::Sink::OnDescriptor(const gm::MetricDef& def) {
       g_->process_pairs.insert((uint64_t{s.device_id} << 32) | s.pid);
     }
     s.expo.push_back(m_->store_.AddSeries(family, labels));
-    if (s.name == "nvml.clock_event_reasons") {
+    if (s.name == metric_names::kNvmlClockEventReasons) {
       for (const ClockEventBit& bit : kClockEventBits) {
         Labels l = labels;
         l.emplace_back("reason", bit.reason);
@@ -305,7 +276,7 @@ bool Monitor::Sink::OnDescriptor(const gm::MetricDef& def) {
   if (g_->series.size() <= index) g_->series.resize(index + 1);
   g_->series[index] = std::move(s);
   const Series& added = g_->series[index];
-  if (inject::ChunkWriter* w = m_->files_->Room()) {
+  if (format::ChunkWriter* w = m_->files_->Room()) {
     w->AddMetricDescriptor(format::MetricDescriptorRecord{
         added.out_id, {added.name.data(), added.name.size()}, {added.unit.data(), added.unit.size()},
         added.scope, added.device_id, added.pid, added.thread_id,
@@ -334,7 +305,7 @@ void Monitor::Sink::OnSample(const format::MetricSample& sample) {
   const size_t index = sample.metric_id - g_->first_metric_id;
   if (index >= g_->series.size() || g_->series[index].out_id == 0) return;
   const Series& s = g_->series[index];
-  if (inject::ChunkWriter* w = m_->files_->Room()) {
+  if (format::ChunkWriter* w = m_->files_->Room()) {
     w->AddMetricSample(format::MetricSample{sample.timestamp_ns, s.out_id, sample.value});
   }
   if (!s.expo.empty()) {
@@ -374,7 +345,7 @@ std::vector<format::DeviceRecord> Monitor::DeviceRecords(const Generation& gen) 
 }
 
 void Monitor::WriteNotice(const Notice& n) {
-  if (inject::ChunkWriter* w = files_->Room()) {
+  if (format::ChunkWriter* w = files_->Room()) {
     w->AddCapability(format::CapabilityRecord{{n.component.data(), n.component.size()},
                                               n.available,
                                               {n.reason.data(), n.reason.size()}});
@@ -435,7 +406,7 @@ void Monitor::TryGpuInit(uint64_t now_mono) {
     ++stats_.gpu_init_failures;
     std::string reason = "unknown";
     for (const Notice& n : gen->notices) {
-      if (n.component == "nvml" && !n.available) reason = n.reason;
+      if (n.component == metric_names::kCapNvml && !n.available) reason = n.reason;
     }
     DropGeneration(gen);
     const uint64_t delay_ms = backoff_ms_ == 0 ? options_.retry_initial_ms : backoff_ms_;
@@ -446,7 +417,7 @@ void Monitor::TryGpuInit(uint64_t now_mono) {
       Log("GPU sampling unavailable: " + reason + "; retrying in " + Seconds(delay_ms) +
           ", backing off to every " + Seconds(options_.retry_max_ms) +
           " (logged again only if the reason changes)");
-      const Notice n{"nvml", false, reason + " (the monitor retries with backoff)"};
+      const Notice n{metric_names::kCapNvml, false, reason + " (the monitor retries with backoff)"};
       WriteNotice(n);
       last_init_failure_ = reason;
     }
@@ -456,7 +427,7 @@ void Monitor::TryGpuInit(uint64_t now_mono) {
   const uint32_t devices = gen->sampler->gpu_device_count();
   std::string what;
   for (const Notice& n : gen->notices) {
-    if (n.component == "nvml" && n.available) what = n.reason;
+    if (n.component == metric_names::kCapNvml && n.available) what = n.reason;
   }
   if (!was_up_) {
     Log("GPU sampling up: " + what + "; " + BackendText());
@@ -469,11 +440,11 @@ void Monitor::TryGpuInit(uint64_t now_mono) {
         " GPUs seen before are missing now");
   }
   max_devices_seen_ = std::max(max_devices_seen_, devices);
-  if (inject::ChunkWriter* w = files_->Room()) {
+  if (format::ChunkWriter* w = files_->Room()) {
     for (const format::DeviceRecord& r : DeviceRecords(*gen)) w->AddDevice(r);
     if (gpu_down_since_ns_ != 0) {
       static constexpr char kDetail[] = "GPU sampling was down (NVML failed); see the notices";
-      w->AddLostInterval(format::LostIntervalRecord{gpu_down_since_ns_, ClockNs(CLOCK_REALTIME), 0,
+      w->AddLostInterval(format::LostIntervalRecord{gpu_down_since_ns_, common::ClockNs(CLOCK_REALTIME), 0,
                                                     {kDetail, sizeof(kDetail) - 1}});
     }
   }
@@ -505,7 +476,7 @@ void Monitor::GpuLost(const std::string& reason, uint64_t now_mono) {
   const uint64_t delay_ms = backoff_ms_ == 0 ? options_.retry_initial_ms : backoff_ms_;
   backoff_ms_ = std::min<uint64_t>(delay_ms * 2, options_.retry_max_ms);
   next_gpu_try_mono_ = now_mono + delay_ms * 1000000ull;
-  gpu_down_since_ns_ = ClockNs(CLOCK_REALTIME);
+  gpu_down_since_ns_ = common::ClockNs(CLOCK_REALTIME);
   constexpr uint32_t kLoggedLosses = 5;
   if (losses_logged_ < kLoggedLosses) {
     ++losses_logged_;
@@ -514,7 +485,8 @@ void Monitor::GpuLost(const std::string& reason, uint64_t now_mono) {
              ? " (further losses are counted in gpscope_monitor_gpu_losses_total, not logged)"
              : ""));
   }
-  WriteNotice(Notice{"nvml", false, "lost: " + reason + "; re-initializing with backoff"});
+  WriteNotice(
+      Notice{metric_names::kCapNvml, false, "lost: " + reason + "; re-initializing with backoff"});
 }
 
 void Monitor::CheckGpuHealth(uint64_t now_mono) {
@@ -557,55 +529,27 @@ void Monitor::CheckGpuHealth(uint64_t now_mono) {
   }
 }
 
-void Monitor::OnFileStart(inject::ChunkWriter& w, uint64_t process_uid) {
+void Monitor::OnFileStart(format::ChunkWriter& w, uint64_t process_uid) {
   (void)process_uid;
-  // Header: who wrote this (the monitor, its pid and command line).
-  std::vector<format::StringRef> cmdline;
-  for (const std::string& a : self_.cmdline) cmdline.push_back({a.data(), a.size()});
-  const std::string interval = std::to_string(options_.interval_ms);
-  const std::string backend = options_.replay_path.empty() ? "nvml" : "replay";
-  const std::string max_bytes = std::to_string(options_.limits.max_file_bytes);
-  const std::string max_age = std::to_string(options_.limits.max_file_age_ns / 1000000000ull);
-  const std::string listen = options_.listen;
-  const std::string replay = options_.replay_path;
-  std::vector<format::KeyValueRecord> config = {
-      {format::MakeStringRef("mode"), format::MakeStringRef("monitor")},
-      {format::MakeStringRef("interval_ms"), {interval.data(), interval.size()}},
-      {format::MakeStringRef("backend"), {backend.data(), backend.size()}},
-      {format::MakeStringRef("max_file_bytes"), {max_bytes.data(), max_bytes.size()}},
-      {format::MakeStringRef("max_file_age_s"), {max_age.data(), max_age.size()}},
-      {format::MakeStringRef("listen"), {listen.data(), listen.size()}},
-  };
-  if (!replay.empty()) {
-    config.push_back({format::MakeStringRef("replay"), {replay.data(), replay.size()}});
+  // Header: who wrote this (the monitor, its pid and command line), as the
+  // collector writes its own (common/process_header.h).
+  common::ProcessHeaderBuilder header(self_);
+  header.SetHostname(hostname_);
+  header.SetProgram("gpscope-monitor");
+  header.AddConfig("mode", "monitor");
+  header.AddConfig("interval_ms", std::to_string(options_.interval_ms));
+  header.AddConfig("backend", options_.replay_path.empty() ? "nvml" : "replay");
+  header.AddConfig("max_file_bytes", std::to_string(options_.limits.max_file_bytes));
+  header.AddConfig("max_file_age_s",
+                   std::to_string(options_.limits.max_file_age_ns / 1000000000ull));
+  header.AddConfig("listen", options_.listen);
+  if (!options_.replay_path.empty()) header.AddConfig("replay", options_.replay_path);
+  if (gpu_ != nullptr) {
+    for (const format::DeviceRecord& d : DeviceRecords(*gpu_)) header.AddDevice(d);
   }
-  std::vector<format::KeyValueRecord> env;
-  for (const auto& [k, v] : self_.env) env.push_back({{k.data(), k.size()}, {v.data(), v.size()}});
-  std::vector<format::DeviceRecord> devices;
-  if (gpu_ != nullptr) devices = DeviceRecords(*gpu_);
-  const format::ClockRecord clock{0, ClockNs(CLOCK_REALTIME), ClockNs(CLOCK_MONOTONIC)};
-  format::ProcessHeaderRecord h{};
-  h.format_version = format::kFormatVersion;
-  h.gpscope_version = format::MakeStringRef(GPSCOPE_VERSION);
-  h.hostname = {hostname_.data(), hostname_.size()};
-  h.pid = self_.pid;
-  h.ppid = self_.ppid;
-  h.cmdline = cmdline.data();
-  h.cmdline_count = cmdline.size();
-  h.exe_path = {self_.exe_path.data(), self_.exe_path.size()};
-  h.driver_version = {self_.driver_version.data(), self_.driver_version.size()};
-  h.start_realtime_ns = start_realtime_ns_;
-  h.identity = format::IdentityRecord{{nullptr, 0}, -1, -1, 0, -1,
-                                      format::MakeStringRef("gpscope-monitor")};
-  h.env = env.data();
-  h.env_count = env.size();
-  h.config = config.data();
-  h.config_count = config.size();
-  h.devices = devices.data();
-  h.device_count = devices.size();
-  h.clocks = &clock;
-  h.clock_count = 1;
-  w.WriteHeader(h);
+  header.SetClock({0, common::ClockNs(CLOCK_REALTIME), common::ClockNs(CLOCK_MONOTONIC)});
+  header.SetStartRealtimeNs(start_realtime_ns_);
+  w.WriteHeader(header.Build());
 
   // What every file must repeat to stand alone: notices and live descriptors.
   auto notice = [&w](const Notice& n) {
@@ -620,7 +564,8 @@ void Monitor::OnFileStart(inject::ChunkWriter& w, uint64_t process_uid) {
   if (gpu_ != nullptr) {
     for (const Notice& n : gpu_->notices) notice(n);
   } else if (!last_init_failure_.empty()) {
-    notice(Notice{"nvml", false, last_init_failure_ + " (the monitor retries with backoff)"});
+    notice(Notice{metric_names::kCapNvml, false,
+                  last_init_failure_ + " (the monitor retries with backoff)"});
   }
   for (const Generation* g : {host_.get(), gpu_.get(), initializing_gpu_}) {
     if (g == nullptr) continue;
@@ -681,11 +626,11 @@ void Monitor::StageMonitorSeries() {
 }
 
 int Monitor::Run(MonitorStats* stats) {
-  hostname_ = options_.hostname.empty() ? ReadHostname() : options_.hostname;
-  self_ = inject::ReadProcessIdentity(inject::Config{});
-  start_realtime_ns_ = ClockNs(CLOCK_REALTIME);
+  self_ = common::ReadProcessIdentity();
+  hostname_ = options_.hostname.empty() ? self_.hostname : options_.hostname;
+  start_realtime_ns_ = common::ClockNs(CLOCK_REALTIME);
   if (!options_.replay_path.empty()) {
-    monitor_notices_.push_back(Notice{"monitor.backend", true, BackendText()});
+    monitor_notices_.push_back(Notice{metric_names::kCapMonitorBackend, true, BackendText()});
   }
 
   RotatingTraceWriter::Options fo;
@@ -755,7 +700,7 @@ int Monitor::Run(MonitorStats* stats) {
   const uint64_t interval_ns = uint64_t{options_.interval_ms} * 1000000ull;
   const uint64_t flush_ns = uint64_t{std::max(options_.flush_interval_ms, options_.interval_ms)} *
                             1000000ull;
-  const uint64_t start_mono = ClockNs(CLOCK_MONOTONIC);
+  const uint64_t start_mono = common::ClockNs(CLOCK_MONOTONIC);
   const uint64_t end_mono =
       options_.duration_s > 0 ? start_mono + static_cast<uint64_t>(options_.duration_s * 1e9)
                               : UINT64_MAX;
@@ -763,20 +708,20 @@ int Monitor::Run(MonitorStats* stats) {
   uint64_t last_flush_mono = start_mono;
   int signal_number = 0;
   for (;;) {
-    uint64_t now = ClockNs(CLOCK_MONOTONIC);
+    uint64_t now = common::ClockNs(CLOCK_MONOTONIC);
     if (gpu_ == nullptr && now >= next_gpu_try_mono_) TryGpuInit(now);
 
-    const uint64_t ts = ClockNs(CLOCK_REALTIME);
+    const uint64_t ts = common::ClockNs(CLOCK_REALTIME);
     ++stats_.rounds;
     host_->sampler->SampleOnce(ts, host_->sink.get());
     if (gpu_ != nullptr) {
       gpu_->sampler->SampleOnce(ts, gpu_->sink.get());
-      CheckGpuHealth(ClockNs(CLOCK_MONOTONIC));
+      CheckGpuHealth(common::ClockNs(CLOCK_MONOTONIC));
     }
     StageMonitorSeries();
     store_.Commit();
     files_->MaybeRotateByAge();
-    now = ClockNs(CLOCK_MONOTONIC);
+    now = common::ClockNs(CLOCK_MONOTONIC);
     if (now - last_flush_mono >= flush_ns) {
       files_->Flush();
       last_flush_mono = now;
@@ -787,7 +732,7 @@ int Monitor::Run(MonitorStats* stats) {
     if (next_mono <= now) next_mono = now + interval_ns;  // fell behind: skip, never burst
     bool stop = false;
     while (!stop) {
-      now = ClockNs(CLOCK_MONOTONIC);
+      now = common::ClockNs(CLOCK_MONOTONIC);
       if (now >= end_mono || (options_.stop != nullptr && options_.stop->load())) {
         stop = true;
         break;
@@ -811,7 +756,7 @@ int Monitor::Run(MonitorStats* stats) {
   end.reason = signal_number != 0 ? wire::END_SIGNAL : wire::END_EXIT;
   end.signal = signal_number;
   if (gpu_down_since_ns_ != 0) {
-    if (inject::ChunkWriter* w = files_->Room()) {
+    if (format::ChunkWriter* w = files_->Room()) {
       static constexpr char kDetail[] = "GPU sampling was down (NVML failed) until the end";
       w->AddLostInterval(
           format::LostIntervalRecord{gpu_down_since_ns_, 0, 0, {kDetail, sizeof(kDetail) - 1}});
@@ -884,7 +829,7 @@ bool ParseRetention(const std::string& text, uint32_t* max_files, uint64_t* max_
 int ParseMonitorArgs(const std::vector<std::string>& args, MonitorOptions* o, std::ostream& out,
                      std::ostream& err) {
   auto bad = [&err](const std::string& msg) {
-    err << "gpscope-monitor: " << inject::SanitizeText(msg, 4096) << " (see --help)\n";
+    err << "gpscope-monitor: " << common::SanitizeText(msg, 4096) << " (see --help)\n";
     return 2;
   };
   for (size_t i = 0; i < args.size(); ++i) {

@@ -1,7 +1,7 @@
 // tools/monitor/monitor.h: the node monitor (`gpscope monitor`,
 // `gpscope-monitor`): samples every GPU of the node and the processes using
 // them, with no injection, through the same Sampler as the collector
-// (inject/metrics/sampler.h); writes the trace format to rotating per-node
+// (metrics/sampler.h); writes the trace format to rotating per-node
 // files (trace_files.h) and serves the latest values to Prometheus
 // (exposition.h, http_server.h).
 //

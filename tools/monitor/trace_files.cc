@@ -13,7 +13,9 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "inject/safe_text.h"
+#include "common/posix.h"
+#include "common/raw_log.h"
+#include "common/safe_text.h"
 #include "proto/framing.h"
 #include "zstd.h"
 
@@ -23,20 +25,6 @@ namespace {
 constexpr uint32_t kEndFinalize = 3;  // proto END_FINALIZE: the file was rotated
 constexpr uint64_t kOpenRetryNs = 10ull * 1000000000ull;
 
-uint64_t ClockNs(clockid_t id) {
-  timespec ts;
-  clock_gettime(id, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-uint64_t RandomUid() {
-  uint64_t uid = 0;
-  if (getrandom(&uid, sizeof(uid), GRND_NONBLOCK) != static_cast<ssize_t>(sizeof(uid))) {
-    uid = ClockNs(CLOCK_REALTIME) ^ (static_cast<uint64_t>(getpid()) << 32) ^ ClockNs(CLOCK_MONOTONIC);
-  }
-  return uid == 0 ? 1 : uid;
-}
-
 bool EndsWith(const std::string& s, const char* suffix) {
   const size_t n = strlen(suffix);
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
@@ -45,7 +33,8 @@ bool EndsWith(const std::string& s, const char* suffix) {
 }  // namespace
 
 Clocks Clocks::System() {
-  return Clocks{[] { return ClockNs(CLOCK_REALTIME); }, [] { return ClockNs(CLOCK_MONOTONIC); }};
+  return Clocks{[] { return common::ClockNs(CLOCK_REALTIME); },
+                [] { return common::ClockNs(CLOCK_MONOTONIC); }};
 }
 
 std::string MonitorFilePrefix(const std::string& host) {
@@ -145,10 +134,10 @@ uint64_t RotatingTraceWriter::bytes_written() const {
 }
 
 bool RotatingTraceWriter::Open(std::string* error) {
-  // Opened once and checked against other users (inject/safe_path.h); files
+  // Opened once and checked against other users (common/safe_path.h); files
   // are created inside this descriptor, so a renamed path cannot redirect them.
   std::string why;
-  if (!inject::OpenOutputDir(options_.dir, inject::DirModeFor(options_.file_mode), geteuid(),
+  if (!common::OpenOutputDir(options_.dir, common::DirModeFor(options_.file_mode), geteuid(),
                              &dir_, &why)) {
     *error = why;
     return false;
@@ -169,7 +158,7 @@ void RotatingTraceWriter::ApplyRetention() {
     if (unlinkat(dir_.fd(), name.c_str(), 0) == 0) {
       ++files_deleted_;
     } else if (log_ != nullptr) {
-      *log_ << "gpscope-monitor: retention: cannot delete " << inject::SanitizeText(closed[i].path)
+      *log_ << "gpscope-monitor: retention: cannot delete " << common::SanitizeText(closed[i].path)
             << ": "
             << strerror(errno) << "\n";
     }
@@ -186,7 +175,7 @@ bool RotatingTraceWriter::OpenNext(std::string* error) {
     struct stat st;
     if (fstatat(dir_.fd(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) continue;  // taken
     bool foreign = false;
-    fd = inject::OpenTraceFileIn(dir_, name, options_.file_mode, geteuid(), &foreign, error);
+    fd = common::OpenTraceFileIn(dir_, name, options_.file_mode, geteuid(), &foreign, error);
     if (fd < 0 && !foreign) break;  // foreign: planted meanwhile; the next name
   }
   if (fd < 0) {
@@ -197,11 +186,12 @@ bool RotatingTraceWriter::OpenNext(std::string* error) {
   struct stat st;
   const uint64_t on_disk = fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_size)
                                                : format::kFileHeaderBytes;
-  const uint64_t uid = RandomUid();
-  inject::ChunkWriter::Options wopt;
+  const uint64_t uid = common::RandomUid();
+  format::ChunkWriter::Options wopt;
+  wopt.log_error = common::RawLogError;
   wopt.max_chunk_bytes = chunk_bytes_;
   wopt.zstd_level = options_.zstd_level;
-  auto writer = std::make_unique<inject::ChunkWriter>(fd, uid, options_.pid, wopt);
+  auto writer = std::make_unique<format::ChunkWriter>(fd, uid, options_.pid, wopt);
   if (!writer->ok()) {
     close(fd);
     unlinkat(dir_.fd(), name.c_str(), 0);
@@ -246,12 +236,12 @@ void RotatingTraceWriter::Rotate() {
 
 void RotatingTraceWriter::LogOpenFailure(const std::string& error) {
   if (open_failure_logged_ || log_ == nullptr) return;
-  *log_ << "gpscope-monitor: cannot open the next trace file: " << inject::SanitizeText(error)
+  *log_ << "gpscope-monitor: cannot open the next trace file: " << common::SanitizeText(error)
         << "; samples are dropped until it can (retrying every 10 s, logged once)\n";
   open_failure_logged_ = true;
 }
 
-inject::ChunkWriter* RotatingTraceWriter::Room() {
+format::ChunkWriter* RotatingTraceWriter::Room() {
   if (writer_ == nullptr) {
     std::string error;
     if (clocks_.monotonic_ns() < next_retry_mono_ns_ || !OpenNext(&error)) {

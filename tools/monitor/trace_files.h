@@ -35,8 +35,8 @@
 #include <string>
 #include <vector>
 
-#include "inject/chunk_writer.h"
-#include "inject/safe_path.h"
+#include "common/safe_path.h"
+#include "proto/chunk_writer.h"
 #include "proto/records.h"
 
 namespace gpscope::monitor {
@@ -79,7 +79,7 @@ inline constexpr uint64_t kMinFileBytes = 100 * 1024;
 class FileStarter {
  public:
   virtual ~FileStarter() = default;
-  virtual void OnFileStart(inject::ChunkWriter& writer, uint64_t process_uid) = 0;
+  virtual void OnFileStart(format::ChunkWriter& writer, uint64_t process_uid) = 0;
 };
 
 struct Clocks {
@@ -106,11 +106,11 @@ class RotatingTraceWriter {
   RotatingTraceWriter& operator=(const RotatingTraceWriter&) = delete;
 
   // Creates the directory if needed (checked against other users:
-  // inject/safe_path.h), applies retention, opens the first file.
+  // common/safe_path.h), applies retention, opens the first file.
   bool Open(std::string* error);
   // The writer, after rotating when the next record might not fit. Null when
   // no file could be opened (the record is then dropped and counted).
-  inject::ChunkWriter* Room();
+  format::ChunkWriter* Room();
   // Rotates when the current file is older than max_file_age_ns.
   void MaybeRotateByAge();
   // Ships the open batch.
@@ -134,7 +134,7 @@ class RotatingTraceWriter {
   void ApplyRetention();
 
   Options options_;
-  inject::OutputDir dir_;  // options_.dir, opened and checked by Open()
+  common::OutputDir dir_;  // options_.dir, opened and checked by Open()
   Clocks clocks_;
   FileStarter* starter_;
   std::ostream* log_;
@@ -142,7 +142,7 @@ class RotatingTraceWriter {
   uint64_t reserve_bytes_;  // 2 * max frame + end frame
 
   int fd_ = -1;
-  std::unique_ptr<inject::ChunkWriter> writer_;
+  std::unique_ptr<format::ChunkWriter> writer_;
   std::string path_;
   uint64_t opened_mono_ns_ = 0;
   uint64_t base_bytes_ = 0;     // on disk beyond writer_->bytes_written() (file header, torn frames)

@@ -5,7 +5,8 @@
 // EventBatch.base_ns, each next one to the previous value of the same column.
 // correlation_delta columns work the same way, starting from 0. end_ns is
 // start_ns + duration_ns. Every column of a kind must have the same length;
-// a batch that breaks this is rejected with the kind and column named.
+// a batch that breaks this is rejected with the kind and column named. The
+// kinds, their columns and encodings are proto/columns.h's, expanded here.
 //
 //   DecodedBatch events;  // reuse across batches: Clear() keeps capacity
 //   GPSCOPE_RETURN_IF_ERROR(DecodeBatch(chunk.batch(), &events));
@@ -21,20 +22,19 @@
 
 #include "absl/status/status.h"
 #include "gpscope/trace.pb.h"
+#include "proto/columns.h"
 #include "proto/events.h"
 
 namespace gpscope::reader {
 
+// One vector per kind of GPSCOPE_EVENT_KINDS (proto/columns.h), named as
+// its EventBatch field: kernels, memcpys, memsets, syncs, api_calls,
+// nvtx_ranges, nvtx_marks, overheads, metrics.
 struct DecodedBatch {
-  std::vector<format::KernelEvent> kernels;
-  std::vector<format::MemcpyEvent> memcpys;
-  std::vector<format::MemsetEvent> memsets;
-  std::vector<format::SyncEvent> syncs;
-  std::vector<format::ApiCallEvent> api_calls;
-  std::vector<format::NvtxRangeEvent> nvtx_ranges;
-  std::vector<format::NvtxMarkEvent> nvtx_marks;
-  std::vector<format::OverheadEvent> overheads;
-  std::vector<format::MetricSample> metrics;
+#define GPSCOPE_DECODED_BATCH_MEMBER(Name, Message, field, number, Event, COLUMNS) \
+  std::vector<format::Event> field;
+  GPSCOPE_EVENT_KINDS(GPSCOPE_DECODED_BATCH_MEMBER)
+#undef GPSCOPE_DECODED_BATCH_MEMBER
 
   void Clear();  // keeps the vectors' capacity
   size_t event_count() const;
@@ -43,33 +43,21 @@ struct DecodedBatch {
 // Replaces *out with the events of `batch`. On error *out is unspecified.
 absl::Status DecodeBatch(const proto::EventBatch& batch, DecodedBatch* out);
 
-// One kind at a time; each appends to *out.
-absl::Status DecodeKernels(const proto::EventBatch& batch, std::vector<format::KernelEvent>* out);
-absl::Status DecodeMemcpys(const proto::EventBatch& batch, std::vector<format::MemcpyEvent>* out);
-absl::Status DecodeMemsets(const proto::EventBatch& batch, std::vector<format::MemsetEvent>* out);
-absl::Status DecodeSyncs(const proto::EventBatch& batch, std::vector<format::SyncEvent>* out);
-absl::Status DecodeApiCalls(const proto::EventBatch& batch, std::vector<format::ApiCallEvent>* out);
-absl::Status DecodeNvtxRanges(const proto::EventBatch& batch,
-                              std::vector<format::NvtxRangeEvent>* out);
-absl::Status DecodeNvtxMarks(const proto::EventBatch& batch,
-                             std::vector<format::NvtxMarkEvent>* out);
-absl::Status DecodeOverheads(const proto::EventBatch& batch,
-                             std::vector<format::OverheadEvent>* out);
-absl::Status DecodeMetrics(const proto::EventBatch& batch, std::vector<format::MetricSample>* out);
+// One kind at a time; each appends to *out: DecodeKernels, DecodeMemcpys,
+// DecodeMemsets, DecodeSyncs, DecodeApiCalls, DecodeNvtxRanges,
+// DecodeNvtxMarks, DecodeOverheads, DecodeMetrics, and DecodeStackSamples.
+// Call-stack samples (issue 20, trace.proto StackSamples) are not part of
+// DecodeBatch: a bad stack column must not cost the batch's events.
+#define GPSCOPE_DECLARE_DECODE(Name, Message, field, number, Event, COLUMNS) \
+  absl::Status Decode##Name(const proto::EventBatch& batch, std::vector<format::Event>* out);
+GPSCOPE_ALL_EVENT_KINDS(GPSCOPE_DECLARE_DECODE)
+#undef GPSCOPE_DECLARE_DECODE
 
-// Call-stack samples (issue 20, trace.proto StackSamples): not part of
-// DecodeBatch (a bad stack column must not cost the batch's events).
-struct StackSampleEvent {
-  uint64_t timestamp_ns = 0;
-  uint32_t thread_id = 0;
-  uint32_t correlation_id = 0;
-  uint32_t stack_id = 0;  // 0: no stack
-  int trigger = 0;        // proto::StackTrigger
-};
-absl::Status DecodeStackSamples(const proto::EventBatch& batch, std::vector<StackSampleEvent>* out);
+// The stack samples' record, under the name its readers know.
+using StackSampleEvent = format::StackSampleEvent;
 
-// Number of events in a batch (the length of each kind's first column),
-// without decoding anything.
+// Number of events of DecodeBatch's kinds in a batch (the length of each
+// kind's first column), without decoding anything.
 size_t CountEvents(const proto::EventBatch& batch);
 
 // CUPTI ns -> CLOCK_REALTIME: reader::ClockAlign (clock_align.h), the one

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "proto/metric_names.h"
 #include "tools/analyses/names.h"
 #include "tools/reader/timebase.h"
 #include "tools/render/json_writer.h"
@@ -149,9 +150,9 @@ std::vector<double> HostCpu(const TimelineData& t, size_t process, uint64_t star
   const TimelineLane* host = nullptr;
   for (const TimelineLane& l : t.lanes) {
     if (l.process != process || l.kind != LaneKind::kCounter) continue;
-    if (l.metric_name == "host.process_cpu_user_pct") user = &l;
-    if (l.metric_name == "host.process_cpu_system_pct") system = &l;
-    if (l.metric_name == "host.cpu_util_pct") host = &l;
+    if (l.metric_name == metric_names::kHostProcessCpuUserPct) user = &l;
+    if (l.metric_name == metric_names::kHostProcessCpuSystemPct) system = &l;
+    if (l.metric_name == metric_names::kHostCpuUtilPct) host = &l;
   }
   if (user != nullptr) {
     std::vector<double> out = CounterMeans(*user, start, width, n);

@@ -266,6 +266,7 @@ void SitesJson(const model::TraceModel& model, const analyses::SummaryReport& re
     j.Key("sync_calls").Uint(w.sync_calls).Key("sync_blocked_ns").Uint(w.sync_blocked_ns);
     j.Key("implicit_calls").Uint(w.implicit_calls);
     j.Key("implicit_blocked_ns").Uint(w.implicit_blocked_ns);
+    j.Key("main_thread_syncs").Uint(w.main_thread_syncs);
     j.Key("gaps").Uint(w.gaps).Key("launches").Uint(w.launches).Key("samples").Uint(w.samples);
     j.Key("kernel");
     if (s.has_kernel_estimate) {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "gpscope/trace.pb.h"
+#include "proto/metric_names.h"
 #include "tools/analyses/capture_windows.h"
 #include "tools/analyses/names.h"
 #include "tools/render/enum_names.h"
@@ -403,7 +404,7 @@ void RenderEmptyWindows(const model::TraceModel& m, TextBlock& t) {
     // gpm.sm_util where the GPU has it (nvml.gpu_util also counts copies
     // and the driver's own set-up work).
     const int i = p.gpu_work_samples[0] > 0 ? 0 : 1;
-    const char* metric = i == 0 ? "gpm.sm_util" : "nvml.gpu_util";
+    const char* metric = i == 0 ? metric_names::kGpmSmUtil : metric_names::kNvmlGpuUtil;
     const uint64_t first = p.first_gpu_work_ns[i], last = p.last_gpu_work_ns[i];
     if (p.gpu_work_samples[i] == 0) {
       absl::StrAppend(&text, "; no GPU utilization was sampled.");

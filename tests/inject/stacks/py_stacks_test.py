@@ -28,6 +28,7 @@ LIB.gps_code_names.argtypes = [ctypes.c_uint64, ctypes.c_int, ctypes.c_char_p, c
 LIB.gps_string.argtypes = [ctypes.c_uint64, ctypes.c_char_p, ctypes.c_int]
 LIB.gps_fault.argtypes = [ctypes.c_char_p, ctypes.c_int]
 LIB.gps_capture_on_native_thread.argtypes = [ctypes.c_char_p, ctypes.c_int]
+LIB.gps_capture_main_from_native_thread.argtypes = [ctypes.c_char_p, ctypes.c_int]
 LIB.gps_native_compare.argtypes = [ctypes.c_char_p, ctypes.c_int]
 LIB.gps_capture_loop.argtypes = [ctypes.c_int]
 LIB.gps_record_image.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int]
@@ -248,6 +249,21 @@ def run_stack_tests():
     CHECKS[0] += 1
     if (status, depth) != ("nothread", 0):
         FAILURES.append("native pthread: status %s depth %d, want nothread 0" % (status, depth))
+
+    # The main thread's stack, read by a thread without Python while the
+    # main thread waits in a C call (JAX's float(loss) and XLA's threads).
+    def waits_in_c(depth):
+        if depth:
+            return waits_in_c(depth - 1)
+        b = buf()
+        n = LIB.gps_capture_main_from_native_thread(b, SZ); e = traceback.extract_stack()
+        return b, n, e
+
+    if threading.current_thread() is threading.main_thread():
+        for depth in (0, 5, 80):
+            b, n, e = waits_in_c(depth)
+            check("main thread's stack from a native thread, depth %d" % depth, b, n, e,
+                  want_status="truncated" if len(e) > 64 else "ok")
 
 
 # ------------------------------------------------------ code, lines, strings --

@@ -143,20 +143,21 @@ __attribute__((visibility("default"))) int gps_record_image(const char* path, co
   return n;
 }
 
-// Captures on a fresh pthread that never ran Python: must report that the
-// thread has no thread state ("nothread 0").
-__attribute__((visibility("default"))) int gps_capture_on_native_thread(char* out, int cap) {
+// Runs capture(out, cap) on a fresh pthread that never ran Python and
+// returns its result.
+static int OnFreshThread(int (*capture)(char*, int), char* out, int cap) {
   struct Arg {
+    int (*capture)(char*, int);
     char* out;
     int cap;
     int n;
-  } arg{out, cap, -1};
+  } arg{capture, out, cap, -1};
   pthread_t t;
   if (pthread_create(
           &t, nullptr,
           [](void* p) -> void* {
             Arg* a = static_cast<Arg*>(p);
-            a->n = gps_capture(a->out, a->cap, kMaxStackDepth);
+            a->n = a->capture(a->out, a->cap);
             return nullptr;
           },
           &arg) != 0) {
@@ -164,6 +165,29 @@ __attribute__((visibility("default"))) int gps_capture_on_native_thread(char* ou
   }
   pthread_join(t, nullptr);
   return arg.n;
+}
+
+static int CaptureMainThread(char* out, int cap) {
+  FrameRef frames[kMaxStackDepth];
+  const PyCaptureResult r = CaptureMainThreadPythonStack(frames, kMaxStackDepth);
+  std::string text = std::string(StatusName(r.status)) + " " + std::to_string(r.depth) + "\n";
+  if (g_resolver) text += Resolve(frames, r.depth);
+  return Put(text, out, cap);
+}
+
+// Captures on a fresh pthread that never ran Python: must report that the
+// thread has no thread state ("nothread 0").
+__attribute__((visibility("default"))) int gps_capture_on_native_thread(char* out, int cap) {
+  return OnFreshThread([](char* o, int c) { return gps_capture(o, c, kMaxStackDepth); }, out, cap);
+}
+
+// From a fresh pthread that never ran Python, while this (main) thread
+// waits for it inside this C call without the GIL, as JAX's main thread
+// waits in `float(loss)` while an XLA thread synchronizes: the main
+// thread's stack through CaptureMainThreadPythonStack, in gps_capture's
+// format.
+__attribute__((visibility("default"))) int gps_capture_main_from_native_thread(char* out, int cap) {
+  return OnFreshThread(CaptureMainThread, out, cap);
 }
 
 // The native stack here (through libffi, _ctypes and the interpreter's

@@ -9,97 +9,14 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <deque>
 #include <vector>
 
 #include "inject/stacks/python_stacks.h"
 #include "inject/stacks/python_walker.h"
+#include "tests/inject/stacks/fake_chain.h"
 
 namespace gpscope::inject::stacks {
 namespace {
-
-// Builds a thread state, optional _PyCFrame, frames and code objects laid
-// out as `layout` says, in 16-byte-aligned heap blocks.
-class FakeChain {
- public:
-  explicit FakeChain(const PythonLayout& layout) : l_(layout) {
-    tstate_ = Block(256);
-    if (l_.tstate_cframe >= 0) {
-      cframe_ = Block(64);
-      Put<uint64_t>(tstate_, l_.tstate_cframe, Addr(cframe_));
-    }
-  }
-
-  PyWalkTarget target() const {
-    return {&l_, Addr(code_type_), l_.frame_owner < 0 ? Addr(frame_type_) : 0};
-  }
-  uint64_t tstate() const { return Addr(tstate_); }
-
-  // A code object with `units` code units of bytecode.
-  uint8_t* Code(int first_line, int units = 100, int first_traceable = 0) {
-    uint8_t* c = Block(l_.code_basicsize + 2 * units + 64);
-    Put<uint64_t>(c, l_.ob_type, Addr(code_type_));
-    Put<int64_t>(c, l_.ob_size, units);
-    Put<int32_t>(c, l_.code_firstlineno, first_line);
-    if (l_.code_firsttraceable >= 0) Put<int32_t>(c, l_.code_firsttraceable, first_traceable);
-    if (l_.code_code >= 0) {  // 3.9/3.10: the bytecode is a separate bytes object
-      uint8_t* bytes = Block(64 + 2 * units);
-      Put<int64_t>(bytes, l_.ob_size, 2 * units);
-      Put<uint64_t>(c, l_.code_code, Addr(bytes));
-    }
-    return c;
-  }
-
-  // Pushes a new innermost frame running `code` at code unit `unit`.
-  uint8_t* Push(uint8_t* code, int unit, int owner = 0) {
-    uint8_t* f = Block(256);
-    Put<uint64_t>(f, l_.frame_code, Addr(code));
-    Put<uint64_t>(f, l_.frame_previous, Addr(top_));
-    if (l_.frame_owner >= 0) {
-      Put<int8_t>(f, l_.frame_owner, static_cast<int8_t>(owner));
-      Put<uint64_t>(f, l_.frame_instr, Addr(code) + l_.code_adaptive + 2 * unit);
-    } else {
-      Put<uint64_t>(f, l_.ob_type, Addr(frame_type_));
-      Put<int32_t>(f, l_.frame_instr, l_.instr_kind == InstrKind::kLastiUnits ? unit : 2 * unit);
-    }
-    top_ = f;
-    SetTop(f);
-    return f;
-  }
-
-  void SetTop(const void* frame) {
-    if (cframe_ != nullptr) {
-      Put<uint64_t>(cframe_, l_.tstate_frame, Addr(frame));
-    } else {
-      Put<uint64_t>(tstate_, l_.tstate_frame, Addr(frame));
-    }
-  }
-  void SetPrevious(uint8_t* frame, uint64_t previous) { Put<uint64_t>(frame, l_.frame_previous, previous); }
-  void SetCode(uint8_t* frame, uint64_t code) { Put<uint64_t>(frame, l_.frame_code, code); }
-
-  template <typename T>
-  static void Put(void* base, int offset, T v) {
-    std::memcpy(static_cast<uint8_t*>(base) + offset, &v, sizeof v);
-  }
-  static uint64_t Addr(const void* p) { return reinterpret_cast<uint64_t>(p); }
-
-  uint8_t* Block(size_t n) {
-    blocks_.emplace_back((n + 15) / 16);
-    return reinterpret_cast<uint8_t*>(blocks_.back().data());
-  }
-
- private:
-  struct alignas(16) Chunk {
-    uint8_t b[16];
-  };
-  PythonLayout l_;
-  std::deque<std::vector<Chunk>> blocks_;
-  uint8_t* tstate_ = nullptr;
-  uint8_t* cframe_ = nullptr;
-  uint8_t* top_ = nullptr;
-  alignas(16) uint8_t code_type_[64] = {};
-  alignas(16) uint8_t frame_type_[64] = {};
-};
 
 WalkResult Walk(const FakeChain& c, FrameRef* out, int max = kMaxStackDepth) {
   return WalkPythonFrames(c.target(), DirectLoads{}, c.tstate(), out, max);
@@ -384,6 +301,141 @@ TEST(PythonStacksTest, AThreadWithoutAThreadStateIsReportedSo) {
   FrameRef out[4];
   EXPECT_EQ(CapturePythonStack(out, 4).status, PyCaptureStatus::kNoThreadState);
   EXPECT_TRUE(PythonStacksEnabled());
+}
+
+// The main thread's stack read from a thread without Python (JAX: an XLA
+// thread syncs while the main thread waits in `float(loss)`): the oldest
+// thread state of the list, walked with checked reads; a broken list or a
+// chain that changes under the walk is a race, and Python stacks stay on.
+uint8_t* g_list_head = nullptr;
+void* FakeListHead() { return g_list_head; }
+
+class MainThreadStackTest : public testing::TestWithParam<int> {};
+
+TEST_P(MainThreadStackTest, TakesTheOldestThreadStatesFramesAndARaceLeavesStacksOn) {
+  const PythonLayout& l = *FindPythonLayout(3, GetParam());
+  FakeChain main_thread(l);
+  uint8_t* outer = main_thread.Code(10);
+  main_thread.Push(outer, 1);
+  main_thread.Push(main_thread.Code(20), 2);
+  uint8_t* inner_code = main_thread.Code(30);
+  uint8_t* inner = main_thread.Push(inner_code, 3);
+  // Two newer thread states ahead of it in the list (their own chains are
+  // never read: the first has none at all).
+  uint8_t* newest = main_thread.Block(256);
+  uint8_t* newer = main_thread.Block(256);
+  FakeChain::Put<uint64_t>(newest, 8, FakeChain::Addr(newer));
+  FakeChain::Put<uint64_t>(newer, 8, main_thread.tstate());
+  g_list_head = newest;
+  InstallPythonRuntimeForTest(main_thread.target(), NoThreadState, nullptr, FakeListHead);
+
+  FrameRef out[kMaxStackDepth];
+  EXPECT_EQ(CapturePythonStack(out, kMaxStackDepth).status, PyCaptureStatus::kNoThreadState);
+  PyCaptureResult r = CaptureMainThreadPythonStack(out, kMaxStackDepth);
+  ASSERT_EQ(r.status, PyCaptureStatus::kOk);
+  ASSERT_EQ(r.depth, 3);
+  EXPECT_EQ(out[0].addr, FakeChain::Addr(inner_code));
+  EXPECT_EQ(out[2].addr, FakeChain::Addr(outer));
+  EXPECT_EQ(CaptureMainThreadPythonStack(out, 2).status, PyCaptureStatus::kTruncated);
+
+  // The main thread popped a frame mid-walk (its code pointer now junk):
+  // reported, not fatal, and plain-load captures are not affected.
+  main_thread.SetCode(inner, 0xdead0);
+  r = CaptureMainThreadPythonStack(out, kMaxStackDepth);
+  EXPECT_EQ(r.status, PyCaptureStatus::kInconsistent);
+  EXPECT_TRUE(PythonStacksEnabled());
+  EXPECT_EQ(PythonStacksFault(), WalkFault::kNone);
+  main_thread.SetCode(inner, FakeChain::Addr(inner_code));
+
+  // A link into unmapped memory (a thread state being freed): checked reads.
+  void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(page, MAP_FAILED);
+  ASSERT_EQ(munmap(page, 4096), 0);
+  FakeChain::Put<uint64_t>(newer, 8, FakeChain::Addr(page));
+  EXPECT_EQ(CaptureMainThreadPythonStack(out, kMaxStackDepth).status, PyCaptureStatus::kInconsistent);
+  // A list that loops is cut at kMaxThreadStates.
+  FakeChain::Put<uint64_t>(newer, 8, FakeChain::Addr(newest));
+  EXPECT_EQ(CaptureMainThreadPythonStack(out, kMaxStackDepth).status, PyCaptureStatus::kInconsistent);
+  EXPECT_TRUE(PythonStacksEnabled());
+  FakeChain::Put<uint64_t>(newer, 8, main_thread.tstate());
+  EXPECT_EQ(CaptureMainThreadPythonStack(out, kMaxStackDepth).depth, 3);
+
+  g_list_head = nullptr;  // no interpreter state yet
+  EXPECT_EQ(CaptureMainThreadPythonStack(out, kMaxStackDepth).status, PyCaptureStatus::kNoThreadState);
+}
+
+TEST_P(MainThreadStackTest, AMarkSaysWhereTheMainThreadIsAndChangesWhenItMoves) {
+  const PythonLayout& l = *FindPythonLayout(3, GetParam());
+  FakeChain main_thread(l);
+  main_thread.Push(main_thread.Code(10), 1);
+  uint8_t* inner_code = main_thread.Code(30);
+  uint8_t* inner = main_thread.Push(inner_code, 3);
+  g_list_head = reinterpret_cast<uint8_t*>(main_thread.tstate());
+  InstallPythonRuntimeForTest(main_thread.target(), NoThreadState, nullptr, FakeListHead);
+
+  FrameRef out[kMaxStackDepth];
+  MainThreadMark walked;
+  ASSERT_EQ(CaptureMainThreadPythonStack(out, kMaxStackDepth, &walked).depth, 2);
+  EXPECT_EQ(walked.tstate, main_thread.tstate());
+  EXPECT_EQ(walked.frame, FakeChain::Addr(inner));
+  EXPECT_EQ(walked.code, FakeChain::Addr(inner_code));
+  EXPECT_EQ(walked.offset, out[0].offset);
+  MainThreadMark now;
+  ASSERT_TRUE(PeekMainThread(&now));
+  EXPECT_TRUE(now == walked);  // it has not moved
+
+  main_thread.SetUnit(inner, inner_code, 4);  // the next instruction
+  ASSERT_TRUE(PeekMainThread(&now));
+  EXPECT_FALSE(now == walked);
+  EXPECT_EQ(now.frame, walked.frame);
+  main_thread.SetUnit(inner, inner_code, 3);
+  ASSERT_TRUE(PeekMainThread(&now));
+  EXPECT_TRUE(now == walked);
+
+  uint8_t* callee = main_thread.Push(inner_code, 3);  // a call deeper (same code, even)
+  ASSERT_TRUE(PeekMainThread(&now));
+  EXPECT_EQ(now.frame, FakeChain::Addr(callee));
+  EXPECT_FALSE(now == walked);
+
+  main_thread.SetCode(callee, 0xdead0);  // a frame being popped: a race, no mark
+  EXPECT_FALSE(PeekMainThread(&now));
+  EXPECT_TRUE(now == MainThreadMark{});
+  EXPECT_TRUE(PythonStacksEnabled());
+  g_list_head = nullptr;
+  EXPECT_FALSE(PeekMainThread(&now));
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, MainThreadStackTest, testing::Values(9, 10, 11, 12, 13));
+
+TEST(BlockReaderTest, ServesReadsFromCachedBlocksAndNeverCrossesIntoAnUnmappedPage) {
+  // Two pages, the second unmapped: a block from near the end of the first
+  // stops at the page boundary.
+  void* p = mmap(nullptr, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  auto* bytes = static_cast<uint8_t*>(p);
+  for (int i = 0; i < 4096; ++i) bytes[i] = static_cast<uint8_t>(i * 7);
+  ASSERT_EQ(munmap(bytes + 4096, 4096), 0);
+  SelfMemoryReader self;
+  BlockReader r(&self);
+  const uint64_t base = FakeChain::Addr(bytes);
+  uint64_t v = 0, want = 0;
+  ASSERT_TRUE(r.Read(base + 16, &v, 8));
+  std::memcpy(&want, bytes + 16, 8);
+  EXPECT_EQ(v, want);
+  ASSERT_TRUE(r.Read(base + 200, &v, 8));  // inside the first block
+  std::memcpy(&want, bytes + 200, 8);
+  EXPECT_EQ(v, want);
+  EXPECT_EQ(r.fetches(), 1u);
+  ASSERT_TRUE(r.Read(base + 4088, &v, 8));  // the page's last 8 bytes
+  std::memcpy(&want, bytes + 4088, 8);
+  EXPECT_EQ(v, want);
+  EXPECT_FALSE(r.Read(base + 4092, &v, 8));  // crosses into the unmapped page
+  EXPECT_FALSE(r.Read(base + 4096, &v, 8));
+  bytes[16] = 0;  // a cached block is a snapshot: later reads see what was read
+  ASSERT_TRUE(r.Read(base + 16, &v, 8));
+  std::memcpy(&want, bytes + 16, 8);
+  EXPECT_NE(v, want);
+  ASSERT_EQ(munmap(bytes, 4096), 0);
 }
 
 TEST(PythonStacksTest, InitWithoutPythonInTheProcessSaysSo) {

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "inject/metrics/gpu_backend.h"
+#include "metrics/gpu_backend.h"
 
 namespace gpscope::monitor {
 namespace {

@@ -49,7 +49,7 @@ uint64_t FileSize(const std::string& path) {
 class TestStarter : public FileStarter {
  public:
   explicit TestStarter(uint32_t descriptors) : descriptors_(descriptors) {}
-  void OnFileStart(inject::ChunkWriter& w, uint64_t) override {
+  void OnFileStart(format::ChunkWriter& w, uint64_t) override {
     format::ProcessHeaderRecord h{};
     h.format_version = format::kFormatVersion;
     h.hostname = format::MakeStringRef("node-a");
@@ -173,7 +173,7 @@ TEST(TraceFilesTest, SizeLimitIsNeverExceededAndEveryFileReadsAlone) {
   std::uniform_real_distribution<double> value(0, 100);
   const uint64_t kSamples = 150000;
   for (uint64_t i = 0; i < kSamples; ++i) {
-    inject::ChunkWriter* cw = w.Room();
+    format::ChunkWriter* cw = w.Room();
     ASSERT_NE(cw, nullptr);
     cw->AddMetricSample(format::MetricSample{clock.realtime_ns + i * 1000, static_cast<uint32_t>(1 + i % 8), value(rng)});
     if (i % 500 == 0) w.Flush();
@@ -284,7 +284,7 @@ TEST(TraceFilesTest, TotalSizeRetentionHoldsWhileWriting) {
   ASSERT_TRUE(w.Open(&error)) << error;
   std::mt19937_64 rng(2);
   for (int i = 0; i < 120000; ++i) {
-    inject::ChunkWriter* cw = w.Room();
+    format::ChunkWriter* cw = w.Room();
     ASSERT_NE(cw, nullptr);
     cw->AddMetricSample(format::MetricSample{clock.realtime_ns + i, 1, static_cast<double>(rng())});
     if (i % 1000 == 0) {
