@@ -14,7 +14,9 @@ overhead_compare` runs the bundle's libgpscope_inject_base.so, built from 54d91a
 
 Which part of gpscope's per-launch cost is whose: --env-variant NAME:K=V adds gpscope with
 extra environment to every suite, e.g. no-api:GPSCOPE_API=0, stacks-off:GPSCOPE_STACKS=0,
-no-sync:GPSCOPE_DIAG_OFF=sync (GPSCOPE_DIAG_OFF takes memcpy, memset, sync, overhead);
+no-sync:CUDA_INJECTION64_PATH=.../libgpscope_inject_diag.so,GPSCOPE_DIAG_OFF=sync (GPSCOPE_DIAG_OFF
+takes memcpy, memset, sync, overhead; the GPSCOPE_DIAG_* switches are read only by that
+diagnosis build, inject/diag_switches.h, so such a variant names it);
 `tests/e2e/gpu_session.sh OUT overhead_parts` runs the usual set, `... overhead_stacks`
 call-site stacks on against off (--only-configs keeps the run short).
 
@@ -94,7 +96,9 @@ def main():
                     help="extra injection libraries (diagnosis builds) for the CUDA tiny-kernel suite")
     ap.add_argument("--env-variant", action="append", default=[], metavar="NAME:K=V[,K=V]",
                     help="gpscope with extra environment, in the launch-bound suites; e.g. "
-                         "'no-api:GPSCOPE_API=0' or 'no-sync:GPSCOPE_DIAG_OFF=sync' (attribute "
+                         "'no-api:GPSCOPE_API=0' or 'no-sync:CUDA_INJECTION64_PATH=LIB,"
+                         "GPSCOPE_DIAG_OFF=sync' with LIB the diagnosis build "
+                         "libgpscope_inject_diag.so, which alone reads GPSCOPE_DIAG_* (attribute "
                          "the per-launch cost part by part)")
     ap.add_argument("--compare", action="append", default=[], metavar="NAME=PATH",
                     help="another libgpscope_inject.so as configuration NAME in every suite")
@@ -123,7 +127,12 @@ def main():
     variants = {}
     for v in a.env_variant:
         name, _, pairs = v.partition(":")
-        extra = dict(kv.split("=", 1) for kv in pairs.split(",") if "=" in kv)
+        extra, key = {}, None
+        for kv in pairs.split(","):
+            if "=" in kv:
+                key, _, extra[key] = kv.partition("=")
+            elif key is not None:  # a list value: GPSCOPE_DIAG_OFF=memcpy,memset
+                extra[key] += "," + kv
         if not name or not extra:
             ap.error(f"--env-variant {v!r}: want NAME:K=V[,K=V]")
         variants[name] = (dict(gp, **extra), [])

@@ -123,6 +123,23 @@ inline constexpr CUpti_CallbackId kDriverCbids[] = {
     CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync,
 };
 
+// api_cbids.h's lists by callback id (built at compile time): whether a
+// record's call is one gpscope keeps (with the whole API kinds on, a few
+// others can slip in).
+struct ListedApiIds {
+  bool runtime[CUPTI_RUNTIME_TRACE_CBID_SIZE] = {};
+  bool driver[CUPTI_DRIVER_TRACE_CBID_SIZE] = {};
+  constexpr ListedApiIds() {
+    for (CUpti_CallbackId id : kRuntimeCbids) runtime[id] = true;
+    for (CUpti_CallbackId id : kDriverCbids) driver[id] = true;
+  }
+  constexpr bool Listed(CUpti_ActivityKind kind, CUpti_CallbackId id) const {
+    return kind == CUPTI_ACTIVITY_KIND_RUNTIME ? id < CUPTI_RUNTIME_TRACE_CBID_SIZE && runtime[id]
+                                               : id < CUPTI_DRIVER_TRACE_CBID_SIZE && driver[id];
+  }
+};
+inline constexpr ListedApiIds kListedApiIds;
+
 }  // namespace gpscope::inject
 
 #endif  // GPSCOPE_INJECT_API_CBIDS_H_

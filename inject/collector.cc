@@ -3,11 +3,8 @@
 #include <cupti.h>
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/random.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -15,39 +12,35 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
+#include "common/control/capture_window.h"
+#include "common/control/control_channel.h"
 #include "common/identity.h"
 #include "common/posix.h"
 #include "common/process_header.h"
 #include "common/raw_log.h"
-#include "common/safe_path.h"
-#include "inject/buffer_pool.h"
-#include "inject/api_cbids.h"
 #include "inject/api_classes.h"
+#include "inject/buffer_pool.h"
+#include "inject/call_site_stacks.h"
+#include "inject/capture_gate.h"
 #include "inject/config.h"
-#include "common/control/capture_window.h"
-#include "common/control/control_channel.h"
 #include "inject/cupti_hooks.h"
 #include "inject/cupti_loader.h"
+#include "inject/cupti_session.h"
+#include "inject/diag_switches.h"
 #include "inject/exit_finisher.h"
+#include "inject/output_file.h"
+#include "inject/record_converter.h"
+#include "inject/stack_capture.h"
+#include "inject/wake_word.h"
+#include "inject/writer_loop.h"
 #include "metrics/nvml_backend.h"
 #include "metrics/sample_ring.h"
 #include "metrics/sampler_thread.h"
-#include "inject/stack_capture.h"
-#include "inject/stacks/fast_unwind.h"
-#include "inject/stacks/memory_reader.h"
-#include "inject/stacks/native_stacks.h"
-#include "inject/stacks/python_resolver.h"
-#include "inject/stacks/python_stacks.h"
-#include "inject/stacks/stack_table.h"
-#include "inject/wake_word.h"
 #include "proto/chunk_writer.h"
 #include "proto/enums.h"
 #include "proto/framing.h"
@@ -56,68 +49,15 @@ namespace gpscope::inject {
 namespace {
 
 using format::ChunkWriter;
-using format::StringRef;
 // Shared with the node monitor and the launcher (common/).
 using common::ClockNs;
-using common::DirModeFor;
-using common::OpenOutputDir;
-using common::OpenTraceFileIn;
-using common::OutputDir;
-using common::PrivateTraceName;
 using common::ProcessIdentity;
 using common::RandomUid;
 using common::ReadProcessIdentity;
 using common::SetLogLevel;
-using common::TraceFileName;
 
-// proto enum values (proto/enums.h mirrors proto/gpscope/trace.proto).
-constexpr uint32_t kApiRuntime = wire::API_RUNTIME, kApiDriver = wire::API_DRIVER;
-constexpr uint32_t kDropCuptiReported = wire::DROP_CUPTI_REPORTED,
-                   kDropIncomplete = wire::DROP_CUPTI_INCOMPLETE_RECORD,
-                   kDropPoolEmpty = wire::DROP_CUPTI_BUFFER_POOL_EMPTY,
-                   kDropBufferStolen = wire::DROP_BUFFER_STOLEN,
-                   kDropRingFull = wire::DROP_RING_FULL,
-                   kDropExitFlushTimeout = wire::DROP_EXIT_FLUSH_TIMEOUT,
-                   kDropStacks = wire::DROP_STACKS;
-constexpr uint32_t kLostYielded = wire::LOST_YIELDED_TO_OTHER_PROFILER,
-                   kLostTracingDisabled = wire::LOST_TRACING_DISABLED;
-constexpr uint32_t kEndExit = wire::END_EXIT, kEndSignal = wire::END_SIGNAL;
-
-// ConvertRecord copies these CUPTI values straight into the trace: the
-// schema's numbers are CUPTI's (trace.proto says so); checked here.
-template <typename E>
-constexpr uint32_t U(E v) {
-  return static_cast<uint32_t>(v);
-}
-static_assert(U(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD) == wire::MEMCPY_HTOD &&
-              U(CUPTI_ACTIVITY_MEMCPY_KIND_DTOH) == wire::MEMCPY_DTOH &&
-              U(CUPTI_ACTIVITY_MEMCPY_KIND_HTOA) == wire::MEMCPY_HTOA &&
-              U(CUPTI_ACTIVITY_MEMCPY_KIND_ATOH) == wire::MEMCPY_ATOH &&
-              U(CUPTI_ACTIVITY_MEMCPY_KIND_ATOA) == wire::MEMCPY_ATOA &&
-              U(CUPTI_ACTIVITY_MEMCPY_KIND_ATOD) == wire::MEMCPY_ATOD &&
-              U(CUPTI_ACTIVITY_MEMCPY_KIND_DTOA) == wire::MEMCPY_DTOA &&
-              U(CUPTI_ACTIVITY_MEMCPY_KIND_DTOD) == wire::MEMCPY_DTOD &&
-              U(CUPTI_ACTIVITY_MEMCPY_KIND_HTOH) == wire::MEMCPY_HTOH &&
-              U(CUPTI_ACTIVITY_MEMCPY_KIND_PTOP) == wire::MEMCPY_PTOP);
-static_assert(U(CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE) == wire::MEMORY_PAGEABLE &&
-              U(CUPTI_ACTIVITY_MEMORY_KIND_PINNED) == wire::MEMORY_PINNED &&
-              U(CUPTI_ACTIVITY_MEMORY_KIND_DEVICE) == wire::MEMORY_DEVICE &&
-              U(CUPTI_ACTIVITY_MEMORY_KIND_ARRAY) == wire::MEMORY_ARRAY &&
-              U(CUPTI_ACTIVITY_MEMORY_KIND_MANAGED) == wire::MEMORY_MANAGED &&
-              U(CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC) == wire::MEMORY_DEVICE_STATIC &&
-              U(CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC) == wire::MEMORY_MANAGED_STATIC);
-static_assert(U(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE) ==
-                  wire::SYNC_EVENT_SYNCHRONIZE &&
-              U(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT) ==
-                  wire::SYNC_STREAM_WAIT_EVENT &&
-              U(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE) ==
-                  wire::SYNC_STREAM_SYNCHRONIZE &&
-              U(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE) ==
-                  wire::SYNC_CONTEXT_SYNCHRONIZE);
-static_assert((U(CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH) >> 16) + 1 ==
-                  wire::OVERHEAD_CUPTI_BUFFER_FLUSH &&
-              (U(CUPTI_ACTIVITY_OVERHEAD_UVM_ACTIVITY_INIT) >> 16) + 1 ==
-                  wire::OVERHEAD_UVM_ACTIVITY_INIT);
+constexpr uint32_t kLostYielded = wire::LOST_YIELDED_TO_OTHER_PROFILER;
+constexpr uint32_t kEndExit = wire::END_EXIT;
 
 class Collector;
 // Constant-initialized: CUPTI callbacks may run before Start() finished or
@@ -153,11 +93,6 @@ std::atomic<decltype(&::cuptiGetDeviceId)> g_get_device_id{nullptr};
 // into per-thread rings, the writer drains them. Constant-initialized.
 StackCapturer g_stacks;
 
-void NoteContextDevice(uint32_t device_id, bool known) {
-  const uint64_t bits = known && device_id < 64 ? uint64_t{1} << device_id : ~uint64_t{0};
-  g_context_devices.fetch_or(bits, std::memory_order_release);
-}
-
 // Application threads: a CUDA call's entry and exit (runtime and driver
 // API domains, for call-site stacks), a context's creation (resource domain).
 void CUPTIAPI SubscriberCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
@@ -181,11 +116,18 @@ void CUPTIAPI SubscriberCallback(void*, CUpti_CallbackDomain domain, CUpti_Callb
   const auto* rd = static_cast<const CUpti_ResourceData*>(data);
   uint32_t device_id = 0;
   auto get = g_get_device_id.load(std::memory_order_acquire);
-  NoteContextDevice(device_id,
+  NoteContextDevice(&g_context_devices, device_id,
                     get != nullptr && get(rd->context, &device_id) == CUPTI_SUCCESS);
 }
 
-class Collector : public control::ControlHandler, public ExitFinisher::Hooks {
+// The one long-lived object behind CUPTI's callbacks, the control socket,
+// the exit path and the signal handlers. Its parts: the CUPTI session, the
+// capture gate, the record converter, the call-site stacks, the output file
+// and the writer loop (each in its own module); this class starts them in
+// order, owns the threads and ends the trace at exit or on a signal.
+class Collector : public control::ControlHandler,
+                  public ExitFinisher::Hooks,
+                  public CaptureGate::Actions {
  public:
   Config config;
   ProcessIdentity identity;
@@ -194,22 +136,17 @@ class Collector : public control::ControlHandler, public ExitFinisher::Hooks {
   uint64_t process_uid = RandomUid();
   pid_t owner_pid = getpid();
   bool cupti_active = false;  // CUPTI loaded and collecting (not yield mode)
-  CUpti_SubscriberHandle subscriber = nullptr;  // ours, when we hold it
-  bool set_nvtx_env = false;                    // we set NVTX_INJECTION64_PATH
-  int fd = -1;
   std::unique_ptr<ChunkWriter> writer;
-  OutputDir output_dir;    // GPSCOPE_OUTPUT, opened and checked (safe_path.h)
-  std::string trace_name;  // in output_dir
-  // Absolute; changes once if the name is taken (OpenOutput), so the
-  // control thread reads it under path_mu.
-  std::string trace_path;
-  std::mutex path_mu;
-  // The trace file opens when the process creates its first CUDA context
-  // (the writer holds the frames until then), so a process that only
-  // initializes CUDA leaves no file: torchrun's agent calls cuInit and would
-  // otherwise add a file per node beside the ranks'. Only when CUPTI tells
-  // us about contexts (we hold the subscriber); otherwise at start.
-  bool open_at_context = false;
+  OutputFile output;
+  control::CaptureConfig capture;  // hold mode: the capture window's settings
+  std::unique_ptr<CuptiSession> session;
+  std::unique_ptr<CaptureGate> gate;
+  std::unique_ptr<RecordConverter> converter;
+  std::unique_ptr<CallSiteStacks> stacks;
+  std::unique_ptr<WriterLoop> loop;  // from just before the writer thread starts
+  // Overhead diagnosis (inject/diag_switches.h): read only by the bench/test
+  // build; in the shipped library every use is folded away.
+  diag::Switches diag_;
 
   // Metrics (metrics/): the sampler thread pushes into metric_ring;
   // the writer thread drains it. Absent with GPSCOPE_METRICS=0.
@@ -218,51 +155,17 @@ class Collector : public control::ControlHandler, public ExitFinisher::Hooks {
   std::unique_ptr<metrics::SamplerThread> sampler;
   std::string visible_devices;  // CUDA_VISIBLE_DEVICES at start
 
-  // Capture windows and attach (common/control). The window is shared by
-  // the writer thread (ticks, NVTX) and the control thread (attach/stop)
-  // under window_mu; only the writer applies transitions (CUPTI enable/
-  // disable, lost intervals), which the control thread queues.
-  control::CaptureConfig capture;
-  std::unique_ptr<control::CaptureWindow> window;
-  std::mutex window_mu;
-  control::Transition queued[4];  // guarded by window_mu
-  size_t queued_count = 0;        // guarded by window_mu
-  std::atomic<bool> tracing{false};  // GPU activity kinds enabled
-  // Outside capture windows the kernel kind is off and switched on at the
-  // window (standby costs the application nothing per kernel). Measured on
-  // the H200 (CUDA 13.0, bench/RESULTS.md session 3): switched on 9 s into
-  // a running PyTorch loop, the first kernel record came 20 ms after the
-  // window opened and the window held as many kernels as with the kind on
-  // throughout (7,727 vs 7,650), no stall. Older CUPTI stalled for seconds
-  // (kineto#542): GPSCOPE_DIAG_GATE_KERNELS=1 keeps the kind on from the
-  // start and gates the records instead. Set at start, then read-only.
-  bool kernels_always_on_ = false;
-  // False while Start() runs inside cuInit (InitializeInjection), before
-  // CUDA has started; true from the writer thread's creation on (which
-  // orders it for that thread). SetApiRecords picks its way by it.
-  bool cuda_started_ = false;
-  bool context_callback_ = false;  // CUPTI calls us when a context is created
-  std::string subscribe_error_;    // cuptiSubscribe failed, not for another client
   std::unique_ptr<control::ControlChannel> channel;
   std::atomic<uint64_t> events_written{0};  // for `status`, updated by the writer
-  std::atomic<uint64_t> windows_written{0};  // windows ended and written to the file
-
-  // ControlHandler: the control thread.
-  void GetStatus(control::ControlStatus* status) override;
-  control::ControlReply Start(const control::StartRequest& request) override;
-  control::ControlReply Stop() override;
-
   // Written by CUPTI callbacks, read by the writer.
   std::atomic<uint64_t> cupti_dropped{0};
+  // CUPTI ns minus CLOCK_REALTIME at the last snapshot (WriterLoop::Parts).
+  std::atomic<int64_t> cupti_minus_realtime_ns_{0};
 
   // Exit handshake between the exiting thread (or the finisher, after a
   // signal) and the writer thread (inject/exit_finisher.h).
   ExitFinisher finisher;
   std::atomic<bool> stopping{false};  // only without a finisher thread
-  std::atomic<bool> final_requested{false};
-  std::atomic<bool> final_done{false};
-  std::atomic<uint32_t> end_reason{kEndExit};
-  std::atomic<int32_t> end_signal{0};
   WakeWord wake;  // the writer's 20 ms sleep, cut short (any thread, signal-safe)
   std::thread writer_thread;
 
@@ -276,230 +179,40 @@ class Collector : public control::ControlHandler, public ExitFinisher::Hooks {
   // finished for it and the signal delivered later (the handler returns).
   bool OnSignal(int sig);
   // Without the finisher thread: the old bounded wait (exit or handler).
-  void StopWithoutFinisher(uint32_t reason, int sig, bool from_signal);
+  void StopWithoutFinisher(int sig, bool from_signal);
+
+  // ControlHandler: the control thread.
+  void GetStatus(control::ControlStatus* status) override;
+  control::ControlReply Start(const control::StartRequest& request) override;
+  control::ControlReply Stop() override;
 
   // ExitFinisher::Hooks.
-  void RequestFinal(int sig) override;
-  bool WriterFinished() override { return final_done.load(std::memory_order_acquire); }
-  void WriteEndInstead() override;
+  void RequestFinal(int sig) override { loop->RequestFinal(sig); }
+  bool WriterFinished() override { return loop->finished(); }
+  void WriteEndInstead() override { loop->WriteEndInstead(); }
+
+  // CaptureGate::Actions.
+  uint64_t NowNs() override { return session->NowNs(); }
+  bool SetTracing(bool on, std::string* error) override { return session->SetTracing(on, error); }
+  void FlushForced() override {
+    if (loop != nullptr) loop->FlushCupti(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  }
+  void WindowWritten() override {
+    writer->Flush();
+    events_written.store(writer->events_written(), std::memory_order_relaxed);
+  }
 
  private:
-  void WriterLoop();
-  void Drain();
-  void FlushCupti(uint32_t flag);
-  void FinishWindowClose();
-  void ConvertBuffer(uint8_t* buffer, size_t valid_bytes);
-  void ConvertRecord(const CUpti_Activity* record);
-  void ReportLosses(bool final);
-  // Writer thread: objects loaded since (rescan), and the refused calls of
-  // another CUPTI client into the trace (cumulative per api and caller).
-  void NoteCuptiRefusals(bool rescan);
-  // The end record with its counts (writer, or the finisher after a takeover).
-  format::ProcessEndRecord EndRecord(const format::ClockRecord& clock);
-  void WriteEndRecord(format::ProcessEndRecord end);
-  void AddClockSnapshot();
-  format::ClockRecord Snapshot() const;
-  bool PrepareOutput(std::string* error);
-  bool OpenOutput(std::string* error);
-  bool MaybeOpenOutput();
+  format::ClockRecord Snapshot() const { return session->Snapshot(); }
   bool WriteHeader();
   bool EnableCupti(std::string* error);
-  bool SetTracing(bool on, std::string* error = nullptr);
-  bool SetTracingCalls(bool on, std::string* error);
-  void SetApiRecords(bool on);
-  void ReleaseCupti();
-  void ReadGlobalDrops();
-  void StartControl();
-  void ApplyTransitions(const control::Transition* t, size_t n);
-  void CloseOutsideWindow(uint64_t end_ns);
-  void QueueLocked(const control::Transitions& transitions);
-  void TickWindow();
-  uint64_t NowNs() const;
-  bool InWindow(uint64_t ts_ns) const;
-  void StartSampler();
-  void DrainMetrics();
-  uint32_t ApiNameId(uint32_t domain, uint32_t cbid);
-  // Call-site stacks: start-up (before CUDA runs), and the writer's drain.
   void StartStacks();
-  void DrainStacks();
-
-  // Writer-thread state of the call-site stacks (null when they are off).
-  stacks::PythonInfo py_info_;
-  std::unique_ptr<stacks::SelfMemoryReader> stack_memory_;
-  std::unique_ptr<stacks::PythonResolver> python_resolver_;
-  std::unique_ptr<stacks::NativeSymbolizer> native_symbolizer_;
-  std::unique_ptr<stacks::ProcessFrameResolver> frame_resolver_;
-  std::unique_ptr<stacks::StackTable> stack_table_;
-  std::vector<format::StackSampleEvent> stack_samples_;
-  std::vector<stacks::StackFrameEntry> new_frames_;
-  std::vector<stacks::StackEntry> new_stacks_;
-  uint64_t frames_failed_seen_ = 0;   // writer->frames_failed() at the last drain
-  uint64_t reported_ring_drops_ = 0;
-  uint64_t reported_table_drops_ = 0;
-  // stack_table_->dropped() as of the last drain: ReportLosses may run on
-  // the finisher while the writer is inside the table (a blocking section).
-  uint64_t table_drops_ = 0;
-  uint64_t reported_thread_drops_ = 0;
-  bool python_fault_reported_ = false;
-
-  // Writer-thread state.
-  uint64_t reported_cupti_dropped_ = 0;
-  uint64_t reported_pool_failures_ = 0;
-  uint64_t incomplete_records_ = 0;
-  uint64_t reported_incomplete_ = 0;
-  uint64_t reported_metric_drops_ = 0;
-  uint64_t last_event_ns_ = 0;
-  bool flush_timed_out_ = false;
-  uint64_t cut_at_deadline_ = 0;  // completed buffers not converted: the exit deadline came
-  // CUPTI ns minus CLOCK_REALTIME at the last snapshot: the end record's
-  // clock when CUPTI cannot be asked (the finisher, after a takeover).
-  std::atomic<int64_t> cupti_minus_realtime_ns_{0};
-  struct RefusalTotal {
-    std::map<uintptr_t, uint64_t> by_call_site;  // cumulative counts
-    uint64_t first_ns = 0, last_ns = 0;          // CLOCK_REALTIME
-    uint32_t result = 0;
-    bool logged = false;
-  };
-  std::map<std::pair<std::string, std::string>, RefusalTotal> refusals_;  // (api, caller)
-  std::string api_refusal_;      // SetApiRecords: the API kinds refused (written once)
-  bool api_refusal_written_ = false;
-  std::unordered_map<uint64_t, uint32_t> api_names_;  // (domain << 32 | cbid) -> string id
-  // Window bookkeeping (writer thread): records are kept when they start in
-  // [gate_start_ns_, gate_end_ns_) (gate_end_ns_ 0: open), so a window cut
-  // by an NVTX range or a deadline is exact; lost_start_ns_ opens the
-  // LostInterval (TRACING_DISABLED) for time outside windows.
-  uint64_t gate_start_ns_ = 0;
-  uint64_t gate_end_ns_ = 0;
-  bool gate_open_ = true;
-  uint64_t lost_start_ns_ = 0;
-  // A closing window: the gate is shut, the kinds go off at this
-  // CLOCK_MONOTONIC time (FinishWindowClose); 0: none closing.
-  static constexpr uint64_t kWindowCloseGraceNs = 100000000;  // 100 ms
-  uint64_t close_due_mono_ns_ = 0;
-  bool windows_use_nvtx_ = false;  // a range or step limit: NVTX drives the window
-  uint64_t outside_window_ = 0;    // records dropped because outside every window
-  // A forced flush while no window is open hands back the records of work
-  // still queued or running on the device, without timestamps. Those
-  // launched after the last window are outside it, not lost; correlation ids
-  // grow with every CUDA call, so one above the highest kept in a window
-  // (last_kept_corr_) was launched after it. Decided once the flush's buffers
-  // are all converted (an API record may come after its kernel's).
-  static constexpr size_t kMaxDeferredRecords = 4096;  // more: counted as lost
-  uint32_t deferred_corr_[kMaxDeferredRecords];
-  size_t deferred_count_ = 0;
-  bool defer_untimed_ = false;
-  uint32_t last_kept_corr_ = 0;
-  uint64_t kernel_records_ = 0;    // kernel records from CUPTI, before the window gate
-  uint64_t first_kernel_ns_ = 0, last_kernel_ns_ = 0;  // their start times
-  uint64_t buffers_drained_ = 0;   // activity buffers converted
-  uint64_t drained_at_flush_ = 0;  // buffers_drained_ at the last periodic flush
-  int flushes_without_buffer_ = 0;
-  uint64_t failures_at_pressure_ = 0;    // pool.acquire_failures() at the last pressure flush
-  uint64_t next_pressure_flush_ns_ = 0;  // CLOCK_MONOTONIC
-  uint64_t pressure_flushes_ = 0;
-  struct OpenRange {
-    uint64_t start_ns;
-    uint32_t name_id;
-    uint32_t domain_id;
-    uint32_t thread_id;
-    std::string name;  // for the capture window (only when it uses NVTX)
-  };
-  std::unordered_map<uint32_t, OpenRange> open_ranges_;  // NVTX marker id -> start
+  void StartControl();
+  // Before the writer thread: the sampler's ring, notices and thread
+  // object; StartSampler() then starts the thread.
+  void PrepareSampler();
+  void StartSampler();
 };
-
-format::ClockRecord Collector::Snapshot() const {
-  format::ClockRecord c{};
-  uint64_t cupti_ns = 0;
-  if (api.cuptiGetTimestamp != nullptr) {
-    BlockingSection section(const_cast<ExitFinisher*>(&finisher));
-    api.cuptiGetTimestamp(&cupti_ns);
-  }
-  c.realtime_ns = ClockNs(CLOCK_REALTIME);
-  c.monotonic_ns = ClockNs(CLOCK_MONOTONIC);
-  c.cupti_ns = cupti_ns;
-  return c;
-}
-
-void Collector::AddClockSnapshot() {
-  const format::ClockRecord c = Snapshot();
-  if (c.cupti_ns != 0) {
-    cupti_minus_realtime_ns_.store(static_cast<int64_t>(c.cupti_ns - c.realtime_ns),
-                                   std::memory_order_relaxed);
-  }
-  writer->AddClock(c);
-}
-
-// Application thread, at start: the folder, opened and checked against
-// other users (common/safe_path.h), and the file's name. The file itself
-// opens in OpenOutput (then or at the first context), inside that folder.
-bool Collector::PrepareOutput(std::string* error) {
-  const std::string& dir = config.output_dir;
-  std::string why;
-  if (!OpenOutputDir(dir, DirModeFor(config.file_permissions), geteuid(), &output_dir, &why)) {
-    *error = "GPSCOPE_OUTPUT=" + dir + ": " + why;
-    return false;
-  }
-  if (faccessat(output_dir.fd(), ".", W_OK | X_OK, AT_EACCESS) != 0) {
-    *error = "cannot write to output directory GPSCOPE_OUTPUT=" + dir + ": " + strerror(errno);
-    return false;
-  }
-  FileMode mode = config.file_mode;
-  if (mode == FileMode::kNode && format::IsNetworkFilesystemFd(output_dir.fd())) {
-    GPSCOPE_LOG_WARNING("%s is on a network filesystem where appends from several processes are "
-                        "not atomic; writing one file per process",
-                        output_dir.path().c_str());
-    mode = FileMode::kProcess;
-  }
-  trace_name = TraceFileName(identity.job_id, identity.hostname, identity.pid, mode);
-  // Absolute: `gpscope attach` reads it from another working directory.
-  trace_path = output_dir.path() + "/" + trace_name;
-  return true;
-}
-
-// Application thread at start, or the writer at the first context. A name
-// taken by something gpscope must not append to (another user's file, a
-// link, a FIFO) gets one line and a private name beside it.
-bool Collector::OpenOutput(std::string* error) {
-  bool foreign = false;
-  std::string why;
-  fd = OpenTraceFileIn(output_dir, trace_name, config.file_permissions, geteuid(), &foreign, &why);
-  if (fd < 0 && foreign) {
-    const std::string private_name = PrivateTraceName(trace_name, geteuid(), identity.pid);
-    GPSCOPE_LOG_WARNING("%s; tracing to %s/%s instead", why.c_str(), output_dir.path().c_str(),
-                        private_name.c_str());
-    fd = OpenTraceFileIn(output_dir, private_name, config.file_permissions, geteuid(), &foreign,
-                         &why);
-    if (fd >= 0) {
-      trace_name = private_name;
-      std::lock_guard<std::mutex> lock(path_mu);
-      trace_path = output_dir.path() + "/" + trace_name;
-    }
-  }
-  if (fd < 0) {
-    *error = "cannot open trace file: " + why;
-    return false;
-  }
-  return writer == nullptr || writer->Open(fd);
-}
-
-// Writer thread: opens the file at the process's first CUDA context. True
-// when the file is open. A file that cannot be opened then is one error
-// line (never tried again); the records are dropped from there on (CUPTI
-// stays on: turning it off from this thread could race the application's
-// CUDA calls).
-bool Collector::MaybeOpenOutput() {
-  if (writer->is_open()) return true;
-  if (!open_at_context || g_context_devices.load(std::memory_order_acquire) == 0) return false;
-  std::string error;
-  if (!OpenOutput(&error) && fd < 0) {
-    GPSCOPE_LOG_ERROR("%s; the application runs on untraced", error.c_str());
-    writer->StopHolding();  // from here on frames are dropped (and counted)
-    open_at_context = false;
-    return false;
-  }
-  GPSCOPE_LOG_INFO("first CUDA context: tracing to %s", trace_path.c_str());
-  return true;
-}
 
 bool Collector::WriteHeader() {
   common::ProcessHeaderBuilder header(identity);  // common/process_header.h, as the monitor's
@@ -527,140 +240,33 @@ bool Collector::WriteHeader() {
   return writer->WriteHeader(h);
 }
 
+// Start-up thread, inside InitializeInjection: CUPTI's callbacks and
+// kinds, then the capture window's first decision.
 bool Collector::EnableCupti(std::string* error) {
-  auto check = [&](CUptiResult r, const char* what) {
-    if (r == CUPTI_SUCCESS) return true;
-    *error = std::string(what) + " failed: " + api.ErrorString(r);
-    return false;
-  };
-  // Hold the (single) subscriber so another client cannot take the activity
-  // callbacks from us (see collector.h). MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
-  // means someone else holds it: we still trace, and say so; any other
-  // error is CUPTI failing, and said as such.
-  char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
-  CUptiResult sub = CUPTI_ERROR_UNKNOWN;
-  if (api.cuptiSubscribe_v2 != nullptr) {
-    // Named, so a tool that fails to subscribe after us is told "gpscope".
-    CUpti_SubscriberParams params{};
-    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
-    params.subscriberName = "gpscope";
-    params.oldSubscriberName = holder;
-    params.oldSubscriberSize = sizeof(holder) - 1;
-    sub = api.cuptiSubscribe_v2(&subscriber, SubscriberCallback, nullptr, &params);
+  // Read by the resource callback, once CUPTI calls it (Open() enables it).
+  g_get_device_id.store(api.cuptiGetDeviceId, std::memory_order_release);
+  CuptiSession::Options options;
+  options.nvtx = config.nvtx && !diag::kNoMarkers;
+  options.markers_throughout = gate->uses_nvtx();
+  options.api_records = config.api_records;
+  options.kinds_off = diag::kEnvSwitches ? diag_.off_kinds : 0;
+  options.system_thread_ids = !diag::kProcessThreadIds;
+  const CuptiSession::Callbacks callbacks{BufferRequested, BufferCompleted, SubscriberCallback};
+  if (!session->Open(options, callbacks, error)) return false;
+  switch (gate->Start(error)) {
+    case CaptureGate::StartOutcome::kFailed:
+      return false;
+    case CaptureGate::StartOutcome::kTracing:
+      return true;
+    case CaptureGate::StartOutcome::kWaiting:
+      break;
   }
-  if (sub != CUPTI_SUCCESS && sub != CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-    sub = api.cuptiSubscribe(&subscriber, SubscriberCallback, nullptr);
+  if (diag::kEnvSwitches && diag_.gate_kernels) {
+    if (!session->KeepKernelsOn(error)) return false;
+    gate->set_kernels_always_on(true);
   }
-  if (sub != CUPTI_SUCCESS && sub != CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-    // Not another client: CUPTI's callback API failed (measured without a
-    // driver: CUPTI_ERROR_UNKNOWN; CUPTI newer than the driver:
-    // CUPTI_ERROR_NOT_INITIALIZED). Activity tracing may still work; Start()
-    // says which in one line (subscribe_error_).
-    subscribe_error_ = std::string("cuptiSubscribe failed: ") + api.ErrorString(sub) +
-                       " (CUptiResult " + std::to_string(static_cast<int>(sub)) + ")";
-    writer->AddCapability({format::MakeStringRef("cupti_subscriber"), false,
-                           {subscribe_error_.data(), subscribe_error_.size()}});
-    subscriber = nullptr;
-  } else if (sub != CUPTI_SUCCESS) {
-    std::string why = std::string("CUPTI subscriber held by ") +
-                      (holder[0] != '\0' ? holder : "another client") + " (" +
-                      api.ErrorString(sub) + "); tracing anyway, that tool may take our buffers";
-    GPSCOPE_LOG_WARNING("%s", why.c_str());
-    writer->AddCapability({format::MakeStringRef("cupti_subscriber"), false, {why.data(), why.size()}});
-    subscriber = nullptr;
-  } else {
-    // Context creation, for the deferred file and the sampler's GPUs.
-    g_get_device_id.store(api.cuptiGetDeviceId, std::memory_order_release);
-    context_callback_ = api.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
-                                                CUPTI_CBID_RESOURCE_CONTEXT_CREATED) ==
-                        CUPTI_SUCCESS;
-  }
-#ifndef GPSCOPE_DIAG_PROCESS_TID  // bench/: overhead-diagnosis build variants
-  api.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
-#endif
-  // The writer re-zeroes each buffer before reuse, off the application's
-  // threads, so CUPTI need not zero it on the launching thread.
-  uint8_t zeroed = 1;
-  size_t attr_bytes = sizeof(zeroed);
-  api.cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &attr_bytes,
-                                &zeroed);
-  if (!check(api.cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted),
-             "cuptiActivityRegisterCallbacks")) {
-    return false;
-  }
-  // Device and context records are one-time and cheap: always on.
-  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT}) {
-    api.cuptiActivityEnable(k);
-  }
-#ifdef GPSCOPE_DIAG_NO_MARKER
-  config.nvtx = false;
-#endif
-  if (config.nvtx) {
-    CUptiResult r = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER);
-    // NVTX reads NVTX_INJECTION64_PATH at each library's first NVTX call;
-    // CUPTI's own NVTX handler then turns ranges into MARKER records. A
-    // window that waits for an NVTX range keeps markers on throughout;
-    // otherwise they follow the window (SetTracing).
-    if (r == CUPTI_SUCCESS && getenv("NVTX_INJECTION64_PATH") == nullptr) {
-      setenv("NVTX_INJECTION64_PATH", api.path.c_str(), 0);
-      set_nvtx_env = true;
-    }
-    if (r == CUPTI_SUCCESS && !windows_use_nvtx_) api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER);
-  }
-  control::Transitions initial;
-  {
-    std::lock_guard<std::mutex> lock(window_mu);
-    initial = window->Start(NowNs());
-  }
-  // NVTX-driven windows trace from the start and keep only the window's
-  // records (the range's start is known only when its record arrives);
-  // time windows, standby and attach switch the activity kinds.
-  if (windows_use_nvtx_ && !capture.standby) {
-    if (!SetTracing(true, error)) return false;
-    gate_start_ns_ = ~0ull;  // nothing kept before the range starts
-    for (const control::Transition& t : initial) ApplyTransitions(&t, 1);
-    return true;
-  }
-  if (initial.empty()) {  // standby or a delayed window
-    gate_start_ns_ = ~0ull;
-    lost_start_ns_ = NowNs();
-    const char* gate = getenv("GPSCOPE_DIAG_GATE_KERNELS");
-    if (gate != nullptr && strcmp(gate, "1") == 0) {
-      CUptiResult r = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-      if (!check(r, "cuptiActivityEnable(CONCURRENT_KERNEL)")) return false;
-      kernels_always_on_ = true;
-    }
-    return true;
-  }
-  if (!SetTracing(true, error)) return false;
-  for (const control::Transition& t : initial) ApplyTransitions(&t, 1);
   return true;
 }
-
-namespace {
-// Activity kinds gpscope enables when the CUDA build offers them, with the
-// GPSCOPE_DIAG_OFF bit that leaves each off.
-constexpr CUpti_ActivityKind kOptional[] = {
-    CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
-    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD};
-constexpr uint32_t kOptionalDiagOff[] = {kDiagOffMemcpy, kDiagOffMemcpy, kDiagOffMemset,
-                                         kDiagOffSync, kDiagOffOverhead};
-
-// api_cbids.h's lists by callback id (built at compile time).
-struct ListedApiIds {
-  bool runtime[CUPTI_RUNTIME_TRACE_CBID_SIZE] = {};
-  bool driver[CUPTI_DRIVER_TRACE_CBID_SIZE] = {};
-  constexpr ListedApiIds() {
-    for (CUpti_CallbackId id : kRuntimeCbids) runtime[id] = true;
-    for (CUpti_CallbackId id : kDriverCbids) driver[id] = true;
-  }
-  constexpr bool Listed(CUpti_ActivityKind kind, CUpti_CallbackId id) const {
-    return kind == CUPTI_ACTIVITY_KIND_RUNTIME ? id < CUPTI_RUNTIME_TRACE_CBID_SIZE && runtime[id]
-                                               : id < CUPTI_DRIVER_TRACE_CBID_SIZE && driver[id];
-  }
-};
-constexpr ListedApiIds kListedApiIds;
-}  // namespace
 
 bool Collector::Start() {
   std::vector<std::string> problems;
@@ -677,11 +283,15 @@ bool Collector::Start() {
     capture = control::ParseCaptureConfig(+[](const char* n) -> const char* { return getenv(n); },
                                           &problems);
     for (const std::string& p : problems) GPSCOPE_LOG_WARNING("%s", p.c_str());
-    windows_use_nvtx_ = !capture.standby && (!capture.range_name.empty() || capture.steps > 0);
-    window = std::make_unique<control::CaptureWindow>(capture);
   }
-  if (config.diag_off != 0) {
-    GPSCOPE_LOG_INFO("diagnosis: activity kinds left off: %s", DiagOffText(config).c_str());
+  if (diag::kEnvSwitches) {
+    problems.clear();
+    diag_ = diag::ReadSwitches(+[](const char* n) -> const char* { return getenv(n); }, &problems);
+    for (const std::string& p : problems) GPSCOPE_LOG_WARNING("%s", p.c_str());
+    if (diag_.off_kinds != 0) {
+      GPSCOPE_LOG_INFO("diagnosis: activity kinds left off: %s",
+                       diag::OffKindsText(diag_.off_kinds).c_str());
+    }
   }
 
   std::string error;
@@ -701,7 +311,7 @@ bool Collector::Start() {
       return false;
     }
   }
-  if (!PrepareOutput(&error)) {
+  if (!output.Prepare(config, identity, &error)) {
     GPSCOPE_LOG_ERROR("%s; the application runs untraced", error.c_str());
     return false;
   }
@@ -717,6 +327,12 @@ bool Collector::Start() {
   opts.zstd_level = config.zstd_level;
   opts.log_error = common::RawLogError;
   writer = std::make_unique<ChunkWriter>(-1, process_uid, identity.pid, opts);  // holds frames
+  session = std::make_unique<CuptiSession>(&api, &finisher, writer.get());
+  gate = std::make_unique<CaptureGate>(config.cupti_mode == CuptiMode::kHold ? &capture : nullptr,
+                                       writer.get(), this);
+  converter = std::make_unique<RecordConverter>(writer.get(), gate.get(), session.get(),
+                                                &g_context_devices);
+  stacks = std::make_unique<CallSiteStacks>(&g_stacks, writer.get(), &finisher);
   if (!writer->ok() || !WriteHeader()) {
     GPSCOPE_LOG_ERROR("cannot encode the trace header; the application runs untraced");
     return false;
@@ -734,23 +350,23 @@ bool Collector::Start() {
     writer->AddCapability(cap);
   } else if (!EnableCupti(&error)) {
     // One line: what failed first (a subscribe that failed on its own), then this.
-    if (!subscribe_error_.empty()) error = subscribe_error_ + ", then " + error;
+    if (!session->subscribe_error().empty()) error = session->subscribe_error() + ", then " + error;
     GPSCOPE_LOG_ERROR("%s; the application runs untraced", error.c_str());
     format::CapabilityRecord cap{format::MakeStringRef("cupti"), false,
                                  {error.data(), error.size()}};
     writer->AddCapability(cap);
     g_collector.store(nullptr, std::memory_order_release);
-    ReleaseCupti();  // the application's own profiler may have it
+    session->Release();  // the application's own profiler may have it
     format::ProcessEndRecord end{};
     end.clock = Snapshot();
     end.end_ns = end.clock.cupti_ns;
     end.reason = kEndExit;
     std::string open_error;
-    if (OpenOutput(&open_error)) writer->WriteEnd(end);  // a complete (empty) trace
+    if (output.Open(writer.get(), &open_error)) writer->WriteEnd(end);  // a complete (empty) trace
     return false;
   } else {
     cupti_active = true;
-    if (subscriber != nullptr) {
+    if (session->subscriber() != nullptr) {
       // We hold CUPTI: see (and refuse) another client's calls, which CUPTI
       // does not tell us about (inject/cupti_hooks.h).
       CuptiHookTargets targets;
@@ -763,25 +379,46 @@ bool Collector::Start() {
       GPSCOPE_LOG_DEBUG("CUPTI entry points hooked in %zu GOT slots", PatchedCuptiSlots());
     }
     StartStacks();
-    if (!subscribe_error_.empty()) {
+    if (!session->subscribe_error().empty()) {
       GPSCOPE_LOG_WARNING("%s; tracing without CUPTI's callbacks (the trace file opens now, every "
                           "GPU is sampled)",
-                          subscribe_error_.c_str());
+                          session->subscribe_error().c_str());
     }
   }
   // Without CUPTI's word on contexts (yield mode, someone else's
   // subscriber) the file opens now.
-  open_at_context = cupti_active && context_callback_ && config.open_at_context;
-  if (!open_at_context && !OpenOutput(&error)) {
+  output.set_open_at_context(cupti_active && session->context_callback() &&
+                             config.open_at_context);
+  if (!output.open_at_context() && !output.Open(writer.get(), &error)) {
     GPSCOPE_LOG_ERROR("%s; the application runs untraced", error.c_str());
     g_stacks.Disable();
     g_collector.store(nullptr, std::memory_order_release);
-    if (cupti_active) ReleaseCupti();
+    if (cupti_active) session->Release();
     return false;
   }
 
-  cuda_started_ = true;
-  writer_thread = std::thread([this] { WriterLoop(); });
+  PrepareSampler();
+  WriterLoop::Parts parts;
+  parts.config = &config;
+  parts.cupti_active = cupti_active;
+  parts.pool = &pool;
+  parts.session = session.get();
+  parts.gate = gate.get();
+  parts.converter = converter.get();
+  parts.output = &output;
+  parts.writer = writer.get();
+  parts.finisher = &finisher;
+  parts.wake = &wake;
+  parts.stacks = stacks.get();
+  parts.metric_ring = &metric_ring;
+  parts.metric_sink = metric_sink.get();
+  parts.context_devices = &g_context_devices;
+  parts.cupti_dropped = &cupti_dropped;
+  parts.events_written = &events_written;
+  parts.cupti_minus_realtime_ns = &cupti_minus_realtime_ns_;
+  loop = std::make_unique<WriterLoop>(parts);
+  session->SetCudaStarted();
+  writer_thread = std::thread([this] { loop->Run(); });
   // Before the handlers: a signal from here on is finished by this thread.
   if (!finisher.Start(this, config.exit_timeout_ms)) {
     GPSCOPE_LOG_INFO("no finisher thread: a fatal signal waits for the final flush in its handler");
@@ -795,278 +432,51 @@ bool Collector::Start() {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, &old_term);
   sigaction(SIGINT, &sa, &old_int);
-  if (open_at_context) {
-    GPSCOPE_LOG_INFO("tracing; %s opens at the first CUDA context", trace_path.c_str());
+  if (output.open_at_context()) {
+    GPSCOPE_LOG_INFO("tracing; %s opens at the first CUDA context", output.path().c_str());
   } else {
-    GPSCOPE_LOG_INFO("tracing to %s", trace_path.c_str());
+    GPSCOPE_LOG_INFO("tracing to %s", output.path().c_str());
   }
   return true;
 }
 
-// Start-up thread, when gpscope gives up on CUPTI after subscribing: leave
-// it as we found it, so the application (or its profiler) can use it.
-void Collector::ReleaseCupti() {
-  SetHoldingCupti(false);
-  SetTracing(false);
-  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT,
-                               CUPTI_ACTIVITY_KIND_MARKER}) {
-    api.cuptiActivityDisable(k);
+// Start-up thread, inside InitializeInjection (before CUDA runs), when we
+// hold the subscriber: call-site stacks (docs/stacks.md).
+void Collector::StartStacks() {
+  CallSiteStacks::Options o;
+  o.settings = config.stacks;
+  o.api_records = config.api_records;
+  o.cupti_path = api.path;
+  Dl_info self{};
+  if (dladdr(reinterpret_cast<void*>(&SubscriberCallback), &self) != 0 && self.dli_fname) {
+    o.self_path = self.dli_fname;
   }
-  if (subscriber != nullptr) {
-    api.cuptiUnsubscribe(subscriber);
-    subscriber = nullptr;
+  if (diag::kEnvSwitches) {
+    o.ring_slots = diag_.stack_ring_slots;  // tests: a smaller ring, to see it fill
+    o.launches = !diag_.stack_no_launch;    // bench: the launch callbacks' cost apart
   }
-  if (set_nvtx_env) unsetenv("NVTX_INJECTION64_PATH");
-}
-
-// Writer thread, after each flush. CUPTI counts records it dropped per
-// buffer queue; BufferCompleted reads the per-context count with every
-// buffer, but drops after the last buffer handed back (no free buffer at the
-// end of a burst) are only seen by asking here (null context: all queues).
-void Collector::ReadGlobalDrops() {
-  size_t dropped = 0;
-  if (api.cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS &&
-      dropped > 0) {
-    cupti_dropped.fetch_add(dropped, std::memory_order_relaxed);
-  }
-}
-
-// Turns GPU activity collection on or off. The start-up thread before the
-// writer runs, then only the writer thread. CONCURRENT_KERNEL, not KERNEL:
-// the latter serializes all kernels.
-bool Collector::SetTracing(bool on, std::string* error) {
-  if (tracing.load(std::memory_order_relaxed) == on) return true;
-  bool ok;
-  {
-    // Hundreds of CUPTI calls: one blocking section (no ChunkWriter use
-    // inside: SetApiRecords leaves its notice in api_refusal_).
-    BlockingSection section(&finisher);
-    ok = SetTracingCalls(on, error);
-  }
-  if (!api_refusal_.empty() && !api_refusal_written_ && writer != nullptr) {
-    api_refusal_written_ = true;
-    writer->AddCapability({format::MakeStringRef("cupti.api_records"), false,
-                           {api_refusal_.data(), api_refusal_.size()}});
-  }
-  return ok;
-}
-
-bool Collector::SetTracingCalls(bool on, std::string* error) {
-  static bool warned[sizeof(kOptional) / sizeof(kOptional[0])] = {};
-  if (on) {
-    CUptiResult r = kernels_always_on_
-                         ? CUPTI_SUCCESS
-                         : api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    if (r != CUPTI_SUCCESS) {
-      // One line: the caller logs *error when it wants it, else we do.
-      std::string why = std::string("enabling kernel activity failed: ") + api.ErrorString(r);
-      if (error != nullptr) {
-        *error = why;
-      } else {
-        GPSCOPE_LOG_ERROR("%s", why.c_str());
-      }
-      return false;
-    }
-    for (size_t i = 0; i < sizeof(kOptional) / sizeof(kOptional[0]); ++i) {
-      if (config.diag_off & kOptionalDiagOff[i]) continue;
-      r = api.cuptiActivityEnable(kOptional[i]);
-      if (r != CUPTI_SUCCESS && !warned[i]) {
-        warned[i] = true;
-        GPSCOPE_LOG_WARNING("activity kind %d unavailable: %s", static_cast<int>(kOptional[i]),
-                            api.ErrorString(r));
-      }
-    }
-  } else {
-    if (!kernels_always_on_) api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    for (CUpti_ActivityKind k : kOptional) api.cuptiActivityDisable(k);
-  }
-  if (config.nvtx && !windows_use_nvtx_) {
-    if (on) {
-      api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER);
-    } else {
-      api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER);
-    }
-  }
-  if (config.api_records) SetApiRecords(on);
-  tracing.store(on, std::memory_order_relaxed);
-  return true;
-}
-
-// Start-up thread (before CUDA runs) or the writer thread: the CUDA calls
-// whose records gpscope keeps (api_cbids.h). Enabled one id at a time they
-// produce records only if that happened before CUDA started: measured on
-// the H200 (CUDA 13.0, session 5), a window switched on later got every
-// kernel and not one API record. Later, the documented other way works:
-// the whole RUNTIME and DRIVER kinds on, then every other id off (same
-// records per kernel as from the start). ~1,300 calls, once per window.
-void Collector::SetApiRecords(bool on) {
-  if (!on) {
-    api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
-    api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER);
-    for (CUpti_CallbackId id : kRuntimeCbids) api.cuptiActivityEnableRuntimeApi(id, 0);
-    for (CUpti_CallbackId id : kDriverCbids) api.cuptiActivityEnableDriverApi(id, 0);
-    return;
-  }
-  if (!cuda_started_) {
-    for (CUpti_CallbackId id : kRuntimeCbids) api.cuptiActivityEnableRuntimeApi(id, 1);
-    for (CUpti_CallbackId id : kDriverCbids) api.cuptiActivityEnableDriverApi(id, 1);
-    return;
-  }
-  // The kind first: enabling it overrides the per-id settings made before.
-  // (For the microseconds until the loops below end, CUPTI may record a few
-  // calls gpscope leaves out; ConvertRecord drops them.)
-  const CUptiResult rr = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
-  const CUptiResult rd = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER);
-  static bool warned = false;
-  if ((rr != CUPTI_SUCCESS || rd != CUPTI_SUCCESS) && !warned) {
-    warned = true;
-    const char* why = api.ErrorString(rr != CUPTI_SUCCESS ? rr : rd);
-    GPSCOPE_LOG_WARNING("CUDA API records unavailable in this window (%s); kernels, copies and "
-                        "syncs are still traced", why);
-    // In the trace too, so the analysis says why launch calls are missing
-    // (SetTracing writes it, outside its blocking section).
-    api_refusal_ = std::string("CUPTI refused the API kinds for a window opened mid-run: ") + why;
-  }
-  for (CUpti_CallbackId id = 1; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++id) {
-    if (!kListedApiIds.runtime[id]) api.cuptiActivityEnableRuntimeApi(id, 0);
-  }
-  for (CUpti_CallbackId id = 1; id < CUPTI_DRIVER_TRACE_CBID_SIZE; ++id) {
-    if (!kListedApiIds.driver[id]) api.cuptiActivityEnableDriverApi(id, 0);
-  }
-}
-
-uint64_t Collector::NowNs() const {
-  uint64_t ns = 0;
-  if (api.cuptiGetTimestamp != nullptr) {
-    BlockingSection section(const_cast<ExitFinisher*>(&finisher));  // writer thread only
-    if (api.cuptiGetTimestamp(&ns) == CUPTI_SUCCESS && ns != 0) return ns;
-  }
-  return ClockNs(CLOCK_REALTIME);
-}
-
-bool Collector::InWindow(uint64_t ts_ns) const {
-  return ts_ns >= gate_start_ns_ && (gate_end_ns_ == 0 || ts_ns < gate_end_ns_);
-}
-
-// Writer thread (or start-up before it runs): ends the time outside a
-// capture window at `end_ns`, as a LostInterval(TRACING_DISABLED).
-void Collector::CloseOutsideWindow(uint64_t end_ns) {
-  if (lost_start_ns_ == 0) return;
-  static constexpr char kDetail[] = "outside the capture window";
-  format::LostIntervalRecord lost{};
-  lost.start_ns = lost_start_ns_;
-  lost.end_ns = end_ns > lost_start_ns_ ? end_ns : lost_start_ns_;
-  lost.reason = kLostTracingDisabled;
-  lost.detail = {kDetail, sizeof(kDetail) - 1};
-  writer->AddLostInterval(lost);
-  lost_start_ns_ = 0;
-}
-
-// Control thread, with window_mu held: hands transitions to the writer.
-void Collector::QueueLocked(const control::Transitions& transitions) {
-  for (const control::Transition& t : transitions) {
-    if (queued_count < sizeof(queued) / sizeof(queued[0])) queued[queued_count++] = t;
-  }
-}
-
-// Start-up thread before the writer runs, then the writer thread only.
-void Collector::ApplyTransitions(const control::Transition* t, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    const char* why = control::TransitionReasonName(t[i].reason);
-    if (t[i].kind == control::TransitionKind::kStartTracing) {
-      FinishWindowClose();  // the previous window's, if still in its grace
-      if (!SetTracing(true)) {
-        writer->AddCapability({format::MakeStringRef("capture"), false,
-                               format::MakeStringRef("enabling kernel activity failed")});
-        continue;
-      }
-      // Kernels gated (GPSCOPE_DIAG_GATE_KERNELS) are recorded all along,
-      // the other kinds only from now: the window starts when they are on,
-      // so each kept kernel has its launch call (a busy writer can be ms late).
-      const uint64_t start_ns = kernels_always_on_ ? std::max(t[i].at_ns, NowNs()) : t[i].at_ns;
-      CloseOutsideWindow(start_ns);
-      gate_start_ns_ = start_ns;
-      gate_end_ns_ = 0;
-      GPSCOPE_LOG_INFO("capture window starts (%s) at %llu", why,
-                       static_cast<unsigned long long>(t[i].at_ns));
-    } else {
-      // The gate closes now; the kinds stay on for kWindowCloseGraceNs so
-      // the work launched inside the window and still queued on the device
-      // completes with its timestamps (FinishWindowClose).
-      gate_end_ns_ = t[i].at_ns;
-      close_due_mono_ns_ = ClockNs(CLOCK_MONOTONIC) + kWindowCloseGraceNs;
-      GPSCOPE_LOG_INFO("capture window ends (%s) at %llu", why,
-                       static_cast<unsigned long long>(t[i].at_ns));
-    }
-  }
-}
-
-// Writer thread: the end of a window's close. The window's records now,
-// before the kinds go off and before a later window moves the gate (which
-// keeps one window at a time). Forced: partly filled buffers too; records
-// still without timestamps then are sorted by FlushCupti.
-void Collector::FinishWindowClose() {
-  if (close_due_mono_ns_ == 0) return;
-  close_due_mono_ns_ = 0;
-  FlushCupti(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  SetTracing(false);
-  lost_start_ns_ = gate_end_ns_;
-  // The window on disk now: `gpscope attach` waits for windows_written.
-  writer->Flush();
-  events_written.store(writer->events_written(), std::memory_order_relaxed);
-  windows_written.fetch_add(1, std::memory_order_release);
-}
-
-// Writer thread, every loop: deadlines, and what the control thread queued.
-void Collector::TickWindow() {
-  if (window == nullptr) return;
-  control::Transition local[sizeof(queued) / sizeof(queued[0]) + control::Transitions::kCapacity];
-  size_t n = 0;
-  {
-    std::lock_guard<std::mutex> lock(window_mu);
-    for (size_t i = 0; i < queued_count; ++i) local[n++] = queued[i];
-    queued_count = 0;
-    for (const control::Transition& t : window->OnTick(NowNs())) local[n++] = t;
-  }
-  ApplyTransitions(local, n);
-  if (close_due_mono_ns_ != 0 && ClockNs(CLOCK_MONOTONIC) >= close_due_mono_ns_) {
-    FinishWindowClose();
-  }
+  stacks->Start(o, session.get(), &wake);
 }
 
 void Collector::GetStatus(control::ControlStatus* status) {
-  {
-    std::lock_guard<std::mutex> lock(window_mu);
-    status->state = control::CaptureStateName(window->state());
-    status->tracing = window->tracing();
-    status->remaining_ms = window->remaining_ms(NowNs());
-  }
+  gate->FillStatus(status);
   status->events = events_written.load(std::memory_order_relaxed);
-  status->windows_written = static_cast<int64_t>(windows_written.load(std::memory_order_acquire));
   // Records (refused buffer requests show up as CUPTI-reported drops).
   status->drops = cupti_dropped.load(std::memory_order_relaxed);
   status->pid = static_cast<uint64_t>(identity.pid);
-  std::lock_guard<std::mutex> lock(path_mu);
-  status->trace_path = trace_path;
+  status->trace_path = output.path();
 }
 
-namespace {
 control::ControlReply Reply(const control::AttachResult& r, const char* what) {
   control::ControlReply reply;
   reply.ok = r.outcome == control::AttachOutcome::kOk;
   reply.message = reply.ok ? what : control::AttachOutcomeName(r.outcome);
   return reply;
 }
-}  // namespace
 
 // Control thread: the window decides; the writer applies (within ~20 ms).
 control::ControlReply Collector::Start(const control::StartRequest& request) {
-  control::AttachResult r;
-  {
-    std::lock_guard<std::mutex> lock(window_mu);
-    r = window->OnAttachRequest(request.duration_ms, NowNs());
-    QueueLocked(r.transitions);
-  }
+  const control::AttachResult r = gate->Attach(request.duration_ms);
   wake.Wake();
   return Reply(r, request.metrics_interval_ms != 0
                       ? "tracing (the metrics interval is fixed at start; ignored)"
@@ -1074,12 +484,7 @@ control::ControlReply Collector::Start(const control::StartRequest& request) {
 }
 
 control::ControlReply Collector::Stop() {
-  control::AttachResult r;
-  {
-    std::lock_guard<std::mutex> lock(window_mu);
-    r = window->OnStopRequest(NowNs());
-    QueueLocked(r.transitions);
-  }
+  const control::AttachResult r = gate->Stop();
   wake.Wake();
   return Reply(r, "stopped");
 }
@@ -1130,9 +535,9 @@ void Collector::StartControl() {
   GPSCOPE_LOG_INFO("control socket %s", channel->socket_path().c_str());
 }
 
-// Application thread, once, after the writer runs. The sampler loads NVML on
-// its own thread (that can take hundreds of ms), so this returns at once.
-void Collector::StartSampler() {
+// Application thread, once, before the writer runs (it drains the ring and
+// owns the ChunkWriter from then on).
+void Collector::PrepareSampler() {
   if (!config.metrics) {
     format::CapabilityRecord cap{format::MakeStringRef("metrics"), false,
                                  format::MakeStringRef("GPSCOPE_METRICS=0")};
@@ -1165,7 +570,7 @@ void Collector::StartSampler() {
   metrics::SamplerOptions sopts;
   sopts.self_pid = static_cast<uint32_t>(identity.pid);
   // Only the GPUs this process uses, when CUPTI reports its contexts.
-  if (context_callback_) sopts.active_devices = &g_context_devices;
+  if (session->context_callback()) sopts.active_devices = &g_context_devices;
   if (identity.in_pid_namespace) {
     // NVML's per-process pids are the host's: the analyzer must not take
     // this process for a stranger on its own GPU.
@@ -1189,801 +594,21 @@ void Collector::StartSampler() {
   topts.interval_ms = config.metrics_interval_ms;
   topts.clock_ns = MetricClockNs;  // samples share the events' timebase
   sampler = std::make_unique<metrics::SamplerThread>(std::move(s), metric_sink.get(), topts);
-  if (!sampler->Start()) {
+}
+
+// Application thread, once, after the writer runs. The sampler loads NVML on
+// its own thread (that can take hundreds of ms), so this returns at once.
+void Collector::StartSampler() {
+  if (sampler != nullptr && !sampler->Start()) {
     GPSCOPE_LOG_WARNING("cannot start the metrics sampler thread; tracing without metrics");
     sampler.reset();
   }
 }
 
-// Writer thread. Descriptors and notices point into the Sampler, which
-// lives until the sampler thread is stopped after the final drain (or is
-// leaked if it hangs), so they are valid here.
-void Collector::DrainMetrics() {
-  if (metric_sink == nullptr) return;
-  metrics::MetricEvent e;
-  while (metric_ring.TryPop(&e)) {
-    switch (e.kind) {
-      case metrics::MetricEvent::kSample:
-        writer->AddMetricSample(e.sample);
-        break;
-      case metrics::MetricEvent::kDescriptor:
-        writer->AddMetricDescriptor(metrics::ToRecord(*e.descriptor));
-        break;
-      case metrics::MetricEvent::kCapability:
-        writer->AddCapability(metrics::ToRecord(*e.capability));
-        break;
-    }
-  }
-}
-
-namespace {
-std::string BaseName(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-}  // namespace
-
-// Start-up thread, inside InitializeInjection (before CUDA runs), when we
-// hold the subscriber: call-site stacks (docs/stacks.md). Every outcome is
-// one line at info level and a capability notice in the trace.
-void Collector::StartStacks() {
-  const stacks::StackSettings& s = config.stacks;
-  auto off = [&](const std::string& why) {
-    GPSCOPE_LOG_INFO("call-site stacks off: %s", why.c_str());
-    writer->AddCapability({format::MakeStringRef("stacks"), false, {why.data(), why.size()}});
-  };
-  if (!s.enabled()) return off("GPSCOPE_STACKS=0");
-  if (subscriber == nullptr) {
-    return off("no CUPTI subscriber of our own: CUPTI's API callbacks are unavailable");
-  }
-  if (!config.api_records) return off("GPSCOPE_API=0: stacks are joined to the API records");
-  bool python = false;
-  if (s.python()) {
-    py_info_ = stacks::InitPythonStacks();
-    python = py_info_.enabled;
-    GPSCOPE_LOG_INFO("python stacks: %s", py_info_.reason.c_str());
-    writer->AddCapability({format::MakeStringRef("stacks.python"), python,
-                           {py_info_.reason.data(), py_info_.reason.size()}});
-  }
-  if (s.native()) {
-    std::string why;
-    if (!stacks::InitFastUnwind(&why)) {
-      why = "fast unwinder unavailable (" + why + "): native stacks through libgcc, slower";
-      GPSCOPE_LOG_INFO("%s", why.c_str());
-      writer->AddCapability({format::MakeStringRef("stacks.native"), true, {why.data(), why.size()}});
-    }
-  }
-  StackCapturer::Options o;
-  o.settings = s;
-  o.python = python;
-  o.gate = &tracing;
-  o.wake = &wake;
-  // Tests: a smaller capture ring, to see it fill (GPSCOPE_DIAG_STACK_RING).
-  if (const char* ring = getenv("GPSCOPE_DIAG_STACK_RING")) {
-    o.ring_slots = static_cast<uint32_t>(strtoul(ring, nullptr, 10));
-  }
-  std::string why;
-  if (!g_stacks.Init(o, &why)) return off(why);
-  size_t enabled = 0, asked = 0;
-  // Diagnosis (bench: overhead_stacks): the synchronizing calls' callbacks
-  // only, so the launch callbacks' cost shows apart.
-  const char* no_launch = getenv("GPSCOPE_DIAG_STACK_NO_LAUNCH");
-  const bool launches = no_launch == nullptr || strcmp(no_launch, "1") != 0;
-  for (CUpti_CallbackId id : kRuntimeCbids) {
-    if (!launches && ClassifyApi(CUPTI_CB_DOMAIN_RUNTIME_API, id) == ApiClass::kLaunch) continue;
-    ++asked;
-    enabled += api.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id) ==
-               CUPTI_SUCCESS;
-  }
-  for (CUpti_CallbackId id : kDriverCbids) {
-    if (!launches && ClassifyApi(CUPTI_CB_DOMAIN_DRIVER_API, id) == ApiClass::kLaunch) continue;
-    ++asked;
-    enabled += api.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id) ==
-               CUPTI_SUCCESS;
-  }
-  if (enabled == 0) {
-    g_stacks.Disable();
-    return off("CUPTI refused the API callbacks");
-  }
-  stack_memory_ = std::make_unique<stacks::SelfMemoryReader>();
-  if (python) {
-    python_resolver_ = std::make_unique<stacks::PythonResolver>(*py_info_.layout, py_info_.types,
-                                                                stack_memory_.get());
-  }
-  native_symbolizer_ = std::make_unique<stacks::NativeSymbolizer>();
-  frame_resolver_ = std::make_unique<stacks::ProcessFrameResolver>(python_resolver_.get(),
-                                                                   native_symbolizer_.get());
-  // Native stacks start in our own callback and CUPTI's dispatch: dropped.
-  // Raw stacks remembered: at most 32768 (their frames: <= 32 MiB at 64
-  // deep); past that a new raw stack is resolved each time (cached per code
-  // object and address) instead of remembered.
-  stacks::StackTable::Limits limits;
-  limits.max_raw = 1 << 15;
-  Dl_info self{};
-  if (dladdr(reinterpret_cast<void*>(&SubscriberCallback), &self) != 0 && self.dli_fname) {
-    limits.drop_leading_native_modules.push_back(BaseName(self.dli_fname));
-  }
-  limits.drop_leading_native_modules.push_back(BaseName(api.path));
-  stack_table_ = std::make_unique<stacks::StackTable>(frame_resolver_.get(), limits);
-  GPSCOPE_LOG_INFO("call-site stacks on (GPSCOPE_STACKS=%s, GPSCOPE_STACK_SAMPLE_MS=%u): %zu of "
-                   "%zu API callbacks enabled",
-                   stacks::StackModeName(s.mode), s.sample_interval_ms, enabled, asked);
-}
-
-// Writer thread, at every drain, before the CUPTI buffers: the captures the
-// application threads published, interned, then their rows (frames, stacks,
-// samples: in that order, so a reader meets every id after its definition).
-void Collector::DrainStacks() {
-  if (stack_table_ == nullptr) return;
-  if (writer->frames_failed() != frames_failed_seen_) {
-    // A lost chunk may have held definitions: send them all again.
-    frames_failed_seen_ = writer->frames_failed();
-    stack_table_->ResendAll();
-  }
-  {
-    // Resolution reads memory with process_vm_readv and takes the loader
-    // lock (dladdr): the finisher may take over meanwhile (no ChunkWriter here).
-    BlockingSection section(&finisher);
-    g_stacks.Drain([&](const stacks::StackCapture& c) {
-      format::StackSampleEvent e{};
-      e.timestamp_ns = c.timestamp_ns;
-      e.thread_id = c.thread_id;
-      e.correlation_id = static_cast<uint32_t>(c.correlation_id);
-      e.stack_id = stack_table_->Intern(c);
-      e.trigger = static_cast<uint32_t>(c.trigger);
-      stack_samples_.push_back(e);
-    });
-    stack_table_->TakeNew(&new_frames_, &new_stacks_);
-  }
-  table_drops_ = stack_table_->dropped();
-  for (const stacks::StackFrameEntry& f : new_frames_) {
-    format::StackFrameRecord r{};
-    r.id = f.id;
-    r.kind = static_cast<uint32_t>(f.frame.kind);
-    r.file_id = writer->InternString(f.frame.file);
-    r.function_id = writer->InternString(f.frame.function);
-    r.line = f.frame.line > 0 ? static_cast<uint32_t>(f.frame.line) : 0;
-    r.qualname_id = writer->InternString(f.frame.qualname);
-    r.build_id_id = writer->InternString(f.frame.build_id);
-    r.module_offset = f.frame.module_offset;
-    writer->AddStackFrame(r);
-  }
-  for (const stacks::StackEntry& st : new_stacks_) {
-    writer->AddStack({st.id, st.frame_ids.data(), st.frame_ids.size(), st.truncated});
-  }
-  for (const format::StackSampleEvent& e : stack_samples_) {
-    if (!InWindow(e.timestamp_ns)) continue;  // like the API records outside a window
-    writer->AddStackSample(e);
-  }
-  new_frames_.clear();
-  new_stacks_.clear();
-  stack_samples_.clear();
-  if (!python_fault_reported_ && stacks::PythonStacksFault() != stacks::WalkFault::kNone) {
-    python_fault_reported_ = true;
-    const std::string why = std::string("turned off at run time: ") +
-                            stacks::WalkFaultName(stacks::PythonStacksFault());
-    GPSCOPE_LOG_WARNING("python stacks %s (an unexpected frame layout; the application is not "
-                        "affected)", why.c_str());
-    writer->AddCapability({format::MakeStringRef("stacks.python"), false, {why.data(), why.size()}});
-  }
-}
-
-uint32_t Collector::ApiNameId(uint32_t domain, uint32_t cbid) {
-  uint64_t key = (static_cast<uint64_t>(domain) << 32) | cbid;
-  auto it = api_names_.find(key);
-  if (it != api_names_.end()) return it->second;
-  const char* name = nullptr;
-  CUpti_CallbackDomain d =
-      domain == kApiRuntime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
-  CUptiResult r;
-  {
-    BlockingSection section(&finisher);
-    r = api.cuptiGetCallbackName(d, cbid, &name);
-  }
-  if (r != CUPTI_SUCCESS || name == nullptr) name = "";
-  uint32_t id = writer->InternString(name);
-  api_names_.emplace(key, id);
-  return id;
-}
-
-void Collector::ConvertRecord(const CUpti_Activity* record) {
-  ChunkWriter& w = *writer;
-  // True for records not to write: those starting outside the capture
-  // window and incomplete ones (timestamps missing: still queued or running
-  // at a forced flush, or CUPTI's device buffer overflowed).
-  auto incomplete = [&](uint64_t start, uint64_t end, uint32_t correlation) {
-    if (start != 0 && !InWindow(start)) {
-      ++outside_window_;
-      return true;
-    }
-    if (start == 0 || end == 0 || end < start) {
-      if (defer_untimed_ && correlation != 0 && deferred_count_ < kMaxDeferredRecords) {
-        deferred_corr_[deferred_count_++] = correlation;
-      } else {
-        ++incomplete_records_;
-      }
-      return true;
-    }
-    if (correlation > last_kept_corr_) last_kept_corr_ = correlation;
-    return false;
-  };
-  switch (record->kind) {
-    case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-      auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-      ++kernel_records_;
-      if (first_kernel_ns_ == 0 || k->start < first_kernel_ns_) first_kernel_ns_ = k->start;
-      if (k->start > last_kernel_ns_) last_kernel_ns_ = k->start;
-      if (incomplete(k->start, k->end, k->correlationId)) return;
-      format::LaunchConfigRecord shape{};
-      shape.grid_x = static_cast<uint32_t>(k->gridX);
-      shape.grid_y = static_cast<uint32_t>(k->gridY);
-      shape.grid_z = static_cast<uint32_t>(k->gridZ);
-      shape.block_x = static_cast<uint32_t>(k->blockX);
-      shape.block_y = static_cast<uint32_t>(k->blockY);
-      shape.block_z = static_cast<uint32_t>(k->blockZ);
-      shape.registers_per_thread = k->registersPerThread;
-      shape.static_shared_memory_bytes = static_cast<uint32_t>(k->staticSharedMemory);
-      shape.dynamic_shared_memory_bytes = static_cast<uint32_t>(k->dynamicSharedMemory);
-      shape.local_memory_per_thread_bytes = k->localMemoryPerThread;
-      shape.cluster_x = k->clusterX;
-      shape.cluster_y = k->clusterY;
-      shape.cluster_z = k->clusterZ;
-      format::KernelEvent e{};
-      e.start_ns = k->start;
-      e.end_ns = k->end;
-      e.graph_node_id = k->graphNodeId;
-      e.name_id = w.InternString(k->name ? k->name : "");
-      e.launch_config_id = w.InternLaunchConfig(shape);
-      e.device_id = k->deviceId;
-      e.context_id = k->contextId;
-      e.stream_id = k->streamId;
-      e.correlation_id = k->correlationId;
-      e.graph_id = k->graphId;
-      w.AddKernel(e);
-      last_event_ns_ = k->end;
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY: {
-      auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-      if (incomplete(m->start, m->end, m->correlationId)) return;
-      format::MemcpyEvent e{};
-      e.start_ns = m->start;
-      e.end_ns = m->end;
-      e.bytes = m->bytes;
-      e.copy_kind = m->copyKind;
-      e.src_kind = m->srcKind;
-      e.dst_kind = m->dstKind;
-      e.device_id = m->deviceId;
-      e.dst_device_id = m->deviceId;
-      e.context_id = m->contextId;
-      e.stream_id = m->streamId;
-      // Runtime-launched copies carry the runtime call's id separately.
-      e.correlation_id = m->runtimeCorrelationId ? m->runtimeCorrelationId : m->correlationId;
-      e.flags = m->flags;
-      e.graph_id = m->graphId;
-      w.AddMemcpy(e);
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY2: {
-      auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
-      if (incomplete(m->start, m->end, m->correlationId)) return;
-      format::MemcpyEvent e{};
-      e.start_ns = m->start;
-      e.end_ns = m->end;
-      e.bytes = m->bytes;
-      e.copy_kind = m->copyKind;
-      e.src_kind = m->srcKind;
-      e.dst_kind = m->dstKind;
-      e.device_id = m->srcDeviceId;
-      e.dst_device_id = m->dstDeviceId;
-      e.context_id = m->contextId;
-      e.stream_id = m->streamId;
-      e.correlation_id = m->correlationId;
-      e.flags = m->flags;
-      e.graph_id = m->graphId;
-      w.AddMemcpy(e);
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-      auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-      if (incomplete(m->start, m->end, m->correlationId)) return;
-      format::MemsetEvent e{};
-      e.start_ns = m->start;
-      e.end_ns = m->end;
-      e.bytes = m->bytes;
-      e.value = m->value;
-      e.memory_kind = m->memoryKind;
-      e.device_id = m->deviceId;
-      e.context_id = m->contextId;
-      e.stream_id = m->streamId;
-      e.correlation_id = m->correlationId;
-      e.flags = m->flags;
-      e.graph_id = m->graphId;
-      w.AddMemset(e);
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
-      auto* s = reinterpret_cast<const CUpti_ActivitySynchronization2*>(record);
-      if (incomplete(s->start, s->end, s->correlationId)) return;
-      format::SyncEvent e{};
-      e.start_ns = s->start;
-      e.end_ns = s->end;
-      e.sync_kind = static_cast<uint32_t>(s->type);
-      e.context_id = s->contextId;
-      e.stream_id = s->streamId;
-      e.event_id = s->cudaEventId;
-      e.correlation_id = s->correlationId;
-      w.AddSync(e);
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_RUNTIME:
-    case CUPTI_ACTIVITY_KIND_DRIVER: {
-      auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(record);
-      // Only the listed calls: with the whole kinds on (a window opened
-      // mid-run, SetApiRecords) a few others can slip in.
-      if (!kListedApiIds.Listed(record->kind, a->cbid)) return;
-      if (incomplete(a->start, a->end, a->correlationId)) return;
-      format::ApiCallEvent e{};
-      e.start_ns = a->start;
-      e.end_ns = a->end;
-      e.domain = record->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? kApiRuntime : kApiDriver;
-      e.cbid = a->cbid;
-      e.thread_id = a->threadId;
-      e.correlation_id = a->correlationId;
-      e.return_value = a->returnValue;
-      e.api_name_id = ApiNameId(e.domain, a->cbid);
-      w.AddApiCall(e);
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_MARKER: {
-      auto* m = reinterpret_cast<const CUpti_ActivityMarker2*>(record);
-      uint32_t tid = m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ||
-                             m->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS
-                         ? m->objectId.pt.threadId
-                         : 0;
-      if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) {
-        if (!InWindow(m->timestamp)) return;
-        format::NvtxMarkEvent e{};
-        e.timestamp_ns = m->timestamp;
-        e.name_id = w.InternString(m->name ? m->name : "");
-        e.domain_id = w.InternString(m->domain ? m->domain : "");
-        e.thread_id = tid;
-        w.AddNvtxMark(e);
-      } else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
-        if (windows_use_nvtx_) {
-          control::Transitions t;
-          {
-            std::lock_guard<std::mutex> lock(window_mu);
-            t = window->OnNvtxRangeStart(m->name ? m->name : "", m->timestamp);
-          }
-          ApplyTransitions(t.begin(), t.size());
-        }
-        if (open_ranges_.size() < 65536) {
-          open_ranges_[m->id] = {m->timestamp, w.InternString(m->name ? m->name : ""),
-                                 w.InternString(m->domain ? m->domain : ""), tid,
-                                 windows_use_nvtx_ && m->name ? m->name : ""};
-        }
-      } else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
-        auto it = open_ranges_.find(m->id);
-        if (it == open_ranges_.end()) return;
-        if (windows_use_nvtx_) {
-          control::Transitions t;
-          {
-            std::lock_guard<std::mutex> lock(window_mu);
-            t = window->OnNvtxRangeEnd(it->second.name, m->timestamp);
-          }
-          ApplyTransitions(t.begin(), t.size());
-        }
-        if (!InWindow(it->second.start_ns)) {
-          open_ranges_.erase(it);
-          return;
-        }
-        format::NvtxRangeEvent e{};
-        e.start_ns = it->second.start_ns;
-        e.end_ns = m->timestamp;
-        e.name_id = it->second.name_id;
-        e.domain_id = it->second.domain_id;
-        e.thread_id = it->second.thread_id;
-        open_ranges_.erase(it);
-        w.AddNvtxRange(e);
-      }
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_OVERHEAD: {
-      auto* o = reinterpret_cast<const CUpti_ActivityOverhead3*>(record);
-      if (incomplete(o->start, o->end, 0)) return;
-      format::OverheadEvent e{};
-      e.start_ns = o->start;
-      e.end_ns = o->end;
-      uint32_t k = static_cast<uint32_t>(o->overheadKind);
-      // CUPTI's kinds are bits (1, 1 << 16, 2 << 16, ...); the schema's are 1, 2, 3, ...
-      e.overhead_kind = k == CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER ? wire::OVERHEAD_DRIVER_COMPILER
-                                                                     : (k >> 16) + 1;
-      if (k == 0) e.overhead_kind = wire::OVERHEAD_UNKNOWN;
-      if (o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ||
-          o->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
-        e.thread_id = o->objectId.pt.threadId;
-      } else {
-        e.device_id = o->objectId.dcs.deviceId;
-      }
-      w.AddOverhead(e);
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_DEVICE: {
-      auto* d = reinterpret_cast<const CUpti_ActivityDevice5*>(record);
-      char uuid[48];
-      const unsigned char* u = reinterpret_cast<const unsigned char*>(d->uuid.bytes);
-      snprintf(uuid, sizeof(uuid),
-               "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-               u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
-               u[14], u[15]);
-      format::DeviceRecord r{};
-      r.device_id = d->id;
-      r.name = format::MakeStringRef(d->name);
-      r.uuid = format::MakeStringRef(uuid);
-      r.compute_capability_major = d->computeCapabilityMajor;
-      r.compute_capability_minor = d->computeCapabilityMinor;
-      r.sm_count = d->numMultiprocessors;
-      r.global_memory_bytes = d->globalMemorySize;
-      r.global_memory_bandwidth_kbps = d->globalMemoryBandwidth;
-      r.core_clock_khz = d->coreClockRate;
-      r.max_threads_per_sm = d->maxWarpsPerMultiprocessor * d->numThreadsPerWarp;
-      r.max_blocks_per_sm = d->maxBlocksPerMultiprocessor;
-      r.max_registers_per_sm = d->maxRegistersPerMultiprocessor;
-      r.max_shared_memory_per_sm_bytes = d->maxSharedMemoryPerMultiprocessor;
-      r.l2_cache_bytes = d->l2CacheSize;
-      w.AddDevice(r);
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_CONTEXT: {
-      auto* c = reinterpret_cast<const CUpti_ActivityContext3*>(record);
-      NoteContextDevice(c->deviceId, true);
-      w.AddContext({c->contextId, c->deviceId, c->nullStreamId});
-      return;
-    }
-    default:
-      return;
-  }
-}
-
-void Collector::ConvertBuffer(uint8_t* buffer, size_t valid_bytes) {
-  CUpti_Activity* record = nullptr;
-  while (api.cuptiActivityGetNextRecord(buffer, valid_bytes, &record) == CUPTI_SUCCESS) {
-    ConvertRecord(record);
-  }
-  // Buffers are handed out again with ZEROED_OUT_ACTIVITY_BUFFER set.
-#ifndef GPSCOPE_DIAG_NO_MEMSET
-  memset(buffer, 0, valid_bytes);
-#endif
-}
-
-// Writer thread (or start-up): CUPTI hands back its buffers (flag 0:
-// completed ones; CUPTI_ACTIVITY_FLAG_FLUSH_FORCED: partly filled too), the
-// drops it counted since, then everything is converted.
-void Collector::FlushCupti(uint32_t flag) {
-  defer_untimed_ = (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0 && !InWindow(NowNs());
-  if (cupti_active) {
-    // May wait for the application's CUDA calls (and never return if one
-    // never does): the finisher can take over meanwhile.
-    BlockingSection section(&finisher);
-    api.cuptiActivityFlushAll(flag);
-    ReadGlobalDrops();
-  }
-  Drain();
-  if (defer_untimed_) {
-    for (size_t i = 0; i < deferred_count_; ++i) {
-      ++(deferred_corr_[i] > last_kept_corr_ ? outside_window_ : incomplete_records_);
-    }
-    deferred_count_ = 0;
-    defer_untimed_ = false;
-  }
-}
-
-void Collector::Drain() {
-  DrainMetrics();
-  DrainStacks();
-  uint8_t* buffer;
-  size_t valid;
-  // In the final flush the end record must make the exit deadline: past it,
-  // what is left is counted (cut_at_deadline_), not converted.
-  const uint64_t deadline = finisher.writer_deadline_ns();
-  while (pool.PopCompleted(&buffer, &valid)) {
-    if (deadline != 0 && final_requested.load(std::memory_order_relaxed) &&
-        ClockNs(CLOCK_MONOTONIC) >= deadline) {
-      ++cut_at_deadline_;
-      memset(buffer, 0, valid);
-      pool.Release(buffer);
-      continue;
-    }
-#ifdef GPSCOPE_DIAG_DISCARD
-    (void)&Collector::ConvertBuffer;
-#else
-    ConvertBuffer(buffer, valid);
-#endif
-    ++buffers_drained_;
-    pool.Release(buffer);
-  }
-}
-
-void Collector::ReportLosses(bool final) {
-  auto report = [&](uint32_t reason, uint64_t total, uint64_t* reported, const char* detail) {
-    if (total == *reported) return;
-    format::DropRecord d{};
-    d.reason = reason;
-    d.count = total - *reported;
-    d.last_ns = last_event_ns_;
-    d.detail = format::MakeStringRef(detail);
-    writer->AddDrop(d);
-    *reported = total;
-  };
-  report(kDropCuptiReported, cupti_dropped.load(std::memory_order_relaxed), &reported_cupti_dropped_,
-         "records CUPTI dropped (cuptiActivityGetNumDroppedRecords)");
-  report(kDropPoolEmpty, pool.acquire_failures(), &reported_pool_failures_,
-         "buffer requests refused: GPSCOPE_MAX_BUFFER_MB reached (CUPTI drops those records)");
-  report(kDropIncomplete, incomplete_records_, &reported_incomplete_,
-         "records without timestamps (still queued or running when a flush forced them out, "
-         "or CUPTI's device buffer full)");
-  if (metric_sink != nullptr) {
-    report(kDropRingFull, metric_sink->samples_dropped(), &reported_metric_drops_,
-           "metric samples dropped: the writer fell behind the sampler");
-  }
-  if (stack_table_ != nullptr) {
-    report(kDropStacks, g_stacks.ring_drops(), &reported_ring_drops_,
-           "call stacks not taken: a thread's capture ring was full (the writer fell behind); "
-           "the API records are kept");
-    report(kDropStacks, table_drops_, &reported_table_drops_,
-           "call stacks not kept (stack id 0): the stack table reached its limit");
-    report(kDropStacks, g_stacks.thread_drops(), &reported_thread_drops_,
-           "call stacks not taken at synchronizing calls of threads beyond the collector's "
-           "thread limit (256)");
-  }
-  if (final && pool.outstanding() > 0) {
-    format::DropRecord d{};
-    d.count = static_cast<uint64_t>(pool.outstanding());
-    d.last_ns = last_event_ns_;
-    if (end_reason.load() == kEndSignal) {
-      // Seen on the H200: a signal that lands inside a CUDA call leaves
-      // CUPTI holding that thread's buffer through the forced flush. No
-      // other client is involved; saying "stolen" would send the user
-      // looking for one.
-      d.reason = kDropExitFlushTimeout;
-      d.detail = format::MakeStringRef(
-          "activity buffers CUPTI still held when the process was ended by a signal (count = "
-          "buffers, not records): a CUDA call was in progress; their records are lost");
-    } else {
-      d.reason = kDropBufferStolen;
-      d.detail = format::MakeStringRef(
-          "activity buffers never returned to gpscope (count = buffers, not records): another "
-          "CUPTI client registered its own buffer callbacks");
-    }
-    writer->AddDrop(d);
-  }
-}
-
-void Collector::NoteCuptiRefusals(bool rescan) {
-  if (subscriber == nullptr) return;  // hooks only while we hold CUPTI
-  if (rescan) {
-    BlockingSection section(&finisher);  // the loader lock
-    RescanCuptiHooks();
-  }
-  CuptiRefusal seen[32];
-  const size_t n = CollectCuptiRefusals(seen, sizeof(seen) / sizeof(seen[0]));
-  for (size_t i = 0; i < n; ++i) {
-    const CuptiRefusal& r = seen[i];
-    std::string caller;
-    if (r.caller_pc != 0) {
-      BlockingSection section(&finisher);  // dladdr takes the loader lock
-      Dl_info info;
-      if (dladdr(reinterpret_cast<void*>(r.caller_pc), &info) != 0 && info.dli_fname != nullptr) {
-        caller = info.dli_fname;
-      }
-    }
-    RefusalTotal& t = refusals_[{r.api, caller}];
-    t.by_call_site[r.caller_pc] = r.count;
-    if (t.first_ns == 0 || r.first_realtime_ns < t.first_ns) t.first_ns = r.first_realtime_ns;
-    if (r.last_realtime_ns > t.last_ns) t.last_ns = r.last_realtime_ns;
-    t.result = r.result;
-    uint64_t total = 0;
-    for (const auto& [pc, count] : t.by_call_site) total += count;
-    const int64_t offset = cupti_minus_realtime_ns_.load(std::memory_order_relaxed);
-    format::CuptiRefusalRecord rec{};
-    rec.first_ns = static_cast<uint64_t>(static_cast<int64_t>(t.first_ns) + offset);
-    rec.last_ns = static_cast<uint64_t>(static_cast<int64_t>(t.last_ns) + offset);
-    rec.count = total;
-    rec.api = format::MakeStringRef(r.api);
-    rec.caller = {caller.data(), caller.size()};
-    rec.result = r.result;
-    writer->AddCuptiRefusal(rec);
-    if (!t.logged) {
-      t.logged = true;
-      const size_t slash = caller.rfind('/');
-      const std::string who = caller.empty()                 ? std::string("unknown library")
-                              : slash == std::string::npos ? caller
-                                                           : caller.substr(slash + 1);
-      GPSCOPE_LOG_WARNING("another CUPTI client (%s) called %s while gpscope holds CUPTI: refused "
-                          "(%s), so its profiler gets no GPU activity; GPSCOPE_CUPTI_MODE=yield "
-                          "leaves CUPTI to it (recorded in the trace)",
-                          who.c_str(), r.api, api.ErrorString(static_cast<CUptiResult>(r.result)));
-    }
-  }
-}
-
-void Collector::WriterLoop() {
-  // Fatal-signal handlers wait for this thread; it must never run them.
-  sigset_t block;
-  sigemptyset(&block);
-  sigaddset(&block, SIGTERM);
-  sigaddset(&block, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &block, nullptr);
-  pthread_setname_np(pthread_self(), "gpscope-writer");
-  finisher.SetWriterThread(pthread_self());  // its blocking calls may be taken over
-
-  const uint64_t interval_ns = static_cast<uint64_t>(config.flush_interval_ms) * 1000000ull;
-  uint64_t next_flush_ns = ClockNs(CLOCK_MONOTONIC) + interval_ns;
-  for (;;) {
-    MaybeOpenOutput();
-    TickWindow();
-    Drain();
-    if (final_requested.load(std::memory_order_acquire)) break;
-    // Out of buffers (each of many threads holds a partly filled one, which
-    // CUPTI hands back only when forced): force them back, at most every
-    // 200 ms. Records still in flight then come back incomplete (counted);
-    // refused requests would lose far more.
-    if (cupti_active && tracing.load(std::memory_order_relaxed) &&
-        (pool.acquire_failures() != failures_at_pressure_ || pool.Exhausted()) &&
-        ClockNs(CLOCK_MONOTONIC) >= next_pressure_flush_ns_) {
-      FlushCupti(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-      failures_at_pressure_ = pool.acquire_failures();
-      next_pressure_flush_ns_ = ClockNs(CLOCK_MONOTONIC) + 200000000ull;
-      ++pressure_flushes_;
-    }
-    if (ClockNs(CLOCK_MONOTONIC) >= next_flush_ns) {
-      FlushCupti(0);  // completed buffers only; no device sync
-      // Flag 0 hands back no partly filled buffer on the H200 (CUDA 13): a
-      // slow application's records sat in one for seconds, and a SIGKILL
-      // lost them. After two intervals without a buffer back, force one
-      // out (records still in flight then come back incomplete, counted).
-      if (cupti_active && tracing.load(std::memory_order_relaxed) && pool.outstanding() > 0 &&
-          buffers_drained_ == drained_at_flush_) {
-        if (++flushes_without_buffer_ >= 2) {
-          FlushCupti(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-          flushes_without_buffer_ = 0;
-        }
-      } else {
-        flushes_without_buffer_ = 0;
-      }
-      drained_at_flush_ = buffers_drained_;
-      ReportLosses(false);
-      AddClockSnapshot();
-      NoteCuptiRefusals(/*rescan=*/true);
-      // Before the file exists the open batch just grows (a full one is
-      // held as one frame): zstd packs a 1 MiB batch of host metrics far
-      // better than 2 s worth, so the 4 MiB hold lasts hours, not ~1 h.
-      if (writer->is_open()) writer->Flush();
-      events_written.store(writer->events_written(), std::memory_order_relaxed);
-      next_flush_ns = ClockNs(CLOCK_MONOTONIC) + interval_ns;
-    }
-    wake.Wait(20);
-  }
-
-  // Final: a window still closing ends now (its records come with the
-  // forced flush; no kinds are switched off at exit), partially filled
-  // buffers are forced out, then the end chunk.
-  if (close_due_mono_ns_ != 0) {
-    close_due_mono_ns_ = 0;
-    lost_start_ns_ = gate_end_ns_;
-    windows_written.fetch_add(1, std::memory_order_release);
-  }
-  FlushCupti(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  ReportLosses(true);
-  NoteCuptiRefusals(/*rescan=*/false);
-  WriteEndRecord(EndRecord(Snapshot()));
-  GPSCOPE_LOG_INFO("%llu activity buffers, %llu kernel records from CUPTI (starts %llu..%llu), "
-                   "%llu records outside capture windows (not written)",
-                   static_cast<unsigned long long>(buffers_drained_),
-                   static_cast<unsigned long long>(kernel_records_),
-                   static_cast<unsigned long long>(first_kernel_ns_),
-                   static_cast<unsigned long long>(last_kernel_ns_),
-                   static_cast<unsigned long long>(outside_window_));
-  GPSCOPE_LOG_INFO("buffer pool: %llu x %zu KiB and %llu x %zu KiB cut of %zu MiB, at most %lld "
-                   "held by CUPTI at once, %llu requests refused, %llu flushes forced by pressure",
-                   static_cast<unsigned long long>(pool.large_buffers()),
-                   pool.buffer_bytes() >> 10, static_cast<unsigned long long>(pool.small_buffers()),
-                   pool.small_bytes() >> 10, pool.cap_bytes() >> 20,
-                   static_cast<long long>(pool.peak_outstanding()),
-                   static_cast<unsigned long long>(pool.acquire_failures()),
-                   static_cast<unsigned long long>(pressure_flushes_));
-  if (stack_table_ != nullptr) {
-    GPSCOPE_LOG_INFO("call-site stacks: %llu captured on %u threads (%llu the main Python "
-                     "thread's, at syncs of threads without Python; %llu native ones through "
-                     "libgcc, the slow path), %llu lost to full rings, %zu stacks of %zu frames "
-                     "(%llu frames unresolved)",
-                     static_cast<unsigned long long>(g_stacks.captures()), g_stacks.threads_seen(),
-                     static_cast<unsigned long long>(g_stacks.main_thread_captures()),
-                     static_cast<unsigned long long>(g_stacks.native_slow_path()),
-                     static_cast<unsigned long long>(g_stacks.ring_drops()), stack_table_->stacks(),
-                     stack_table_->frames(),
-                     static_cast<unsigned long long>(stack_table_->unresolved_frames()));
-  }
-  final_done.store(true, std::memory_order_release);
-}
-
-format::ProcessEndRecord Collector::EndRecord(const format::ClockRecord& clock) {
-  format::ProcessEndRecord end{};
-  end.clock = clock;
-  CloseOutsideWindow(end.clock.cupti_ns);  // the trace may end outside a window
-  end.end_ns = end.clock.cupti_ns;
-  end.reason = end_reason.load();
-  end.signal = end_signal.load();
-  end.events_dropped = cupti_dropped.load() + incomplete_records_;
-  end.flush_timed_out = flush_timed_out_;
-  if (cut_at_deadline_ > 0) {
-    end.flush_timed_out = true;
-    format::DropRecord d{};
-    d.reason = kDropExitFlushTimeout;
-    d.count = cut_at_deadline_;
-    d.last_ns = last_event_ns_;
-    d.detail = format::MakeStringRef(
-        "activity buffers not converted before the exit deadline (count = buffers, not "
-        "records): GPSCOPE_EXIT_TIMEOUT_MS");
-    writer->AddDrop(d);
-  }
-  return end;
-}
-
-void Collector::WriteEndRecord(format::ProcessEndRecord end) {
-  if (writer->is_open() || MaybeOpenOutput()) {
-    writer->WriteEnd(end);
-  } else if (open_at_context) {
-    // No CUDA context in the process's whole life: nothing to trace.
-    writer->DiscardHeld();
-    GPSCOPE_LOG_INFO("no CUDA context was created: no trace written to %s", trace_path.c_str());
-  }
-}
-
-// Any thread, async-signal-safe (atomics only): the writer polls for it.
-void Collector::RequestFinal(int sig) {
-  end_reason.store(sig != 0 ? kEndSignal : kEndExit);
-  end_signal.store(sig);
-  final_requested.store(true, std::memory_order_release);
-  wake.Wake();
-}
-
-// The finisher thread, the writer's state taken over while the writer sits
-// in a call that did not return (a CUPTI flush waiting on a lock, the
-// loader lock): no CUPTI call here. What CUPTI still holds, and what was
-// handed back but not converted, is counted as lost in the end record.
-void Collector::WriteEndInstead() {
-  const int64_t held = pool.outstanding();
-  const uint64_t unflushed = static_cast<uint64_t>(held > 0 ? held : 0) + pool.completed_pending();
-  ReportLosses(false);
-  format::DropRecord d{};
-  d.reason = kDropExitFlushTimeout;
-  d.count = unflushed + cut_at_deadline_;
-  d.last_ns = last_event_ns_;
-  d.detail = format::MakeStringRef(
-      "activity buffers not flushed before the exit deadline (count = buffers, not records): "
-      "the final CUPTI flush did not return within GPSCOPE_EXIT_TIMEOUT_MS");
-  writer->AddDrop(d);
-  cut_at_deadline_ = 0;  // counted just above
-  flush_timed_out_ = true;
-  format::ClockRecord clock{};
-  clock.realtime_ns = ClockNs(CLOCK_REALTIME);
-  clock.monotonic_ns = ClockNs(CLOCK_MONOTONIC);
-  clock.cupti_ns = static_cast<uint64_t>(static_cast<int64_t>(clock.realtime_ns) +
-                                         cupti_minus_realtime_ns_.load(std::memory_order_relaxed));
-  WriteEndRecord(EndRecord(clock));
-  GPSCOPE_LOG_WARNING("the final CUPTI flush did not return within GPSCOPE_EXIT_TIMEOUT_MS=%u "
-                      "(a CUDA call held it up); the trace ends here, %llu activity buffers not "
-                      "flushed (counted in it)",
-                      config.exit_timeout_ms, static_cast<unsigned long long>(unflushed));
-}
-
 // The exiting thread (atexit). Not from a signal handler.
 void Collector::StopAtExit() {
   if (!finisher.started()) {
-    StopWithoutFinisher(kEndExit, 0, /*from_signal=*/false);
+    StopWithoutFinisher(0, /*from_signal=*/false);
     return;
   }
   if (!finisher.stopping()) {
@@ -2000,17 +625,14 @@ void Collector::StopAtExit() {
 
 bool Collector::OnSignal(int sig) { return finisher.OnSignal(sig); }
 
-void Collector::StopWithoutFinisher(uint32_t reason, int sig, bool from_signal) {
+void Collector::StopWithoutFinisher(int sig, bool from_signal) {
   if (stopping.exchange(true)) return;
-  end_reason.store(reason);
-  end_signal.store(sig);
   if (!from_signal && channel != nullptr) channel->Stop();
   if (!from_signal && sampler != nullptr) sampler->Stop(kSamplerStopTimeoutMs);
-  final_requested.store(true, std::memory_order_release);
-  wake.Wake();
+  loop->RequestFinal(sig);
   // Wait for the writer, never longer than the exit timeout.
   const uint64_t deadline = ClockNs(CLOCK_MONOTONIC) + config.exit_timeout_ms * 1000000ull;
-  while (!final_done.load(std::memory_order_acquire)) {
+  while (!loop->finished()) {
     if (ClockNs(CLOCK_MONOTONIC) >= deadline) {
       if (!from_signal) {
         GPSCOPE_LOG_WARNING("final flush did not finish within GPSCOPE_EXIT_TIMEOUT_MS=%u; the "
@@ -2087,7 +709,7 @@ void OnFatalSignal(int sig, siginfo_t* info, void* uctx) {
       return;  // the finisher delivers it once the trace is finished
     }
     // No finisher thread: the old bounded wait, here.
-    if (owner && !c->finisher.started()) c->StopWithoutFinisher(kEndSignal, sig, true);
+    if (owner && !c->finisher.started()) c->StopWithoutFinisher(sig, true);
     signal(sig, SIG_DFL);
     errno = saved_errno;
     raise(sig);  // delivered when this handler returns

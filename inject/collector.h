@@ -9,13 +9,24 @@
 // context (GPSCOPE_OPEN_AT=context; the writer holds the frames until then):
 // a process that only calls cuInit (torchrun's agent) leaves no file.
 //
+// The parts, each in its own module (collector.cc keeps the lifecycle, the
+// threads, CUPTI's trampolines and the signal handlers):
+//   cupti_session.h     subscriber, buffer callbacks, activity kinds, flushes
+//   capture_gate.h      capture windows: which records are kept, when the
+//                       kinds switch
+//   record_converter.h  CUpti_Activity -> events (pure, unit-tested)
+//   call_site_stacks.h  call-site stacks: start-up and the writer's drain
+//   output_file.h       the trace file: folder, name, opening at the first
+//                       context
+//   writer_loop.h       the writer thread: drain, loss accounting, the end
+//
 // Threads:
 //   * application threads / CUPTI's worker: BufferRequested/BufferCompleted
 //     only pop/push indices in the BufferPool (lock-free, no syscalls);
-//   * the writer thread: every ~20 ms drains completed buffers, converts
-//     CUPTI records to events (ChunkWriter), and every flush interval calls
-//     cuptiActivityFlushAll(0) and ships a chunk, so a killed job loses at
-//     most one interval;
+//   * the writer thread (writer_loop.h): every ~20 ms drains completed
+//     buffers, converts CUPTI records to events (ChunkWriter), and every
+//     flush interval calls cuptiActivityFlushAll(0) and ships a chunk, so a
+//     killed job loses at most one interval;
 //   * the sampler thread (metrics/, GPSCOPE_METRICS): NVML/GPM and
 //     /proc readings every GPSCOPE_METRICS_INTERVAL_MS into an SPSC ring
 //     that the writer drains; stopped (bounded) before the final flush;

@@ -51,29 +51,6 @@ void ParseMetricSources(const char* v, Config* c, EnvValues* p) {
   c->metrics_nvml = c->metrics_gpm = c->metrics_processes = c->metrics_host = all;
 }
 
-constexpr std::pair<const char*, uint32_t> kDiagOffNames[] = {
-    {"memcpy", kDiagOffMemcpy}, {"memset", kDiagOffMemset}, {"sync", kDiagOffSync},
-    {"overhead", kDiagOffOverhead}};
-
-// GPSCOPE_DIAG_OFF: the named kinds; unknown names get one line and are ignored.
-void ParseDiagOff(const char* v, Config* c, EnvValues* p) {
-  if (v == nullptr || *v == '\0') return;
-  std::string unknown;
-  common::ForEachListItem(v, [&](const std::string& item) {
-    for (const auto& [name, bit] : kDiagOffNames) {
-      if (item == name) {
-        c->diag_off |= bit;
-        return;
-      }
-    }
-    if (!item.empty()) unknown += (unknown.empty() ? "" : ",") + item;
-  });
-  if (!unknown.empty()) {
-    p->Problem("GPSCOPE_DIAG_OFF: unknown kind(s) " + unknown +
-               " (known: memcpy, memset, sync, overhead); ignored");
-  }
-}
-
 // GPSCOPE_FILE_PERMISSIONS: octal permission bits for the files gpscope
 // creates. The owner must keep read and write (the header is read back);
 // execute bits and write for others are refused (docs/security.md).
@@ -136,7 +113,6 @@ Config ParseConfig(GetEnvFn get_env, std::vector<std::string>* problems) {
   ParseMetricSources(p.Get("GPSCOPE_METRICS"), &c, &p);
   p.WholeNumber("GPSCOPE_METRICS_INTERVAL_MS", 10, 1000, &c.metrics_interval_ms);
   p.String("GPSCOPE_NVML_PATH", &c.nvml_path);
-  ParseDiagOff(p.Get("GPSCOPE_DIAG_OFF"), &c, &p);
   ParseFilePermissions(p.Get("GPSCOPE_FILE_PERMISSIONS"), &c, &p);
   // A pool must hold at least two buffers: one filling, one being written.
   if (static_cast<uint64_t>(c.max_buffer_mb) * 1024 < 2ull * c.buffer_kb) {
@@ -184,17 +160,8 @@ std::vector<std::pair<std::string, std::string>> Config::AsKeyValues() const {
       {"GPSCOPE_LOG_LEVEL", kLogLevels[static_cast<int>(log_level)]},
       {"GPSCOPE_METRICS", MetricSourcesText(*this)},
       {"GPSCOPE_METRICS_INTERVAL_MS", std::to_string(metrics_interval_ms)},
-      {"GPSCOPE_DIAG_OFF", DiagOffText(*this)},
   };
   for (auto& kv : stacks::StackSettingsAsKeyValues(stacks)) out.push_back(std::move(kv));
-  return out;
-}
-
-std::string DiagOffText(const Config& c) {
-  std::string out;
-  for (const auto& [name, bit] : kDiagOffNames) {
-    if (c.diag_off & bit) out += (out.empty() ? "" : ",") + std::string(name);
-  }
   return out;
 }
 

@@ -35,9 +35,8 @@
 //   GPSCOPE_STACKS            1|0|python|native    default 1: call-site stacks at CUDA calls
 //                             (inject/stacks/stack_settings.h, docs/stacks.md)
 //   GPSCOPE_STACK_SAMPLE_MS   0..60000             default 1: time-based launch samples
-//   GPSCOPE_DIAG_OFF          LIST of memcpy,memset,sync,overhead: those activity kinds
-//                             stay off (overhead diagnosis: bench/overhead.py
-//                             --env-variant); unknown names are named and ignored
+// (The overhead-diagnosis switches, GPSCOPE_DIAG_*, are no settings: only
+// bench and test builds read them, inject/diag_switches.h.)
 #ifndef GPSCOPE_INJECT_CONFIG_H_
 #define GPSCOPE_INJECT_CONFIG_H_
 
@@ -56,13 +55,6 @@ namespace gpscope::inject {
 using common::FileMode;  // GPSCOPE_FILE_MODE (it names the trace file: common/identity.h)
 using common::GetEnvFn;
 enum class CuptiMode { kHold, kYield };
-// GPSCOPE_DIAG_OFF bits: optional activity kinds left off.
-enum DiagOff : uint32_t {
-  kDiagOffMemcpy = 1,  // MEMCPY and MEMCPY2
-  kDiagOffMemset = 2,
-  kDiagOffSync = 4,
-  kDiagOffOverhead = 8,
-};
 
 struct Config {
   bool enabled = true;
@@ -91,7 +83,6 @@ struct Config {
   bool metrics_set = false;  // GPSCOPE_METRICS was given
   uint32_t metrics_interval_ms = 100;
   std::string nvml_path;
-  uint32_t diag_off = 0;  // DiagOff bits (GPSCOPE_DIAG_OFF)
   stacks::StackSettings stacks;  // GPSCOPE_STACKS, GPSCOPE_STACK_SAMPLE_MS
 
   // Every effective setting as (GPSCOPE_NAME, value), for the trace header.
@@ -104,8 +95,6 @@ Config ParseConfig(GetEnvFn get_env, std::vector<std::string>* problems);
 
 // GPSCOPE_METRICS as it takes effect: "1", "0" or the list of sources.
 std::string MetricSourcesText(const Config& c);
-// c.diag_off as GPSCOPE_DIAG_OFF names ("sync,overhead"); empty when none.
-std::string DiagOffText(const Config& c);
 
 }  // namespace gpscope::inject
 

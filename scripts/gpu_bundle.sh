@@ -10,13 +10,15 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$repo/build-gpu}
 bash "$repo/scripts/setup.sh"
 cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" -j"$(nproc)" --target gpscope_inject gpscope-analyze e2e_workload \
+cmake --build "$build" -j"$(nproc)" --target gpscope_inject gpscope_inject_diag gpscope-analyze \
+  e2e_workload \
   tiny_kernels gpscope_cupti_floor gpscope_inject_diag_discard gpscope_inject_diag_process_tid \
   gpscope_inject_diag_no_marker gpscope_inject_diag_no_memset nvml_probe rule_kernels launch_loop \
   corpus_sync_memcpy corpus_malloc_free corpus_sgemm corpus_small_gemm corpus_cufft \
   stack_facts stack_sync_loop
 rm -rf "$repo/.carry"; mkdir -p "$repo/.carry/bin" "$repo/.carry/lib"
-cp "$build/inject/libgpscope_inject.so" "$build/tools/gpscope-analyze" \
+cp "$build/inject/libgpscope_inject.so" "$build/inject/libgpscope_inject_diag.so" \
+   "$build/tools/gpscope-analyze" \
    "$build/tests/e2e/e2e_workload" "$build/tests/e2e/rule_kernels" "$build/bench/tiny_kernels" \
    "$build/bench/libgpscope_cupti_floor.so" "$build"/bench/libgpscope_inject_diag_*.so \
    "$build/metrics/nvml_probe" "$build"/bench/corpus/corpus_* "$build/tests/e2e/launch_loop" \

@@ -41,8 +41,9 @@
 #   overhead_stacks  bench/overhead.py, the launch-bound CUDA loop and the training loop
 #                with call-site stacks on (gpscope) and off (stacks-off: GPSCOPE_STACKS=0),
 #                interleaved rounds; then one PASS/FAIL line per loop: on/off medians
-#                within 2%; stacks-sync-only (GPSCOPE_DIAG_STACK_NO_LAUNCH=1: no launch
-#                callbacks) shows their share (OVERHEAD_ARGS overrides --rounds 4 --steps 100)
+#                within 2%; stacks-sync-only (GPSCOPE_DIAG_STACK_NO_LAUNCH=1 with the diagnosis
+#                build libgpscope_inject_diag.so: no launch callbacks) shows their share
+#                (OVERHEAD_ARGS overrides --rounds 4 --steps 100)
 #   overhead_compare  bench/overhead.py, launch-bound CUDA loop and PyTorch tiny ops, with
 #                the collector of 54d91a1 (.carry/bin/libgpscope_inject_base.so) as
 #                configuration "base" beside this one, interleaved
@@ -103,18 +104,19 @@ for spec in "$@"; do
       r=$?; mv "$d"/corpus*.tar.gz "$out/" 2>/dev/null; (exit $r) ;;
     windowprobe)  # a 3 s window after WINDOW_DELAY s (default 4) of a torch_train run of
       # WINDOW_STEPS steps (default 400): kinds switched on at the window (the default),
-      # kernels gated on from the start (GPSCOPE_DIAG_GATE_KERNELS=1), no window; per
-      # variant the kernels and the launch calls in the trace
+      # kernels gated on from the start (GPSCOPE_DIAG_GATE_KERNELS=1, read by the diagnosis
+      # build only), no window; per variant the kernels and the launch calls in the trace
       for v in ${WINDOW_VARIANTS:-switched gated nowindow}; do
         mkdir -p "$d/$v"
         w=(GPSCOPE_CAPTURE_DELAY_S=${WINDOW_DELAY:-4} GPSCOPE_CAPTURE_DURATION_S=3)
+        lib=$carry/bin/libgpscope_inject.so
         case $v in
           switched) e=("${w[@]}") ;;
-          gated) e=("${w[@]}" GPSCOPE_DIAG_GATE_KERNELS=1) ;;
+          gated) e=("${w[@]}" GPSCOPE_DIAG_GATE_KERNELS=1); lib=$carry/bin/libgpscope_inject_diag.so ;;
           nowindow) e=() ;;
         esac
         env ${e[@]+"${e[@]}"} GPSCOPE_LOG_LEVEL=info GPSCOPE_OUTPUT="$d/$v" \
-          CUDA_INJECTION64_PATH=$carry/bin/libgpscope_inject.so timeout -k 5 90 \
+          CUDA_INJECTION64_PATH=$lib timeout -k 5 90 \
           python3 "$repo/bench/workloads/torch_train.py" --steps "${WINDOW_STEPS:-400}" --sleep-ms 15 \
           >"$d/$v/app.out" 2>"$d/$v/app.err"
         rc=$?
@@ -143,22 +145,26 @@ for spec in "$@"; do
         --floor "$carry/bin/libgpscope_cupti_floor.so" --tiny "$carry/bin/tiny_kernels" --suites "$suite" \
         --no-profiler ${OVERHEAD_ARGS:-} --out "$d/overhead.json" >"$d/stdout.txt" 2>&1 ;;
     overhead_parts)  # the launch-bound loop with gpscope minus one part at a time: which
-      # part of the per-launch cost is whose (OVERHEAD_ARGS adds e.g. --rounds 15)
+      # part of the per-launch cost is whose (OVERHEAD_ARGS adds e.g. --rounds 15); the
+      # GPSCOPE_DIAG_OFF variants run the diagnosis build (diag-build: it alone, as a control)
+      dg=CUDA_INJECTION64_PATH=$carry/bin/libgpscope_inject_diag.so
       timeout -k 10 "$limit" python3 "$repo/bench/overhead.py" --inject "$carry/bin/libgpscope_inject.so" \
         --floor "$carry/bin/libgpscope_cupti_floor.so" --tiny "$carry/bin/tiny_kernels" --suites cuda \
         --no-profiler --env-variant no-api:GPSCOPE_API=0 --env-variant no-nvtx:GPSCOPE_NVTX=0 \
-        --env-variant no-sync:GPSCOPE_DIAG_OFF=sync --env-variant no-overhead:GPSCOPE_DIAG_OFF=overhead \
-        --env-variant no-copies:GPSCOPE_DIAG_OFF=memcpy,memset --env-variant no-metrics:GPSCOPE_METRICS=0 \
+        --env-variant "diag-build:$dg" --env-variant "no-sync:$dg,GPSCOPE_DIAG_OFF=sync" \
+        --env-variant "no-overhead:$dg,GPSCOPE_DIAG_OFF=overhead" \
+        --env-variant "no-copies:$dg,GPSCOPE_DIAG_OFF=memcpy,memset" --env-variant no-metrics:GPSCOPE_METRICS=0 \
         --env-variant standby-no-metrics:GPSCOPE_STANDBY=1,GPSCOPE_METRICS=0 \
         ${OVERHEAD_ARGS:-} --out "$d/overhead.json" >"$d/stdout.txt" 2>&1 ;;
     stacks)
       timeout -k 10 "$limit" bash "$repo/tests/e2e/stacks_gpu.sh" "$carry/bin" "$d" \
         ${STACKS_ONLY:-} >"$d/stdout.txt" 2>&1 ;;
     overhead_stacks)  # call-site stacks on vs off (issue 20: within 2%)
+      dg=CUDA_INJECTION64_PATH=$carry/bin/libgpscope_inject_diag.so  # reads GPSCOPE_DIAG_*
       timeout -k 10 "$limit" python3 "$repo/bench/overhead.py" --inject "$carry/bin/libgpscope_inject.so" \
         --floor "$carry/bin/libgpscope_cupti_floor.so" --tiny "$carry/bin/tiny_kernels" \
         --suites cuda,torch_train --no-profiler --env-variant stacks-off:GPSCOPE_STACKS=0 \
-        --env-variant stacks-sync-only:GPSCOPE_DIAG_STACK_NO_LAUNCH=1 \
+        --env-variant "stacks-sync-only:$dg,GPSCOPE_DIAG_STACK_NO_LAUNCH=1" \
         --only-configs baseline,gpscope,stacks-off,stacks-sync-only \
         ${OVERHEAD_ARGS:---rounds 4 --steps 100} \
         --out "$d/overhead.json" >"$d/stdout.txt" 2>&1 &&

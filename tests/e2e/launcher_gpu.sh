@@ -91,7 +91,7 @@ read -r span_s count <<<"$span"
 nl=$(launches "$d"/*.gpscope)
 nd=$(dropped "$d"/*.gpscope)
 # Each kernel's launch call is recorded too (switched on mid-run, CUDA API
-# records need the whole kinds: collector.cc SetApiRecords), and nothing is
+# records need the whole kinds: CuptiSession::SetApiRecords), and nothing is
 # lost: the work still queued when the window closes is outside it.
 if python3 -c "import sys; sys.exit(0 if 0 < $count and 2.0 <= $span_s <= 3.6 and $nl >= 0.9 * $count and $nd == 0 else 1)"; then
   ok "window: $count kernels over ${span_s} s (wanted ~3 s), $nl launch calls, $nd dropped"

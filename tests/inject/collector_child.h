@@ -313,10 +313,15 @@ class CollectorCuptiTest : public ::testing::Test {
                           "GPSCOPE_CAPTURE_STEPS"}) {
       unsetenv(v);
     }
-    // "@chdir" is no variable: the child's working directory.
+    // "@chdir" is no variable: the child's working directory. Nor "@diag":
+    // the child loads the collector's diagnosis build, which alone reads the
+    // GPSCOPE_DIAG_* switches (inject/diag_switches.h).
+    const char* inject_lib = GPSCOPE_INJECT_LIB;
     for (const auto& [k, v] : env) {
       if (k == "@chdir") {
         if (chdir(v.c_str()) != 0) _exit(21);
+      } else if (k == "@diag") {
+        inject_lib = GPSCOPE_INJECT_DIAG_LIB;
       } else {
         setenv(k.c_str(), v.c_str(), 1);
       }
@@ -335,7 +340,7 @@ class CollectorCuptiTest : public ::testing::Test {
     if (const char* global = getenv("GPSCOPE_TEST_DLOPEN_GLOBAL")) {
       if (dlopen(global, RTLD_NOW | RTLD_GLOBAL) == nullptr) _exit(33);
     }
-    void* lib = dlopen(GPSCOPE_INJECT_LIB, RTLD_NOW | RTLD_LOCAL);
+    void* lib = dlopen(inject_lib, RTLD_NOW | RTLD_LOCAL);
     if (lib == nullptr) _exit(10);
     auto init = reinterpret_cast<int (*)()>(dlsym(lib, "InitializeInjection"));
     if (init == nullptr || init() != 1) _exit(11);
@@ -636,8 +641,9 @@ inline void CollectorCuptiTest::ExpectOneLaunchRecordPerKernel(const Trace& t) {
     }
   }
   // A window's edge can fall between a launch call and its kernel, and with
-  // gated kernels (GPSCOPE_DIAG_GATE_KERNELS) the API kinds switch on a few
-  // ms after the gate opens: 5 of 600 kernels at 2,000/s here.
+  // gated kernels (GPSCOPE_DIAG_GATE_KERNELS, the diagnosis build) the API
+  // kinds switch on a few ms after the gate opens: 5 of 600 kernels at
+  // 2,000/s here.
   const double slack = std::max(2.0, 0.02 * static_cast<double>(t.kernels.size()));
   EXPECT_NEAR(static_cast<double>(launches), static_cast<double>(t.kernels.size()), slack)
       << "launch records in the window";

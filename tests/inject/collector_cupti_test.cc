@@ -314,11 +314,12 @@ TEST_F(CollectorCuptiTest, EnablesConcurrentKernelAndTheSelectedCallsBeforeTheAp
 }
 
 // bench/overhead.py --env-variant attributes the per-launch cost kind by
-// kind: GPSCOPE_DIAG_OFF leaves the named optional kinds off, names an
-// unknown one in one line, and changes nothing else.
+// kind: in the diagnosis build, GPSCOPE_DIAG_OFF leaves the named optional
+// kinds off, names an unknown one in one line, and changes nothing else.
 TEST_F(CollectorCuptiTest, DiagOffLeavesTheNamedOptionalKindsOff) {
-  ASSERT_NO_FATAL_FAILURE(RunToExit(
-      {{"FAKE_CUPTI_KERNELS", "3"}, {"GPSCOPE_DIAG_OFF", "sync,overhead,bogus"}}));
+  ASSERT_NO_FATAL_FAILURE(RunToExit({{"@diag", "1"},
+                                     {"FAKE_CUPTI_KERNELS", "3"},
+                                     {"GPSCOPE_DIAG_OFF", "sync,overhead,bogus"}}));
   FakeStats s;
   ASSERT_NO_FATAL_FAILURE(ReadStats(&s));
   std::set<uint32_t> kinds = kTracingKinds;
@@ -331,6 +332,44 @@ TEST_F(CollectorCuptiTest, DiagOffLeavesTheNamedOptionalKindsOff) {
   Trace t;
   ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
   EXPECT_EQ(t.kernels.size(), 3u);
+}
+
+// The shipped library reads no diagnosis switch: every kind is on, no line
+// names them, and the window is not gated.
+TEST_F(CollectorCuptiTest, ShippedLibraryIgnoresTheDiagnosisSwitches) {
+  ASSERT_NO_FATAL_FAILURE(RunToExit({{"FAKE_CUPTI_KERNELS", "3"},
+                                     {"GPSCOPE_DIAG_OFF", "sync,overhead,bogus"},
+                                     {"GPSCOPE_DIAG_GATE_KERNELS", "1"},
+                                     {"GPSCOPE_DIAG_STACK_NO_LAUNCH", "1"}}));
+  FakeStats s;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&s));
+  EXPECT_EQ(s.Set("kinds"), kTracingKinds);
+  const std::string err = Stderr();
+  EXPECT_EQ(err.find("GPSCOPE_DIAG"), std::string::npos) << err;
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  EXPECT_EQ(t.kernels.size(), 3u);
+}
+
+// Not even the names: the switches' code is compiled out of the shipped
+// library, and into the diagnosis build.
+TEST(CollectorBuildTest, OnlyTheDiagnosisBuildHoldsTheDiagnosisSwitchesNames) {
+  auto contains = [](const char* path, const std::string& needle) {
+    FILE* f = fopen(path, "rb");
+    EXPECT_NE(f, nullptr) << path;
+    if (f == nullptr) return false;
+    std::string bytes;
+    char buf[1 << 16];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) bytes.append(buf, n);
+    fclose(f);
+    return bytes.find(needle) != std::string::npos;
+  };
+  for (const char* name : {"GPSCOPE_DIAG_OFF", "GPSCOPE_DIAG_GATE_KERNELS",
+                           "GPSCOPE_DIAG_STACK_RING", "GPSCOPE_DIAG_STACK_NO_LAUNCH"}) {
+    EXPECT_FALSE(contains(GPSCOPE_INJECT_LIB, name)) << name;
+    EXPECT_TRUE(contains(GPSCOPE_INJECT_DIAG_LIB, name)) << name;
+  }
 }
 
 TEST_F(CollectorCuptiTest, ApiAndNvtxOffEnableNeitherCallRecordsNorMarkers) {
@@ -610,12 +649,14 @@ TEST_F(CollectorCuptiTest, DelayAndDurationWindowTracesOnlyInsideIt) {
   RunDelayWindow({});
 }
 
-// With GPSCOPE_DIAG_GATE_KERNELS=1 the kernel kind is on from the start and
-// the records are gated: the window is complete even where kernel activity
-// switched on in a running process records nothing (older CUPTI; the fake
-// models it with FAKE_CUPTI_LATE_KERNELS=dead).
+// With GPSCOPE_DIAG_GATE_KERNELS=1 (the diagnosis build) the kernel kind is
+// on from the start and the records are gated: the window is complete even
+// where kernel activity switched on in a running process records nothing
+// (older CUPTI; the fake models it with FAKE_CUPTI_LATE_KERNELS=dead).
 TEST_F(CollectorCuptiTest, GatedKernelsFillTheWindowWhereLateEnablingRecordsNothing) {
-  RunDelayWindow({{"FAKE_CUPTI_LATE_KERNELS", "dead"}, {"GPSCOPE_DIAG_GATE_KERNELS", "1"}});
+  RunDelayWindow({{"@diag", "1"},
+                  {"FAKE_CUPTI_LATE_KERNELS", "dead"},
+                  {"GPSCOPE_DIAG_GATE_KERNELS", "1"}});
 }
 
 

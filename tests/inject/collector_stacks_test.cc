@@ -318,7 +318,8 @@ void ManySyncsWorkload(void* fake) {
 TEST_F(CollectorStacksTest, AFullCaptureRingLosesStacksNotRecordsAndCountsThemAsDropStacks) {
   g_child_workload = ManySyncsWorkload;
   // Two slots: a burst of syncs faster than the writer drains fills it.
-  ASSERT_NO_FATAL_FAILURE(RunToExit({{"GPSCOPE_DIAG_STACK_RING", "2"}}, Then::kWorkload));
+  ASSERT_NO_FATAL_FAILURE(
+      RunToExit({{"@diag", "1"}, {"GPSCOPE_DIAG_STACK_RING", "2"}}, Then::kWorkload));
   Trace t;
   ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
   EXPECT_EQ(t.api_calls.size(), 3000u) << "every API record is kept";

@@ -140,16 +140,16 @@ TEST(ConfigTest, PoolSmallerThanTwoBuffersIsRaised) {
   EXPECT_EQ(c.max_buffer_mb, 16u);
 }
 
-TEST(ConfigTest, DiagOffNamesKindsAndNamesTheUnknownOnes) {
+// The overhead-diagnosis switches are no settings (inject/diag_switches.h):
+// the configuration neither reads them nor lists them in the trace header.
+TEST(ConfigTest, DiagnosisSwitchesAreNoSettings) {
   std::vector<std::string> problems;
-  Config c = Parse({{"GPSCOPE_DIAG_OFF", "sync,bogus,,memcpy,what"}}, &problems);
-  EXPECT_EQ(c.diag_off, kDiagOffSync | kDiagOffMemcpy);
-  ASSERT_EQ(problems.size(), 1u);
-  EXPECT_EQ(problems[0],
-            "GPSCOPE_DIAG_OFF: unknown kind(s) bogus,what (known: memcpy, memset, sync, overhead); "
-            "ignored");
-  EXPECT_EQ(DiagOffText(c), "memcpy,sync");
-  EXPECT_EQ(Parse({}, nullptr).diag_off, 0u);
+  Config c = Parse({{"GPSCOPE_DIAG_OFF", "sync,bogus"}, {"GPSCOPE_DIAG_GATE_KERNELS", "1"}},
+                   &problems);
+  EXPECT_TRUE(problems.empty());
+  for (const auto& [k, v] : c.AsKeyValues()) {
+    EXPECT_EQ(k.rfind("GPSCOPE_DIAG", 0), std::string::npos) << k;
+  }
 }
 
 TEST(ConfigTest, KeyValuesListEffectiveSettings) {

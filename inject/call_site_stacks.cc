@@ -1,0 +1,152 @@
+#include "inject/call_site_stacks.h"
+
+#include "common/raw_log.h"
+#include "inject/stacks/fast_unwind.h"
+
+namespace gpscope::inject {
+namespace {
+
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+void CallSiteStacks::Off(const std::string& why) {
+  GPSCOPE_LOG_INFO("call-site stacks off: %s", why.c_str());
+  writer_->AddCapability({format::MakeStringRef("stacks"), false, {why.data(), why.size()}});
+}
+
+void CallSiteStacks::Start(const Options& options, CuptiSession* session, WakeWord* wake) {
+  const stacks::StackSettings& s = options.settings;
+  if (!s.enabled()) return Off("GPSCOPE_STACKS=0");
+  if (session->subscriber() == nullptr) {
+    return Off("no CUPTI subscriber of our own: CUPTI's API callbacks are unavailable");
+  }
+  if (!options.api_records) return Off("GPSCOPE_API=0: stacks are joined to the API records");
+  bool python = false;
+  if (s.python()) {
+    py_info_ = stacks::InitPythonStacks();
+    python = py_info_.enabled;
+    GPSCOPE_LOG_INFO("python stacks: %s", py_info_.reason.c_str());
+    writer_->AddCapability({format::MakeStringRef("stacks.python"), python,
+                            {py_info_.reason.data(), py_info_.reason.size()}});
+  }
+  if (s.native()) {
+    std::string why;
+    if (!stacks::InitFastUnwind(&why)) {
+      why = "fast unwinder unavailable (" + why + "): native stacks through libgcc, slower";
+      GPSCOPE_LOG_INFO("%s", why.c_str());
+      writer_->AddCapability(
+          {format::MakeStringRef("stacks.native"), true, {why.data(), why.size()}});
+    }
+  }
+  StackCapturer::Options o;
+  o.settings = s;
+  o.python = python;
+  o.gate = session->tracing_flag();
+  o.wake = wake;
+  o.ring_slots = options.ring_slots;
+  std::string why;
+  if (!capturer_->Init(o, &why)) return Off(why);
+  size_t asked = 0;
+  const size_t enabled = session->EnableApiCallbacks(options.launches, &asked);
+  if (enabled == 0) {
+    capturer_->Disable();
+    return Off("CUPTI refused the API callbacks");
+  }
+  memory_ = std::make_unique<stacks::SelfMemoryReader>();
+  if (python) {
+    python_resolver_ = std::make_unique<stacks::PythonResolver>(*py_info_.layout, py_info_.types,
+                                                                memory_.get());
+  }
+  native_symbolizer_ = std::make_unique<stacks::NativeSymbolizer>();
+  frame_resolver_ = std::make_unique<stacks::ProcessFrameResolver>(python_resolver_.get(),
+                                                                   native_symbolizer_.get());
+  // Native stacks start in our own callback and CUPTI's dispatch: dropped.
+  // Raw stacks remembered: at most 32768 (their frames: <= 32 MiB at 64
+  // deep); past that a new raw stack is resolved each time (cached per code
+  // object and address) instead of remembered.
+  stacks::StackTable::Limits limits;
+  limits.max_raw = 1 << 15;
+  if (!options.self_path.empty()) {
+    limits.drop_leading_native_modules.push_back(BaseName(options.self_path));
+  }
+  limits.drop_leading_native_modules.push_back(BaseName(options.cupti_path));
+  table_ = std::make_unique<stacks::StackTable>(frame_resolver_.get(), limits);
+  GPSCOPE_LOG_INFO("call-site stacks on (GPSCOPE_STACKS=%s, GPSCOPE_STACK_SAMPLE_MS=%u): %zu of "
+                   "%zu API callbacks enabled",
+                   stacks::StackModeName(s.mode), s.sample_interval_ms, enabled, asked);
+}
+
+void CallSiteStacks::Drain(const CaptureGate& gate) {
+  if (table_ == nullptr) return;
+  if (writer_->frames_failed() != frames_failed_seen_) {
+    // A lost chunk may have held definitions: send them all again.
+    frames_failed_seen_ = writer_->frames_failed();
+    table_->ResendAll();
+  }
+  {
+    // Resolution reads memory with process_vm_readv and takes the loader
+    // lock (dladdr): the finisher may take over meanwhile (no ChunkWriter here).
+    BlockingSection section(finisher_);
+    capturer_->Drain([&](const stacks::StackCapture& c) {
+      format::StackSampleEvent e{};
+      e.timestamp_ns = c.timestamp_ns;
+      e.thread_id = c.thread_id;
+      e.correlation_id = static_cast<uint32_t>(c.correlation_id);
+      e.stack_id = table_->Intern(c);
+      e.trigger = static_cast<uint32_t>(c.trigger);
+      samples_.push_back(e);
+    });
+    table_->TakeNew(&new_frames_, &new_stacks_);
+  }
+  table_drops_ = table_->dropped();
+  for (const stacks::StackFrameEntry& f : new_frames_) {
+    format::StackFrameRecord r{};
+    r.id = f.id;
+    r.kind = static_cast<uint32_t>(f.frame.kind);
+    r.file_id = writer_->InternString(f.frame.file);
+    r.function_id = writer_->InternString(f.frame.function);
+    r.line = f.frame.line > 0 ? static_cast<uint32_t>(f.frame.line) : 0;
+    r.qualname_id = writer_->InternString(f.frame.qualname);
+    r.build_id_id = writer_->InternString(f.frame.build_id);
+    r.module_offset = f.frame.module_offset;
+    writer_->AddStackFrame(r);
+  }
+  for (const stacks::StackEntry& st : new_stacks_) {
+    writer_->AddStack({st.id, st.frame_ids.data(), st.frame_ids.size(), st.truncated});
+  }
+  for (const format::StackSampleEvent& e : samples_) {
+    if (!gate.InWindow(e.timestamp_ns)) continue;  // like the API records outside a window
+    writer_->AddStackSample(e);
+  }
+  new_frames_.clear();
+  new_stacks_.clear();
+  samples_.clear();
+  if (!python_fault_reported_ && stacks::PythonStacksFault() != stacks::WalkFault::kNone) {
+    python_fault_reported_ = true;
+    const std::string why = std::string("turned off at run time: ") +
+                            stacks::WalkFaultName(stacks::PythonStacksFault());
+    GPSCOPE_LOG_WARNING("python stacks %s (an unexpected frame layout; the application is not "
+                        "affected)", why.c_str());
+    writer_->AddCapability(
+        {format::MakeStringRef("stacks.python"), false, {why.data(), why.size()}});
+  }
+}
+
+void CallSiteStacks::LogSummary() const {
+  GPSCOPE_LOG_INFO("call-site stacks: %llu captured on %u threads (%llu the main Python "
+                   "thread's, at syncs of threads without Python; %llu native ones through "
+                   "libgcc, the slow path), %llu lost to full rings, %zu stacks of %zu frames "
+                   "(%llu frames unresolved)",
+                   static_cast<unsigned long long>(capturer_->captures()),
+                   capturer_->threads_seen(),
+                   static_cast<unsigned long long>(capturer_->main_thread_captures()),
+                   static_cast<unsigned long long>(capturer_->native_slow_path()),
+                   static_cast<unsigned long long>(capturer_->ring_drops()), table_->stacks(),
+                   table_->frames(), static_cast<unsigned long long>(table_->unresolved_frames()));
+}
+
+}  // namespace gpscope::inject

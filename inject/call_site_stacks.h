@@ -1,0 +1,110 @@
+// inject/call_site_stacks.h: call-site stacks in the collector (issue 20,
+// docs/stacks.md): switched on at start-up, drained by the writer.
+//
+// The application threads capture into per-thread rings from CUPTI's API
+// callbacks (inject/stack_capture.h: the StackCapturer, a constant-
+// initialized global the callbacks reach); this unit sets that up, then, on
+// the writer thread, interns the published captures into stacks of frames
+// (inject/stacks: Python and native resolution) and writes their rows.
+//
+//   CallSiteStacks stacks(&g_stacks, writer, &finisher);
+//   stacks.Start(options, &session, &wake);   // start-up, before CUDA runs
+//   stacks.Drain(gate);                       // writer, at every drain
+//
+// Every outcome of Start() is one line at info level and a capability
+// notice in the trace.
+//
+// Thread model: Start() on the start-up thread (inside InitializeInjection);
+// everything else on the writer thread, except the drop counts, which the
+// finisher may read after a takeover (table_drops() is a copy taken outside
+// the table's blocking section for that reason).
+#ifndef GPSCOPE_INJECT_CALL_SITE_STACKS_H_
+#define GPSCOPE_INJECT_CALL_SITE_STACKS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "inject/capture_gate.h"
+#include "inject/cupti_session.h"
+#include "inject/exit_finisher.h"
+#include "inject/stack_capture.h"
+#include "inject/stacks/memory_reader.h"
+#include "inject/stacks/native_stacks.h"
+#include "inject/stacks/python_resolver.h"
+#include "inject/stacks/python_stacks.h"
+#include "inject/stacks/stack_settings.h"
+#include "inject/stacks/stack_table.h"
+#include "inject/wake_word.h"
+#include "proto/chunk_writer.h"
+
+namespace gpscope::inject {
+
+class CallSiteStacks {
+ public:
+  struct Options {
+    stacks::StackSettings settings;  // GPSCOPE_STACKS, GPSCOPE_STACK_SAMPLE_MS
+    bool api_records = true;         // GPSCOPE_API: stacks are joined to the API records
+    std::string cupti_path;          // its frames are dropped from the top of native stacks
+    // The injected library's file (dladdr of one of its functions): its
+    // frames are dropped from the top of native stacks too. Empty: unknown.
+    std::string self_path;
+    // Diagnosis (inject/diag_switches.h): capture ring slots per thread
+    // (0: the default), and the launches' callbacks left off.
+    uint32_t ring_slots = 0;
+    bool launches = true;
+  };
+
+  CallSiteStacks(StackCapturer* capturer, format::ChunkWriter* writer, ExitFinisher* finisher)
+      : capturer_(capturer), writer_(writer), finisher_(finisher) {}
+  CallSiteStacks(const CallSiteStacks&) = delete;
+  CallSiteStacks& operator=(const CallSiteStacks&) = delete;
+
+  // Start-up thread, when CUPTI is set up (session->subscriber() ours, or
+  // the stacks stay off and say why).
+  void Start(const Options& options, CuptiSession* session, WakeWord* wake);
+  // On: capturing, and the writer drains.
+  bool active() const { return table_ != nullptr; }
+
+  // Writer thread, at every drain, before the CUPTI buffers: the captures
+  // the application threads published, interned, then their rows (frames,
+  // stacks, samples: in that order, so a reader meets every id after its
+  // definition). Samples outside the capture window are left out, like the
+  // API records.
+  void Drain(const CaptureGate& gate);
+
+  // Cumulative drop counts (active() only): captures lost to a full ring,
+  // stacks the table could not keep, captures of threads beyond the limit.
+  uint64_t ring_drops() const { return capturer_->ring_drops(); }
+  uint64_t table_drops() const { return table_drops_; }
+  uint64_t thread_drops() const { return capturer_->thread_drops(); }
+  // Writer thread, at the end: one info line of counts (active() only).
+  void LogSummary() const;
+
+ private:
+  void Off(const std::string& why);
+
+  StackCapturer* capturer_;
+  format::ChunkWriter* writer_;
+  ExitFinisher* finisher_;
+  // Writer-thread state (null when the stacks are off).
+  stacks::PythonInfo py_info_;
+  std::unique_ptr<stacks::SelfMemoryReader> memory_;
+  std::unique_ptr<stacks::PythonResolver> python_resolver_;
+  std::unique_ptr<stacks::NativeSymbolizer> native_symbolizer_;
+  std::unique_ptr<stacks::ProcessFrameResolver> frame_resolver_;
+  std::unique_ptr<stacks::StackTable> table_;
+  std::vector<format::StackSampleEvent> samples_;
+  std::vector<stacks::StackFrameEntry> new_frames_;
+  std::vector<stacks::StackEntry> new_stacks_;
+  uint64_t frames_failed_seen_ = 0;  // writer_->frames_failed() at the last drain
+  // table_->dropped() as of the last drain: the losses may be reported on
+  // the finisher while the writer is inside the table (a blocking section).
+  uint64_t table_drops_ = 0;
+  bool python_fault_reported_ = false;
+};
+
+}  // namespace gpscope::inject
+
+#endif  // GPSCOPE_INJECT_CALL_SITE_STACKS_H_

@@ -1,0 +1,297 @@
+#include "inject/cupti_session.h"
+
+#include <time.h>
+
+#include <cstdlib>
+
+#include "common/posix.h"
+#include "common/raw_log.h"
+#include "inject/api_cbids.h"
+#include "inject/api_classes.h"
+#include "inject/cupti_hooks.h"
+#include "inject/diag_switches.h"
+#include "proto/enums.h"
+
+namespace gpscope::inject {
+namespace {
+
+// Activity kinds gpscope enables when the CUDA build offers them, with the
+// diagnosis bit (Options::kinds_off) that leaves each off.
+constexpr CUpti_ActivityKind kOptional[] = {
+    CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
+    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD};
+constexpr uint32_t kOptionalOffBit[] = {diag::kOffMemcpy, diag::kOffMemcpy, diag::kOffMemset,
+                                        diag::kOffSync, diag::kOffOverhead};
+constexpr size_t kOptionalCount = sizeof(kOptional) / sizeof(kOptional[0]);
+
+}  // namespace
+
+bool CuptiSession::Open(const Options& options, const Callbacks& callbacks, std::string* error) {
+  options_ = options;
+  auto check = [&](CUptiResult r, const char* what) {
+    if (r == CUPTI_SUCCESS) return true;
+    *error = std::string(what) + " failed: " + api_.ErrorString(r);
+    return false;
+  };
+  // Hold the (single) subscriber so another client cannot take the activity
+  // callbacks from us (see collector.h). MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+  // means someone else holds it: we still trace, and say so; any other
+  // error is CUPTI failing, and said as such.
+  char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
+  CUptiResult sub = CUPTI_ERROR_UNKNOWN;
+  if (api_.cuptiSubscribe_v2 != nullptr) {
+    // Named, so a tool that fails to subscribe after us is told "gpscope".
+    CUpti_SubscriberParams params{};
+    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    params.subscriberName = "gpscope";
+    params.oldSubscriberName = holder;
+    params.oldSubscriberSize = sizeof(holder) - 1;
+    sub = api_.cuptiSubscribe_v2(&subscriber_, callbacks.subscriber, nullptr, &params);
+  }
+  if (sub != CUPTI_SUCCESS && sub != CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    sub = api_.cuptiSubscribe(&subscriber_, callbacks.subscriber, nullptr);
+  }
+  if (sub != CUPTI_SUCCESS && sub != CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    // Not another client: CUPTI's callback API failed (measured without a
+    // driver: CUPTI_ERROR_UNKNOWN; CUPTI newer than the driver:
+    // CUPTI_ERROR_NOT_INITIALIZED). Activity tracing may still work; the
+    // collector says which in one line (subscribe_error()).
+    subscribe_error_ = std::string("cuptiSubscribe failed: ") + api_.ErrorString(sub) +
+                       " (CUptiResult " + std::to_string(static_cast<int>(sub)) + ")";
+    writer_->AddCapability({format::MakeStringRef("cupti_subscriber"), false,
+                            {subscribe_error_.data(), subscribe_error_.size()}});
+    subscriber_ = nullptr;
+  } else if (sub != CUPTI_SUCCESS) {
+    std::string why = std::string("CUPTI subscriber held by ") +
+                      (holder[0] != '\0' ? holder : "another client") + " (" +
+                      api_.ErrorString(sub) + "); tracing anyway, that tool may take our buffers";
+    GPSCOPE_LOG_WARNING("%s", why.c_str());
+    writer_->AddCapability(
+        {format::MakeStringRef("cupti_subscriber"), false, {why.data(), why.size()}});
+    subscriber_ = nullptr;
+  } else {
+    // Context creation, for the deferred file and the sampler's GPUs.
+    context_callback_ = api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE,
+                                                 CUPTI_CBID_RESOURCE_CONTEXT_CREATED) ==
+                        CUPTI_SUCCESS;
+  }
+  if (options_.system_thread_ids) {
+    api_.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+  }
+  // The writer re-zeroes each buffer before reuse, off the application's
+  // threads, so CUPTI need not zero it on the launching thread.
+  uint8_t zeroed = 1;
+  size_t attr_bytes = sizeof(zeroed);
+  api_.cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &attr_bytes,
+                                 &zeroed);
+  if (!check(api_.cuptiActivityRegisterCallbacks(callbacks.buffer_requested,
+                                                 callbacks.buffer_completed),
+             "cuptiActivityRegisterCallbacks")) {
+    return false;
+  }
+  // Device and context records are one-time and cheap: always on.
+  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT}) {
+    api_.cuptiActivityEnable(k);
+  }
+  if (options_.nvtx) {
+    CUptiResult r = api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER);
+    // NVTX reads NVTX_INJECTION64_PATH at each library's first NVTX call;
+    // CUPTI's own NVTX handler then turns ranges into MARKER records. A
+    // window that waits for an NVTX range keeps markers on throughout;
+    // otherwise they follow the window (SetTracing).
+    if (r == CUPTI_SUCCESS && getenv("NVTX_INJECTION64_PATH") == nullptr) {
+      setenv("NVTX_INJECTION64_PATH", api_.path.c_str(), 0);
+      set_nvtx_env_ = true;
+    }
+    if (r == CUPTI_SUCCESS && !options_.markers_throughout) {
+      api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER);
+    }
+  }
+  return true;
+}
+
+bool CuptiSession::KeepKernelsOn(std::string* error) {
+  const CUptiResult r = api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (r != CUPTI_SUCCESS) {
+    *error = std::string("cuptiActivityEnable(CONCURRENT_KERNEL) failed: ") + api_.ErrorString(r);
+    return false;
+  }
+  kernels_always_on_ = true;
+  return true;
+}
+
+void CuptiSession::Release() {
+  SetHoldingCupti(false);
+  SetTracing(false);
+  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT,
+                               CUPTI_ACTIVITY_KIND_MARKER}) {
+    api_.cuptiActivityDisable(k);
+  }
+  if (subscriber_ != nullptr) {
+    api_.cuptiUnsubscribe(subscriber_);
+    subscriber_ = nullptr;
+  }
+  if (set_nvtx_env_) unsetenv("NVTX_INJECTION64_PATH");
+}
+
+size_t CuptiSession::FlushAll(uint32_t flag) {
+  BlockingSection section(finisher_);
+  api_.cuptiActivityFlushAll(flag);
+  size_t dropped = 0;
+  if (api_.cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) != CUPTI_SUCCESS) dropped = 0;
+  return dropped;
+}
+
+bool CuptiSession::SetTracing(bool on, std::string* error) {
+  if (tracing_.load(std::memory_order_relaxed) == on) return true;
+  bool ok;
+  {
+    // Hundreds of CUPTI calls: one blocking section (no ChunkWriter use
+    // inside: SetApiRecords leaves its notice in api_refusal_).
+    BlockingSection section(finisher_);
+    ok = SetTracingCalls(on, error);
+  }
+  if (!api_refusal_.empty() && !api_refusal_written_ && writer_ != nullptr) {
+    api_refusal_written_ = true;
+    writer_->AddCapability({format::MakeStringRef("cupti.api_records"), false,
+                            {api_refusal_.data(), api_refusal_.size()}});
+  }
+  return ok;
+}
+
+bool CuptiSession::SetTracingCalls(bool on, std::string* error) {
+  static bool warned[kOptionalCount] = {};
+  if (on) {
+    CUptiResult r = kernels_always_on_
+                        ? CUPTI_SUCCESS
+                        : api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (r != CUPTI_SUCCESS) {
+      // One line: the caller logs *error when it wants it, else we do.
+      std::string why = std::string("enabling kernel activity failed: ") + api_.ErrorString(r);
+      if (error != nullptr) {
+        *error = why;
+      } else {
+        GPSCOPE_LOG_ERROR("%s", why.c_str());
+      }
+      return false;
+    }
+    for (size_t i = 0; i < kOptionalCount; ++i) {
+      if (options_.kinds_off & kOptionalOffBit[i]) continue;
+      r = api_.cuptiActivityEnable(kOptional[i]);
+      if (r != CUPTI_SUCCESS && !warned[i]) {
+        warned[i] = true;
+        GPSCOPE_LOG_WARNING("activity kind %d unavailable: %s", static_cast<int>(kOptional[i]),
+                            api_.ErrorString(r));
+      }
+    }
+  } else {
+    if (!kernels_always_on_) api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    for (CUpti_ActivityKind k : kOptional) api_.cuptiActivityDisable(k);
+  }
+  if (options_.nvtx && !options_.markers_throughout) {
+    if (on) {
+      api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER);
+    } else {
+      api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER);
+    }
+  }
+  if (options_.api_records) SetApiRecords(on);
+  tracing_.store(on, std::memory_order_relaxed);
+  return true;
+}
+
+// The CUDA calls whose records gpscope keeps (api_cbids.h). Enabled one id
+// at a time they produce records only if that happened before CUDA started:
+// measured on the H200 (CUDA 13.0, session 5), a window switched on later
+// got every kernel and not one API record. Later, the documented other way
+// works: the whole RUNTIME and DRIVER kinds on, then every other id off
+// (same records per kernel as from the start). ~1,300 calls, once per window.
+void CuptiSession::SetApiRecords(bool on) {
+  if (!on) {
+    api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
+    api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER);
+    for (CUpti_CallbackId id : kRuntimeCbids) api_.cuptiActivityEnableRuntimeApi(id, 0);
+    for (CUpti_CallbackId id : kDriverCbids) api_.cuptiActivityEnableDriverApi(id, 0);
+    return;
+  }
+  if (!cuda_started_) {
+    for (CUpti_CallbackId id : kRuntimeCbids) api_.cuptiActivityEnableRuntimeApi(id, 1);
+    for (CUpti_CallbackId id : kDriverCbids) api_.cuptiActivityEnableDriverApi(id, 1);
+    return;
+  }
+  // The kind first: enabling it overrides the per-id settings made before.
+  // (For the microseconds until the loops below end, CUPTI may record a few
+  // calls gpscope leaves out; the record converter drops them.)
+  const CUptiResult rr = api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
+  const CUptiResult rd = api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER);
+  static bool warned = false;
+  if ((rr != CUPTI_SUCCESS || rd != CUPTI_SUCCESS) && !warned) {
+    warned = true;
+    const char* why = api_.ErrorString(rr != CUPTI_SUCCESS ? rr : rd);
+    GPSCOPE_LOG_WARNING("CUDA API records unavailable in this window (%s); kernels, copies and "
+                        "syncs are still traced", why);
+    // In the trace too, so the analysis says why launch calls are missing
+    // (SetTracing writes it, outside its blocking section).
+    api_refusal_ = std::string("CUPTI refused the API kinds for a window opened mid-run: ") + why;
+  }
+  for (CUpti_CallbackId id = 1; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++id) {
+    if (!kListedApiIds.runtime[id]) api_.cuptiActivityEnableRuntimeApi(id, 0);
+  }
+  for (CUpti_CallbackId id = 1; id < CUPTI_DRIVER_TRACE_CBID_SIZE; ++id) {
+    if (!kListedApiIds.driver[id]) api_.cuptiActivityEnableDriverApi(id, 0);
+  }
+}
+
+size_t CuptiSession::EnableApiCallbacks(bool launches, size_t* asked) {
+  size_t enabled = 0;
+  *asked = 0;
+  for (CUpti_CallbackId id : kRuntimeCbids) {
+    if (!launches && ClassifyApi(CUPTI_CB_DOMAIN_RUNTIME_API, id) == ApiClass::kLaunch) continue;
+    ++*asked;
+    enabled += api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, id) ==
+               CUPTI_SUCCESS;
+  }
+  for (CUpti_CallbackId id : kDriverCbids) {
+    if (!launches && ClassifyApi(CUPTI_CB_DOMAIN_DRIVER_API, id) == ApiClass::kLaunch) continue;
+    ++*asked;
+    enabled += api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id) ==
+               CUPTI_SUCCESS;
+  }
+  return enabled;
+}
+
+const char* CuptiSession::ApiName(uint32_t domain, uint32_t cbid) {
+  const char* name = nullptr;
+  const CUpti_CallbackDomain d =
+      domain == wire::API_RUNTIME ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
+  CUptiResult r;
+  {
+    BlockingSection section(finisher_);
+    r = api_.cuptiGetCallbackName(d, cbid, &name);
+  }
+  return r == CUPTI_SUCCESS ? name : nullptr;
+}
+
+uint64_t CuptiSession::NowNs() const {
+  uint64_t ns = 0;
+  if (api_.cuptiGetTimestamp != nullptr) {
+    BlockingSection section(finisher_);  // a no-op off the writer thread
+    if (api_.cuptiGetTimestamp(&ns) == CUPTI_SUCCESS && ns != 0) return ns;
+  }
+  return common::ClockNs(CLOCK_REALTIME);
+}
+
+format::ClockRecord CuptiSession::Snapshot() const {
+  format::ClockRecord c{};
+  uint64_t cupti_ns = 0;
+  if (api_.cuptiGetTimestamp != nullptr) {
+    BlockingSection section(finisher_);
+    api_.cuptiGetTimestamp(&cupti_ns);
+  }
+  c.realtime_ns = common::ClockNs(CLOCK_REALTIME);
+  c.monotonic_ns = common::ClockNs(CLOCK_MONOTONIC);
+  c.cupti_ns = cupti_ns;
+  return c;
+}
+
+}  // namespace gpscope::inject

@@ -1,0 +1,156 @@
+// inject/cupti_session.h: gpscope's use of CUPTI, in one place: the
+// subscriber and its callbacks, the activity buffer callbacks, the activity
+// kinds and API records switched on and off, flushes, timestamps, callback
+// names, and leaving CUPTI as it was found.
+//
+//   CuptiSession session(&api, &finisher, writer);   // api: LoadCupti()'s
+//   session.Open(options, callbacks, &error);        // in InitializeInjection
+//   session.SetTracing(true);                        // a window opens
+//   dropped += session.FlushAll(0);                  // writer, periodically
+//
+// Enabling per call id only works before CUDA starts (measured on the H200,
+// CUDA 13.0: a window switched on later got every kernel and not one API
+// record); SetCudaStarted() switches SetTracing to the whole API kinds with
+// every other id off.
+//
+// Coexistence: Open() holds the (single) subscriber, so another client
+// cannot take the activity callbacks from us (inject/collector.h).
+//
+// Thread model: Open() and Release() on the start-up thread (inside
+// InitializeInjection); SetTracing on the start-up thread before the writer
+// runs, then on the writer thread only; FlushAll and ApiName on the writer
+// thread, each call that may block inside a
+// BlockingSection (inject/exit_finisher.h) so the finisher can take over;
+// NowNs from any thread. No lock is held across a CUPTI call: CUPTI calls
+// the buffer callbacks from inside cuptiActivityFlushAll.
+#ifndef GPSCOPE_INJECT_CUPTI_SESSION_H_
+#define GPSCOPE_INJECT_CUPTI_SESSION_H_
+
+#include <cupti.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "inject/cupti_loader.h"
+#include "inject/exit_finisher.h"
+#include "inject/record_converter.h"
+#include "proto/chunk_writer.h"
+
+namespace gpscope::inject {
+
+class CuptiSession : public RecordConverter::ApiNames {
+ public:
+  struct Options {
+    bool nvtx = true;         // GPSCOPE_NVTX: MARKER records
+    // NVTX drives the capture window: markers on throughout (else they
+    // follow SetTracing).
+    bool markers_throughout = false;
+    bool api_records = true;  // GPSCOPE_API: runtime/driver call records
+    // Diagnosis (inject/diag_switches.h): optional kinds left off
+    // (diag::OffKind bits), and gettid() thread ids (off: CUPTI's default).
+    uint32_t kinds_off = 0;
+    bool system_thread_ids = true;
+  };
+  // CUPTI's entry points into the collector (its trampolines).
+  struct Callbacks {
+    CUpti_BuffersCallbackRequestFunc buffer_requested = nullptr;
+    CUpti_BuffersCallbackCompleteFunc buffer_completed = nullptr;
+    CUpti_CallbackFunc subscriber = nullptr;
+  };
+
+  // api: loaded (or empty: yield mode; then only NowNs and Snapshot are
+  // used). writer: capability notices (what CUPTI refused).
+  CuptiSession(const CuptiApi* api, ExitFinisher* finisher, format::ChunkWriter* writer)
+      : api_(*api), finisher_(finisher), writer_(writer) {}
+  CuptiSession(const CuptiSession&) = delete;
+  CuptiSession& operator=(const CuptiSession&) = delete;
+
+  // Start-up thread, before CUDA runs: subscribes (holding the subscriber
+  // when we can), the context-created callback, thread ids, zeroed buffers,
+  // the buffer callbacks, DEVICE and CONTEXT records, and NVTX markers
+  // (pointing NVTX_INJECTION64_PATH at CUPTI when unset). False (with
+  // *error) when the buffer callbacks cannot be registered.
+  bool Open(const Options& options, const Callbacks& callbacks, std::string* error);
+  // The subscriber is ours (null: another client holds it, or CUPTI's
+  // callback API failed: subscribe_error()).
+  CUpti_SubscriberHandle subscriber() const { return subscriber_; }
+  // CUPTI calls us when a context is created.
+  bool context_callback() const { return context_callback_; }
+  // cuptiSubscribe failed, not because of another client; empty otherwise.
+  const std::string& subscribe_error() const { return subscribe_error_; }
+
+  // Diagnosis (GPSCOPE_DIAG_GATE_KERNELS): the kernel kind on from now on,
+  // whatever SetTracing does.
+  bool KeepKernelsOn(std::string* error);
+  // CUDA has started (from the writer thread's creation on).
+  void SetCudaStarted() { cuda_started_ = true; }
+  // GPU activity collection on or off: kernels (CONCURRENT_KERNEL: KERNEL
+  // serializes them), the optional kinds, markers that follow the window,
+  // API records. False when kernels could not be switched on; *error says
+  // why when given, else it is logged.
+  bool SetTracing(bool on, std::string* error = nullptr);
+  bool tracing() const { return tracing_.load(std::memory_order_relaxed); }
+  // The word SetTracing keeps (call-site stacks capture only while it is set).
+  const std::atomic<bool>* tracing_flag() const { return &tracing_; }
+
+  // Call-site stacks: CUPTI's API callbacks for the recorded calls (all, or
+  // all but the launches). Returns how many CUPTI accepted; *asked how many
+  // were asked for.
+  size_t EnableApiCallbacks(bool launches, size_t* asked);
+
+  // Writer thread: CUPTI hands back its buffers (flag 0: completed ones;
+  // CUPTI_ACTIVITY_FLAG_FLUSH_FORCED: partly filled too), through the
+  // buffer-completed callback. Returns the records CUPTI dropped in any
+  // buffer queue since the last call (the count resets on read):
+  // BufferCompleted reads the per-context count with every buffer, but drops
+  // after the last buffer handed back (no free buffer at the end of a burst)
+  // are only seen by asking here. May wait for the application's CUDA calls
+  // (and never return if one never does): inside a blocking section.
+  size_t FlushAll(uint32_t flag);
+  // The next record of a completed buffer (cuptiActivityGetNextRecord).
+  bool NextRecord(uint8_t* buffer, size_t valid_bytes, CUpti_Activity** record) const {
+    return api_.cuptiActivityGetNextRecord(buffer, valid_bytes, record) == CUPTI_SUCCESS;
+  }
+  // RecordConverter::ApiNames: CUPTI's name for a call (writer thread).
+  const char* ApiName(uint32_t domain, uint32_t cbid) override;
+  // Readable name of a CUptiResult.
+  const char* ErrorString(CUptiResult r) const { return api_.ErrorString(r); }
+  // Now on CUPTI's clock (CLOCK_REALTIME without CUPTI). Any thread.
+  uint64_t NowNs() const;
+  // (CUPTI, realtime, monotonic) now, for the trace's clock alignment;
+  // cupti_ns 0 without CUPTI. Any thread.
+  format::ClockRecord Snapshot() const;
+
+  // Start-up thread, when gpscope gives up on CUPTI after Open(): leaves
+  // it as we found it, so the application (or its profiler) can use it.
+  void Release();
+
+ private:
+  bool SetTracingCalls(bool on, std::string* error);
+  void SetApiRecords(bool on);
+
+  const CuptiApi& api_;
+  ExitFinisher* finisher_;
+  format::ChunkWriter* writer_;
+  Options options_;
+  CUpti_SubscriberHandle subscriber_ = nullptr;  // ours, when we hold it
+  bool set_nvtx_env_ = false;                    // we set NVTX_INJECTION64_PATH
+  bool context_callback_ = false;
+  std::string subscribe_error_;
+  // GPSCOPE_DIAG_GATE_KERNELS: the kernel kind stays on. Set at start, then
+  // read-only.
+  bool kernels_always_on_ = false;
+  // False while Open() runs inside cuInit (InitializeInjection), before
+  // CUDA has started; true from the writer thread's creation on (which
+  // orders it for that thread). SetApiRecords picks its way by it.
+  bool cuda_started_ = false;
+  std::atomic<bool> tracing_{false};  // GPU activity kinds enabled
+  std::string api_refusal_;  // SetApiRecords: the API kinds refused (written once)
+  bool api_refusal_written_ = false;
+};
+
+}  // namespace gpscope::inject
+
+#endif  // GPSCOPE_INJECT_CUPTI_SESSION_H_
