@@ -138,12 +138,14 @@ void CallSiteStacks::Drain(const CaptureGate& gate) {
 
 void CallSiteStacks::LogSummary() const {
   GPSCOPE_LOG_INFO("call-site stacks: %llu captured on %u threads (%llu the main Python "
-                   "thread's, at syncs of threads without Python; %llu native ones through "
+                   "thread's, at syncs of threads without Python, %llu of them a walk's again; "
+                   "%llu native ones through "
                    "libgcc, the slow path), %llu lost to full rings, %zu stacks of %zu frames "
                    "(%llu frames unresolved)",
                    static_cast<unsigned long long>(capturer_->captures()),
                    capturer_->threads_seen(),
                    static_cast<unsigned long long>(capturer_->main_thread_captures()),
+                   static_cast<unsigned long long>(capturer_->main_thread_reused()),
                    static_cast<unsigned long long>(capturer_->native_slow_path()),
                    static_cast<unsigned long long>(capturer_->ring_drops()), table_->stacks(),
                    table_->frames(), static_cast<unsigned long long>(table_->unresolved_frames()));

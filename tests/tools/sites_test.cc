@@ -105,6 +105,30 @@ class Proc {
     free_ = c.end_ns;
     return end;
   }
+  // A D2H copy of `bytes` to pinned memory (cuMemcpyDtoHAsync) that runs
+  // when the stream is free: a read-back nothing synchronizes with.
+  uint64_t ReadBack(uint32_t thread, uint64_t t, uint64_t dur, uint64_t bytes, uint32_t stack,
+                    proto::StackTrigger trigger) {
+    const uint32_t corr = corr_++;
+    const uint64_t end = t + 5 * kUs;
+    Sample(t, thread, corr, stack, trigger);
+    p_.Add(format::ApiCallEvent{t, end, proto::API_DRIVER, 281, thread, corr, 0,
+                                p_.Intern("cuMemcpyDtoHAsync_v2")});
+    format::MemcpyEvent c{};
+    c.start_ns = std::max(free_ == 0 ? 0 : free_ + 2 * kUs, t + 6 * kUs);
+    c.end_ns = c.start_ns + dur;
+    c.bytes = bytes;
+    c.copy_kind = proto::MEMCPY_DTOH;
+    c.src_kind = proto::MEMORY_DEVICE;
+    c.dst_kind = proto::MEMORY_PINNED;
+    c.context_id = 1;
+    c.stream_id = 7;
+    c.correlation_id = corr;
+    c.flags = 1;
+    p_.Add(c);
+    free_ = c.end_ns;
+    return end;
+  }
   // A blocking call (cudaStreamSynchronize, cudaFree...) from t to `end`
   // (at least until the stream is free for a sync).
   uint64_t Block(uint32_t thread, uint64_t t, uint64_t end, std::string_view api,
@@ -500,6 +524,79 @@ TEST(SitesTest, SyncsOfAThreadWithoutPythonGoToTheMainThreadsLine) {
   EXPECT_TRUE(PythonChecks(analyze::RenderSummaryJson(*r), R"(
 s=[x for x in d['source_lines']['sites'] if x['label']=='jax_train.py:84 (train)'][0]
 assert s['main_thread_syncs']==10, s)"));
+}
+
+// JAX's float(loss): the main thread dispatches a step (:83), an XLA
+// thread copies the loss to pinned memory carrying the waiting main
+// thread's stack (:84), and the main thread waits on a futex, not in CUDA:
+// no sync anywhere. Then 3 ms of host code before the next dispatch. The
+// gaps follow a read-back: the copy's line gets them (host code after it),
+// not the dispatch that ended them, and host-bound sees them as after a sync.
+TEST(SitesTest, GapsThatBeginWhenACopyToTheHostEndsGoToTheCopysLine) {
+  TraceBuilder trace;
+  Proc s(trace);
+  const uint32_t jax = s.p().AddPythonFrame("/opt/venv/lib/python3.12/site-packages/jax/_src/array.py",
+                                            300, "__float__");
+  const uint32_t line83 = s.p().AddPythonFrame("/home/u/jax_train.py", 83, "train");
+  const uint32_t line84 = s.p().AddPythonFrame("/home/u/jax_train.py", 84, "train");
+  const uint32_t line90 = s.p().AddPythonFrame("/home/u/jax_train.py", 90, "<module>");
+  const uint32_t waiting = s.p().AddStack({jax, line84, line90});
+  const uint32_t dispatch = s.p().AddStack({line83, line90});
+  constexpr uint32_t kXla = 4242;
+  constexpr int kSteps = 20;
+  uint64_t t = kT0;
+  for (int step = 0; step < kSteps; ++step) {
+    const uint64_t h = s.Launch(kMain, t, 200 * kUs, dispatch);
+    s.ReadBack(kXla, h + 20 * kUs, 2 * kUs, 4, waiting, proto::STACK_SYNC_MAIN_THREAD);
+    t = s.gpu_free() + 3 * kMs;  // the main thread's Python after float()
+  }
+  s.p().WriteEnd();
+  auto r = Analyze(trace, "readback");
+  const SiteRow* copy = SiteNamed(r->report.sites, "jax_train.py:84 (train)");
+  ASSERT_NE(copy, nullptr);
+  // Every gap but the trace's first edge: 3 ms of host code minus the
+  // launch call's 8 us and its kernel's start after it.
+  EXPECT_EQ(copy->w.gaps, uint64_t{kSteps - 1});
+  EXPECT_GT(copy->w.gpu_host_after_ns, (kSteps - 1) * 2.9 * kMs);
+  EXPECT_EQ(copy->w.gpu_host_before_ns, 0u);
+  EXPECT_EQ(copy->w.sync_calls, 0u);  // a copy, not a sync
+  EXPECT_EQ(copy->next_label, "jax_train.py:83 (train)");
+  const SiteRow* launch = SiteNamed(r->report.sites, "jax_train.py:83 (train)");
+  ASSERT_NE(launch, nullptr);
+  EXPECT_EQ(launch->w.gpu_host_before_ns, 0u);
+  ASSERT_FALSE(r->report.sites.rows.empty());
+  EXPECT_EQ(r->report.sites.rows.front().label, "jax_train.py:84 (train)");
+  const Finding* f = FindRule(r->findings, "host-bound");
+  ASSERT_NE(f, nullptr) << analyze::RenderSummaryText(*r);
+  EXPECT_NE(f->summary.find("follows a sync or a read-back"), std::string::npos) << f->summary;
+  ASSERT_FALSE(f->sites.empty());
+  EXPECT_EQ(f->sites.front().label, "jax_train.py:84 (train)");
+}
+
+// The same copies with a sync after each (PyTorch's .item()): the sync's
+// line keeps the gaps, the copy's gets none.
+TEST(SitesTest, ACopyToTheHostFollowedByASyncLeavesTheGapToTheSync) {
+  TraceBuilder trace;
+  Proc s(trace);
+  TorchFrames fr(s.p());
+  const uint32_t copy_frame = s.p().AddPythonFrame("/home/u/train.py", 41, "train_step");
+  const uint32_t copy_stack = s.p().AddStack({copy_frame});
+  uint64_t t = kT0;
+  for (int step = 0; step < 10; ++step) {
+    uint64_t h = s.Launch(kMain, t, 1 * kMs, fr.launch_stack);
+    h = s.ReadBack(kMain, h + 2 * kUs, 2 * kUs, 4, copy_stack, proto::STACK_SYNC);
+    const uint64_t end = s.Sync(kMain, h + 2 * kUs, fr.sync_stack);
+    t = end + 5 * kMs;
+  }
+  s.p().WriteEnd();
+  auto r = Analyze(trace, "readback_sync");
+  const SiteRow* sync = SiteNamed(r->report.sites, "train.py:42 (train_step)");
+  ASSERT_NE(sync, nullptr);
+  EXPECT_GT(sync->w.gpu_host_after_ns, 9 * 4.0 * kMs);
+  const SiteRow* copy = SiteNamed(r->report.sites, "train.py:41 (train_step)");
+  if (copy != nullptr) {
+    EXPECT_EQ(copy->gpu_lost_ns, 0u);
+  }
 }
 
 // At the trace's edges: the first launch has no earlier call; a sync at

@@ -167,7 +167,11 @@ void DataStarvation(const Context& c, const GpuReport& g, Finding f) {
 void LaunchBound(const Context& c, const GpuReport& g, Finding f) {
   (void)c;
   const double wlen = g.traced_window_ns();
-  const double launch_gap_ns = g.short_gap_idle.host_ns + g.short_gap_idle.kernel_ns;
+  // Short gaps whose host part follows a sync or a read-back are the host's
+  // code after waiting for the GPU (host-bound's), not launches slower than
+  // their kernels.
+  const double launch_gap_ns = std::max(0.0, g.short_gap_idle.host_ns - g.short_after_sync_host_ns) +
+                               g.short_gap_idle.kernel_ns;
   const double launch_gap_share = launch_gap_ns / wlen;
   const double short_share =
       g.launches_matched > 0
@@ -301,13 +305,13 @@ void HostBound(const Context& c, const GpuReport& g, Finding f) {
   f.summary = absl::StrFormat(
       "The GPU sat idle %s of the steady window (%s) waiting for the launching thread's own "
       "code: %s in gaps >= %s with no input copy issued in them, %s in shorter gaps after a "
-      "sync returned.",
+      "sync returned or a copy to the host ended.",
       Percent(share), Time(host_ns), Time(large_no_input),
       Time(static_cast<double>(c.report.idle_gap_threshold_ns)), Time(g.short_after_sync_host_ns));
   if (after_sync > 0.5 * host_ns) {
     absl::StrAppend(&f.summary,
-                    absl::StrFormat(" Most of it (%s) follows a sync%s: the host waits for the "
-                                    "GPU, then the GPU waits for the host's code.",
+                    absl::StrFormat(" Most of it (%s) follows a sync or a read-back%s: the host "
+                                    "waits for the GPU, then the GPU waits for the host's code.",
                                     Time(after_sync),
                                     per_step >= kSyncsPerStep
                                         ? absl::StrFormat(" (%.1f sync calls per step)", per_step)

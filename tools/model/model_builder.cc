@@ -338,7 +338,9 @@ struct GapSplit {
   uint64_t sync_ns = 0;
   uint64_t implicit_ns = 0;  // host blocked in implicitly synchronizing calls
   uint64_t queued_ns = 0;    // the op was already queued, or its launch is unknown
-  bool after_sync = false;   // the gap began while the host was in a (implicit) sync
+  bool after_sync = false;   // the gap began while the host was in a (implicit) sync,
+                             // or when a device-to-host copy ended (after_readback)
+  bool after_readback = false;
   std::array<uint64_t, kImplicitGroups> implicit_by_group{};
   GapStacks stacks;          // call stacks (issue 20): found at the sweep, applied with the gap
 };
@@ -362,6 +364,11 @@ struct HostSeries {
 struct GpuState {
   GpuModel m;
   IntervalUnion all;
+  // The op that ends the device's busy time so far: a device-to-host copy
+  // there makes the gap after it one that follows a read-back (Classify).
+  uint64_t busy_end_ns = 0;
+  uint32_t busy_end_correlation = 0;
+  bool busy_end_readback = false;
   IntervalUnion kernels;
   IntervalUnion comm;     // communication kernels
   IntervalUnion compute;  // the other kernels
@@ -1304,8 +1311,13 @@ class ModelBuilder::Impl {
 
   // --------------------------------------------------------------- sweep --
 
+  // `readback`: the device's work before the gap ended with a copy to the
+  // host. A host that waits for that data without a CUDA sync (JAX's
+  // float(): XLA's thread copies, the main thread waits on a futex; event
+  // polling; host callbacks) shows no sync, but the gap after it is the
+  // host's code after a read-back, as after a sync.
   GapSplit Classify(const ProcessState& p, uint64_t gap_start, uint64_t gap_end,
-                    const ApiRef* api) const {
+                    const ApiRef* api, bool readback = false) const {
     GapSplit split;
     const uint64_t gap = gap_end - gap_start;
     if (api == nullptr || api->start_ns <= gap_start) {
@@ -1327,6 +1339,7 @@ class ModelBuilder::Impl {
         p.implicit.Overlap(gap_start + split.sync_ns, gap_end, kSyncSlackNs, kLaunchCallOutlierNs,
                            &split.implicit_by_group, &began_in_call);
     split.after_sync |= began_in_call;
+    if (!split.after_sync && readback) split.after_sync = split.after_readback = true;
     split.host_ns = gap - split.sync_ns - split.implicit_ns;
     return split;
   }
@@ -1343,6 +1356,17 @@ class ModelBuilder::Impl {
     p.watermark_ns = std::max(p.watermark_ns, op.start_ns);
     g.watermark_ns = std::max(g.watermark_ns, op.start_ns);
     m.last_ns = std::max(m.last_ns, op.end_ns);
+    const uint32_t kind = op.kind & kOpKindMask;
+    const uint32_t copy_kind = kind == kOpMemcpy ? (op.name_id & kCopyKindMask) : 0;
+    // What ended the busy time before this op (the gap it may end).
+    const uint64_t busy_end_ns = g.busy_end_ns;
+    const bool readback = g.busy_end_readback;
+    const uint32_t readback_correlation = g.busy_end_correlation;
+    if (op.end_ns >= g.busy_end_ns) {
+      g.busy_end_ns = op.end_ns;
+      g.busy_end_readback = copy_kind == proto::MEMCPY_DTOH;
+      g.busy_end_correlation = op.correlation_id;
+    }
     ApiRef api_ref{};
     const ApiRef* api = nullptr;
     bool async_copy_call = false, driver_call = false;
@@ -1353,8 +1377,6 @@ class ModelBuilder::Impl {
       driver_call = e->driver();
       p.launches.Release(e);
     }
-    const uint32_t kind = op.kind & kOpKindMask;
-    const uint32_t copy_kind = kind == kOpMemcpy ? (op.name_id & kCopyKindMask) : 0;
     if (kind == kOpMemcpy && api != nullptr && async_copy_call &&
         (op.name_id & kCopyPageable) != 0) {
       // An "asynchronous" copy from or to pageable memory: the host is held
@@ -1369,10 +1391,12 @@ class ModelBuilder::Impl {
       Busy(p, g, closed, /*kernels=*/false);
       ForTracedParts(p, closed.end_ns, op.start_ns, [&](uint64_t a, uint64_t b, bool traced) {
         if (traced) {
-          GapSplit split = Classify(p, a, b, api);
+          const bool after_copy = readback && a == busy_end_ns;
+          GapSplit split = Classify(p, a, b, api, after_copy);
           if (p.stacks.active() && api != nullptr) {  // call stacks (issue 20)
             split.stacks = p.stacks.ResolveGap(a, b, split.sync_ns + split.implicit_ns,
-                                               split.after_sync, op.correlation_id);
+                                               split.after_sync, op.correlation_id,
+                                               split.after_readback ? readback_correlation : 0);
           }
           DeviceGap(p, g, a, b, split);
         } else {

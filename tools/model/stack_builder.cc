@@ -154,6 +154,7 @@ void StackBuilder::OnApiCall(const format::ApiCallEvent& a, Call call, bool issu
     if (call == Call::kLaunch) ++weights_[stack].launches;
     Launch l;
     l.start_ns = a.start_ns;
+    l.end_ns = a.end_ns;
     l.stack_id = stack;
     l.sampled = sampled && call == Call::kLaunch;
     if (last != nullptr && last->end_ns != 0 && last->end_ns <= a.start_ns) {
@@ -181,7 +182,7 @@ void StackBuilder::OnApiCall(const format::ApiCallEvent& a, Call call, bool issu
 }
 
 GapStacks StackBuilder::ResolveGap(uint64_t a, uint64_t b, uint64_t sync_ns, bool after_sync,
-                                   uint32_t correlation_id) {
+                                   uint32_t correlation_id, uint32_t readback_correlation) {
   GapStacks g;
   const Launch* l = nullptr;
   if (auto it = launches_.find(correlation_id); it != launches_.end()) l = &it->second;
@@ -219,6 +220,17 @@ GapStacks StackBuilder::ResolveGap(uint64_t a, uint64_t b, uint64_t sync_ns, boo
     }
     if (best != nullptr && l != nullptr) {
       g.host_between_ns = l->start_ns > best->end_ns ? l->start_ns - best->end_ns : 0;
+    }
+    // No stacked sync: a read-back's call (the copy whose end began the gap).
+    if (best == nullptr && readback_correlation != 0) {
+      if (auto r = launches_.find(readback_correlation); r != launches_.end()) {
+        g.sync_stack = r->second.stack_id;
+        g.began_in_sync = true;
+        g.readback = true;
+        if (l != nullptr) {
+          g.host_between_ns = l->start_ns > r->second.end_ns ? l->start_ns - r->second.end_ns : 0;
+        }
+      }
     }
   }
   if (l != nullptr) {

@@ -46,7 +46,9 @@ namespace gpscope::model {
 struct GapStacks {
   uint32_t sync_stack = 0;    // the stacked (implicit) sync the gap began in or overlapped
   bool sync_implicit = false;  // that call is implicitly synchronizing
-  bool began_in_sync = false;  // the gap began in it (not only overlapped it)
+  bool began_in_sync = false;  // the gap began in it (not only overlapped it), or
+                               // when its copy to the host ended (readback)
+  bool readback = false;
   uint32_t launch_stack = 0;  // the launch that ended the gap
   uint32_t from_stack = 0;    // the last CUDA call before it on the launching thread
   uint64_t host_between_ns = 0;  // host time from that call's end to the launch's start
@@ -81,9 +83,11 @@ class StackBuilder {
   // which may end a gap: its stack is kept for that gap.
   void OnApiCall(const format::ApiCallEvent& a, Call call, bool issues_work);
   // A device gap [a, b) before the op of `correlation_id`; sync_ns is the
-  // sync and implicit parts of its split.
+  // sync and implicit parts of its split. `readback_correlation` (non-zero):
+  // the gap began when that call's copy to the host ended; when no stacked
+  // sync began the gap, that call's stack did (its host code after it).
   GapStacks ResolveGap(uint64_t a, uint64_t b, uint64_t sync_ns, bool after_sync,
-                       uint32_t correlation_id);
+                       uint32_t correlation_id, uint32_t readback_correlation = 0);
   void ApplyGap(const GapStacks& s, uint64_t sync_ns, uint64_t host_ns, bool after_sync);
   // A kernel swept (in start order); `watermark_ns`: the latest op start
   // swept, for retiring launches whose kernels are all in.
@@ -113,6 +117,7 @@ class StackBuilder {
   };
   struct Launch {
     uint64_t start_ns = 0;
+    uint64_t end_ns = 0;
     uint64_t prev_end_ns = 0;
     uint32_t stack_id = 0;
     uint32_t prev_stack = 0;

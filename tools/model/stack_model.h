@@ -16,6 +16,9 @@
 //     of those from implicitly synchronizing calls;
 //   gpu_host_after_ns: the host-wait part of a gap that began in this call:
 //     the host's own code after the sync returned, up to the next launch;
+//     or, when no stacked sync began the gap and it began as this call's
+//     copy to the host ended (a read-back nothing synchronized with: JAX's
+//     float(), event polling), the host's code after that read-back;
 //   gpu_host_before_ns: the host-wait part of a gap that did not begin in a
 //     (stacked) sync, given to the launch that ended it: the host code that
 //     ran before this launch kept the GPU waiting;
