@@ -43,7 +43,8 @@
 #                interleaved rounds; then one PASS/FAIL line per loop: on/off medians
 #                within 2%; stacks-sync-only (GPSCOPE_DIAG_STACK_NO_LAUNCH=1 with the diagnosis
 #                build libgpscope_inject_diag.so: no launch callbacks) shows their share
-#                (OVERHEAD_ARGS overrides --rounds 4 --steps 100)
+#                (OVERHEAD_ARGS overrides --rounds 4 --steps 100; STACKS_SUITES and
+#                STACKS_CONFIGS the suites and configurations)
 #   overhead_compare  bench/overhead.py, launch-bound CUDA loop and PyTorch tiny ops, with
 #                the collector of 54d91a1 (.carry/bin/libgpscope_inject_base.so) as
 #                configuration "base" beside this one, interleaved
@@ -163,9 +164,9 @@ for spec in "$@"; do
       dg=CUDA_INJECTION64_PATH=$carry/bin/libgpscope_inject_diag.so  # reads GPSCOPE_DIAG_*
       timeout -k 10 "$limit" python3 "$repo/bench/overhead.py" --inject "$carry/bin/libgpscope_inject.so" \
         --floor "$carry/bin/libgpscope_cupti_floor.so" --tiny "$carry/bin/tiny_kernels" \
-        --suites cuda,torch_train --no-profiler --env-variant stacks-off:GPSCOPE_STACKS=0 \
+        --suites "${STACKS_SUITES:-cuda,torch_train}" --no-profiler --env-variant stacks-off:GPSCOPE_STACKS=0 \
         --env-variant "stacks-sync-only:$dg,GPSCOPE_DIAG_STACK_NO_LAUNCH=1" \
-        --only-configs baseline,gpscope,stacks-off,stacks-sync-only \
+        --only-configs "${STACKS_CONFIGS:-baseline,gpscope,stacks-off,stacks-sync-only}" \
         ${OVERHEAD_ARGS:---rounds 4 --steps 100} \
         --out "$d/overhead.json" >"$d/stdout.txt" 2>&1 &&
       python3 - "$d/overhead.json" >>"$d/stdout.txt" 2>&1 <<'PY'
@@ -178,10 +179,11 @@ for name, r in json.load(open(sys.argv[1])).items():
     ratio = paired[len(paired) // 2]
     ok = on / off <= 1.02
     fail += not ok
-    print("%s %s: stacks on %.4f, off %.4f, on/off %.4f (paired median %.4f), sync-only %.4f, "
-          "baseline %.4f; budget <= 1.02" % ("PASS" if ok else "FAIL", name, on, off, on / off,
-                                             ratio, r["median"]["stacks-sync-only"],
-                                             r["median"]["baseline"]))
+    print("%s %s: stacks on %.4f, off %.4f, on/off %.4f (paired median %.4f, paired range "
+          "%.4f-%.4f over %d rounds), sync-only %s, baseline %.4f; budget <= 1.02"
+          % ("PASS" if ok else "FAIL", name, on, off, on / off, ratio, paired[0], paired[-1],
+             len(paired), "%.4f" % r["median"]["stacks-sync-only"]
+             if "stacks-sync-only" in r["median"] else "not run", r["median"]["baseline"]))
 sys.exit(1 if fail else 0)
 PY
       ;;
