@@ -180,10 +180,10 @@ for name, r in json.load(open(sys.argv[1])).items():
     ok = on / off <= 1.02
     fail += not ok
     print("%s %s: stacks on %.4f, off %.4f, on/off %.4f (paired median %.4f, paired range "
-          "%.4f-%.4f over %d rounds), sync-only %s, baseline %.4f; budget <= 1.02"
+          "%.4f-%.4f over %d rounds), sync-only %s, baseline %.4f (0: not run); budget <= 1.02"
           % ("PASS" if ok else "FAIL", name, on, off, on / off, ratio, paired[0], paired[-1],
              len(paired), "%.4f" % r["median"]["stacks-sync-only"]
-             if "stacks-sync-only" in r["median"] else "not run", r["median"]["baseline"]))
+             if "stacks-sync-only" in r["median"] else "not run", r["median"].get("baseline", 0)))
 sys.exit(1 if fail else 0)
 PY
       ;;
