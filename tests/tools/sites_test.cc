@@ -85,49 +85,17 @@ class Proc {
   }
   // An H2D copy of `bytes` from pinned memory (cudaMemcpyAsync).
   uint64_t Copy(uint32_t thread, uint64_t t, uint64_t dur, uint64_t bytes, uint32_t stack = 0) {
-    const uint32_t corr = corr_++;
-    const uint64_t end = t + 5 * kUs;
-    Sample(t, thread, corr, stack, proto::STACK_AFTER_IDLE);
-    p_.Add(format::ApiCallEvent{t, end, proto::API_RUNTIME, 41, thread, corr, 0,
-                                p_.Intern("cudaMemcpyAsync_v3020")});
-    format::MemcpyEvent c{};
-    c.start_ns = std::max(free_ == 0 ? 0 : free_ + 2 * kUs, t + 6 * kUs);
-    c.end_ns = c.start_ns + dur;
-    c.bytes = bytes;
-    c.copy_kind = proto::MEMCPY_HTOD;
-    c.src_kind = proto::MEMORY_PINNED;
-    c.dst_kind = proto::MEMORY_DEVICE;
-    c.context_id = 1;
-    c.stream_id = 7;
-    c.correlation_id = corr;
-    c.flags = 1;
-    p_.Add(c);
-    free_ = c.end_ns;
-    return end;
+    return AddCopy(thread, t, dur, bytes, stack, proto::STACK_AFTER_IDLE, proto::API_RUNTIME, 41,
+                   "cudaMemcpyAsync_v3020", proto::MEMCPY_HTOD, proto::MEMORY_PINNED,
+                   proto::MEMORY_DEVICE);
   }
   // A D2H copy of `bytes` to pinned memory (cuMemcpyDtoHAsync) that runs
   // when the stream is free: a read-back nothing synchronizes with.
   uint64_t ReadBack(uint32_t thread, uint64_t t, uint64_t dur, uint64_t bytes, uint32_t stack,
                     proto::StackTrigger trigger) {
-    const uint32_t corr = corr_++;
-    const uint64_t end = t + 5 * kUs;
-    Sample(t, thread, corr, stack, trigger);
-    p_.Add(format::ApiCallEvent{t, end, proto::API_DRIVER, 281, thread, corr, 0,
-                                p_.Intern("cuMemcpyDtoHAsync_v2")});
-    format::MemcpyEvent c{};
-    c.start_ns = std::max(free_ == 0 ? 0 : free_ + 2 * kUs, t + 6 * kUs);
-    c.end_ns = c.start_ns + dur;
-    c.bytes = bytes;
-    c.copy_kind = proto::MEMCPY_DTOH;
-    c.src_kind = proto::MEMORY_DEVICE;
-    c.dst_kind = proto::MEMORY_PINNED;
-    c.context_id = 1;
-    c.stream_id = 7;
-    c.correlation_id = corr;
-    c.flags = 1;
-    p_.Add(c);
-    free_ = c.end_ns;
-    return end;
+    return AddCopy(thread, t, dur, bytes, stack, trigger, proto::API_DRIVER, 281,
+                   "cuMemcpyDtoHAsync_v2", proto::MEMCPY_DTOH, proto::MEMORY_DEVICE,
+                   proto::MEMORY_PINNED);
   }
   // A blocking call (cudaStreamSynchronize, cudaFree...) from t to `end`
   // (at least until the stream is free for a sync).
@@ -150,6 +118,32 @@ class Proc {
   }
 
  private:
+  // An async copy call at t and its copy, which runs when the stream is free.
+  uint64_t AddCopy(uint32_t thread, uint64_t t, uint64_t dur, uint64_t bytes, uint32_t stack,
+                   proto::StackTrigger trigger, proto::ApiDomain domain, uint32_t cbid,
+                   std::string_view api, proto::MemcpyKind kind, proto::MemoryKind src,
+                   proto::MemoryKind dst) {
+    const uint32_t corr = corr_++;
+    const uint64_t end = t + 5 * kUs;
+    Sample(t, thread, corr, stack, trigger);
+    p_.Add(format::ApiCallEvent{t, end, static_cast<uint32_t>(domain), cbid, thread, corr, 0,
+                                p_.Intern(api)});
+    format::MemcpyEvent c{};
+    c.start_ns = std::max(free_ == 0 ? 0 : free_ + 2 * kUs, t + 6 * kUs);
+    c.end_ns = c.start_ns + dur;
+    c.bytes = bytes;
+    c.copy_kind = kind;
+    c.src_kind = src;
+    c.dst_kind = dst;
+    c.context_id = 1;
+    c.stream_id = 7;
+    c.correlation_id = corr;
+    c.flags = 1;
+    p_.Add(c);
+    free_ = c.end_ns;
+    return end;
+  }
+
   TraceBuilder::Process& p_;
   uint32_t corr_ = 1000;
   uint64_t free_ = 0;
