@@ -44,6 +44,7 @@
 #include "proto/chunk_writer.h"
 #include "proto/enums.h"
 #include "proto/framing.h"
+#include "proto/metric_names.h"
 
 namespace gpscope::inject {
 namespace {
@@ -577,7 +578,7 @@ void Collector::PrepareSampler() {
     static constexpr char kWhy[] =
         "in a PID namespace (a container): NVML reports host pids, which cannot be matched to "
         "this process's";
-    writer->AddCapability({format::MakeStringRef("nvml.process_pids"), false,
+    writer->AddCapability({format::MakeStringRef(metric_names::kCapNvmlProcessPids), false,
                            format::MakeStringRef(kWhy)});
   }
   metrics::NvmlBackend::Options nopts;
