@@ -46,7 +46,9 @@ int DefaultDecodeThreads() {
   CPU_ZERO(&set);
   int cores = 1;
   if (sched_getaffinity(0, sizeof(set), &set) == 0) cores = CPU_COUNT(&set);
-  return std::clamp(cores, 1, kMaxDecodeThreads);
+  // One core is the reading thread's (the scan and the consumer: the model,
+  // which takes most of the time); the others decode.
+  return std::clamp(cores - 1, 1, kMaxDecodeThreads);
 }
 
 struct FramePipeline::Slot {

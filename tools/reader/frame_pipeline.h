@@ -60,8 +60,11 @@ struct DecodedFrame {
 };
 
 // The decode threads a reader uses by default: one per core this process
-// may run on (sched_getaffinity), at most kMaxDecodeThreads; the
-// environment's GPSCOPE_DECODE_THREADS (1..64) overrides it, 1 meaning none.
+// may run on (sched_getaffinity) but the reading thread's, at most
+// kMaxDecodeThreads, so 1 (none: the sequential path) on two cores, where a
+// pool only oversubscribed them (bench/RESULTS.md, session 10: 50 M events,
+// the same wall time, 43 instead of 80 MiB); the environment's
+// GPSCOPE_DECODE_THREADS (1..64) overrides it, 1 meaning none.
 int DefaultDecodeThreads();
 inline constexpr int kMaxDecodeThreads = 16;
 

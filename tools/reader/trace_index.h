@@ -25,7 +25,7 @@ struct ReadOptions {
   // Warnings kept in TraceIndex::warnings; the rest are only counted.
   size_t max_warnings = 1000;
   // Threads that decompress, parse and decode frames ahead of the reading
-  // thread (frame_pipeline.h); 0: DefaultDecodeThreads() (one per core);
+  // thread (frame_pipeline.h); 0: DefaultDecodeThreads() (cores - 1);
   // 1: none, everything on the reading thread.
   int decode_threads = 0;
 };
