@@ -18,6 +18,7 @@
 
 #include "tests/testing/trace_builder.h"
 #include "tools/analyses/rules.h"
+#include "tools/analyses/site_findings.h"
 #include "tools/analyses/sites.h"
 #include "tools/analyze/export.h"
 #include "tools/analyze/summary.h"
@@ -565,6 +566,37 @@ TEST(SitesTest, GapsThatBeginWhenACopyToTheHostEndsGoToTheCopysLine) {
   EXPECT_NE(f->summary.find("follows a sync or a read-back"), std::string::npos) << f->summary;
   ASSERT_FALSE(f->sites.empty());
   EXPECT_EQ(f->sites.front().label, "jax_train.py:84 (train)");
+  // Its fix names the stack from the library call the user's line made.
+  bool stack_fix = false;
+  for (const std::string& fix : f->fixes) {
+    stack_fix |= fix.find("(stack: /opt/venv/lib/python3.12/site-packages/jax/_src/array.py:300 "
+                          "__float__ <- /home/u/jax_train.py:84 train <- /home/u/jax_train.py:90 "
+                          "<module>)") != std::string::npos;
+  }
+  EXPECT_TRUE(stack_fix) << f->fixes.front();
+}
+
+// The fixes' stack line starts at the library call the user's line made.
+TEST(SitesTest, AFixsStackLineStartsAtTheCallTheUsersLineMade) {
+  SiteRow s;
+  for (int i = 0; i < 6; ++i) {
+    analyses::SiteFrame f;
+    f.text = absl::StrCat("lib.py:", i, " inner", i);
+    s.stack.push_back(f);
+  }
+  auto user = [](std::string text) {
+    analyses::SiteFrame f;
+    f.text = std::move(text);
+    f.user = true;
+    return f;
+  };
+  s.stack.push_back(user("train.py:42 step"));
+  s.stack.push_back(user("train.py:60 <module>"));
+  EXPECT_EQ(analyses::StackLine(s, 3),
+            "... <- lib.py:5 inner5 <- train.py:42 step <- train.py:60 <module>");
+  EXPECT_EQ(analyses::StackLine(s, 2), "... <- lib.py:5 inner5 <- train.py:42 step <- ...");
+  s.stack.resize(6);  // no user frame: from the innermost
+  EXPECT_EQ(analyses::StackLine(s, 2), "lib.py:0 inner0 <- lib.py:1 inner1 <- ...");
 }
 
 // The same copies with a sync after each (PyTorch's .item()): the sync's

@@ -142,10 +142,21 @@ std::string Fix(const SiteRow& s, SiteRole role) {
 }  // namespace
 
 std::string StackLine(const SiteRow& s, size_t n) {
+  // From the call the user's innermost frame made (the library function it
+  // called) outwards: a deep library stack (JAX's 30 frames of dispatch)
+  // would otherwise fill the n frames before the user's line.
+  size_t first = 0;
+  for (size_t i = 0; i < s.stack.size(); ++i) {
+    if (s.stack[i].user) {
+      first = i > 0 ? i - 1 : 0;
+      break;
+    }
+  }
   std::vector<std::string> parts;
-  for (size_t i = 0; i < s.stack.size() && i < n; ++i) parts.push_back(s.stack[i].text);
+  if (first > 0) parts.push_back("...");
+  for (size_t i = first; i < s.stack.size() && i < first + n; ++i) parts.push_back(s.stack[i].text);
   std::string line = absl::StrJoin(parts, " <- ");
-  if (s.stack.size() > n || s.truncated) absl::StrAppend(&line, " <- ...");
+  if (s.stack.size() > first + n || s.truncated) absl::StrAppend(&line, " <- ...");
   return line;
 }
 

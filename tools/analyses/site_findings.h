@@ -33,8 +33,10 @@ inline constexpr size_t kMaxCitedSites = 3;
 bool CiteSites(const SummaryReport& report, uint64_t process_uid, SiteRole role, Finding* f,
                int replace_fix = -1);
 
-// "train.py:42 train_step <- train.py:60 <module>": the first `n` frames
-// of a site's stack, innermost first.
+// "... <- torch/_tensor.py:1000 item <- train.py:42 train_step <- ...": `n`
+// frames of a site's stack, innermost first, from the frame the innermost
+// user frame called (the stack's start when it has no user frame); "..."
+// where frames are left out.
 std::string StackLine(const SiteRow& s, size_t n);
 
 }  // namespace gpscope::analyses
