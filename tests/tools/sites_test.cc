@@ -564,6 +564,11 @@ TEST(SitesTest, GapsThatBeginWhenACopyToTheHostEndsGoToTheCopysLine) {
   const Finding* f = FindRule(r->findings, "host-bound");
   ASSERT_NE(f, nullptr) << analyze::RenderSummaryText(*r);
   EXPECT_NE(f->summary.find("follows a sync or a read-back"), std::string::npos) << f->summary;
+  EXPECT_EQ(copy->w.readback_gaps, uint64_t{kSteps - 1});
+  EXPECT_NE(f->summary.find("after the copy to the host at jax_train.py:84 (train) ended, the GPU "
+                            "waited"),
+            std::string::npos)
+      << f->summary;
   ASSERT_FALSE(f->sites.empty());
   EXPECT_EQ(f->sites.front().label, "jax_train.py:84 (train)");
   // Its fix names the stack from the library call the user's line made.

@@ -87,7 +87,10 @@ std::string Sentence(const SiteRow& s, SiteRole role) {
                           OtherThreadsText(w), AfterText(s));
     case SiteRole::kHostCode:
       if (w.gpu_host_after_ns >= w.gpu_host_before_ns) {
-        return absl::StrCat("after ", s.label, " returned, the GPU waited ",
+        // Most of its gaps began when its copy to the host ended (no sync).
+        const bool readback = 2 * w.readback_gaps > w.gaps;
+        return absl::StrCat(readback ? "after the copy to the host at " : "after ", s.label,
+                            readback ? " ended" : " returned", ", the GPU waited ",
                             Time(w.gpu_host_after_ns), " for the host's code",
                             s.next_label.empty()
                                 ? std::string()

@@ -226,6 +226,7 @@ SiteReport ComputeSites(const model::TraceModel& model) {
       w.gpu_host_after_ns += s.w.gpu_host_after_ns;
       w.gpu_host_before_ns += s.w.gpu_host_before_ns;
       w.gaps += s.w.gaps;
+      w.readback_gaps += s.w.readback_gaps;
       w.launches += s.w.launches;
       w.samples += s.w.samples;
       w.sampled_kernel_ns += s.w.sampled_kernel_ns;

@@ -262,6 +262,7 @@ void StackBuilder::ApplyGap(const GapStacks& s, uint64_t sync_ns, uint64_t host_
     StackWeights& w = weights_[s.sync_stack];
     w.gpu_host_after_ns += host_ns;
     if (sync_ns == 0) ++w.gaps;
+    if (s.readback) ++w.readback_gaps;
   } else if (s.launch_known) {
     StackWeights& w = weights_[s.launch_stack];
     w.gpu_host_before_ns += host_ns;
