@@ -87,8 +87,8 @@ std::string Sentence(const SiteRow& s, SiteRole role) {
                           OtherThreadsText(w), AfterText(s));
     case SiteRole::kHostCode:
       if (w.gpu_host_after_ns >= w.gpu_host_before_ns) {
-        // Most of its gaps began when its copy to the host ended (no sync).
-        const bool readback = 2 * w.readback_gaps > w.gaps;
+        // It made no sync: its gaps after it began when its copy to the host ended.
+        const bool readback = w.readback_gaps > 0 && w.sync_calls == 0;
         return absl::StrCat(readback ? "after the copy to the host at " : "after ", s.label,
                             readback ? " ended" : " returned", ", the GPU waited ",
                             Time(w.gpu_host_after_ns), " for the host's code",

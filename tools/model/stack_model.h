@@ -78,7 +78,7 @@ struct StackWeights {
   uint64_t gpu_host_after_ns = 0;
   uint64_t gpu_host_before_ns = 0;
   uint64_t gaps = 0;          // gaps given to this stack (any part)
-  uint64_t readback_gaps = 0;  // of them, gaps after this call's copy to the host ended
+  uint64_t readback_gaps = 0;  // of them, host code after this call's copy to the host ended
   uint64_t launches = 0;      // launch calls seen with this stack (any trigger)
   uint64_t samples = 0;       // STACK_SAMPLED launches
   double sampled_kernel_ns = 0;
