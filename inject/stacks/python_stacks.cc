@@ -381,9 +381,9 @@ uint64_t FindMainThreadState(BlockReader& mem, PyCaptureStatus* status) {
   return tstate;
 }
 
-// Walks the main thread's frames with checked reads; *mark (if set) from
-// the same walk.
-PyCaptureResult WalkMainThread(FrameRef* out, int max_frames, MainThreadMark* mark) {
+}  // namespace
+
+PyCaptureResult CaptureMainThreadPythonStack(FrameRef* out, int max_frames, MainThreadMark* mark) {
   PyCaptureResult r;
   SelfMemoryReader self;
   BlockReader mem(&self);
@@ -400,16 +400,10 @@ PyCaptureResult WalkMainThread(FrameRef* out, int max_frames, MainThreadMark* ma
   return r;  // an inconsistency here is a race with that thread: stacks stay on
 }
 
-}  // namespace
-
-PyCaptureResult CaptureMainThreadPythonStack(FrameRef* out, int max_frames, MainThreadMark* mark) {
-  return WalkMainThread(out, max_frames, mark);
-}
-
 bool PeekMainThread(MainThreadMark* mark) {
   FrameRef top[1];
   *mark = MainThreadMark{};
-  const PyCaptureResult r = WalkMainThread(top, 1, mark);
+  const PyCaptureResult r = CaptureMainThreadPythonStack(top, 1, mark);
   return r.status != PyCaptureStatus::kInconsistent && r.depth == 1;
 }
 

@@ -364,9 +364,9 @@ struct HostSeries {
 struct GpuState {
   GpuModel m;
   IntervalUnion all;
-  // The op that ends the device's busy time so far: a device-to-host copy
-  // there makes the gap after it one that follows a read-back (Classify).
-  uint64_t busy_end_ns = 0;
+  // The op that ends the device's busy time so far (at m.last_ns): a
+  // device-to-host copy there makes the gap after it one that follows a
+  // read-back (Classify).
   uint32_t busy_end_correlation = 0;
   bool busy_end_readback = false;
   IntervalUnion kernels;
@@ -1355,18 +1355,18 @@ class ModelBuilder::Impl {
     p.swept_any = true;
     p.watermark_ns = std::max(p.watermark_ns, op.start_ns);
     g.watermark_ns = std::max(g.watermark_ns, op.start_ns);
-    m.last_ns = std::max(m.last_ns, op.end_ns);
     const uint32_t kind = op.kind & kOpKindMask;
     const uint32_t copy_kind = kind == kOpMemcpy ? (op.name_id & kCopyKindMask) : 0;
-    // What ended the busy time before this op (the gap it may end).
-    const uint64_t busy_end_ns = g.busy_end_ns;
+    // What ended the device's busy time before this op (the gap it may end):
+    // m.last_ns is the latest end swept so far, busy_end_* the op it was.
+    const uint64_t busy_end_ns = m.last_ns;
     const bool readback = g.busy_end_readback;
     const uint32_t readback_correlation = g.busy_end_correlation;
-    if (op.end_ns >= g.busy_end_ns) {
-      g.busy_end_ns = op.end_ns;
+    if (op.end_ns >= m.last_ns) {
       g.busy_end_readback = copy_kind == proto::MEMCPY_DTOH;
       g.busy_end_correlation = op.correlation_id;
     }
+    m.last_ns = std::max(m.last_ns, op.end_ns);
     ApiRef api_ref{};
     const ApiRef* api = nullptr;
     bool async_copy_call = false, driver_call = false;
