@@ -2,6 +2,9 @@
 #include "inject/stacks/python_stacks.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
 
 #include <atomic>
 #include <cstdio>
@@ -50,6 +53,130 @@ void TurnOff(WalkFault fault) {
 }
 
 std::string Str(int n) { return std::to_string(n); }
+
+// The exit guard (python_stacks.h, "Interpreter shutdown").
+constexpr int kUnguarded = 0, kGuarded = 1, kStopped = 2;
+std::atomic<int> g_exit{kUnguarded};
+std::atomic<int> g_walks{0};           // walks in flight, in any thread
+std::atomic<bool> g_hook_scheduled{false};
+
+// Counts a walk in flight for its scope; ok() is false once the exit hook
+// ran. With both sides sequentially consistent, either this load sees
+// kStopped or the hook's drain sees this walk counted.
+class WalkScope {
+ public:
+  WalkScope() {
+    g_walks.fetch_add(1, std::memory_order_seq_cst);
+    ok_ = g_exit.load(std::memory_order_seq_cst) != kStopped;
+  }
+  ~WalkScope() { g_walks.fetch_sub(1, std::memory_order_release); }
+  WalkScope(const WalkScope&) = delete;
+  WalkScope& operator=(const WalkScope&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  bool ok_ = false;
+};
+
+int64_t MonotonicNs() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1000000000ll + t.tv_nsec;
+}
+
+// No walk starts from now on; waits (bounded) for those in flight. A walk
+// takes microseconds; the bound only matters for a walker preempted for
+// long, and keeps the exit from ever blocking on us.
+constexpr int64_t kDrainLimitNs = 200 * 1000000ll;
+void StopWalks() {
+  g_exit.store(kStopped, std::memory_order_seq_cst);
+  const int64_t start = MonotonicNs();
+  while (g_walks.load(std::memory_order_seq_cst) != 0 && MonotonicNs() - start < kDrainLimitNs) {
+    sched_yield();
+  }
+}
+
+// The CPython C API the hook needs, by dlsym (all in the stable ABI).
+struct PyApi {
+  using Obj = void*;
+  int (*add_pending_call)(int (*)(void*), void*) = nullptr;
+  Obj (*import_module)(const char*) = nullptr;
+  Obj (*get_attr)(Obj, const char*) = nullptr;
+  Obj (*new_function)(void*, Obj, Obj) = nullptr;  // PyCFunction_NewEx
+  Obj (*call)(Obj, ...) = nullptr;                 // PyObject_CallFunctionObjArgs
+  void (*decref)(Obj) = nullptr;                   // Py_DecRef
+  void (*incref)(Obj) = nullptr;                   // Py_IncRef
+  void (*clear_error)() = nullptr;
+  Obj none = nullptr;                              // &_Py_NoneStruct
+};
+PyApi g_api;
+
+// PyMethodDef, unchanged in 3.9-3.13; METH_NOARGS.
+struct MethodDef {
+  const char* name;
+  void* (*meth)(void*, void*);
+  int flags;
+  const char* doc;
+};
+void* ExitHook(void*, void*) {
+  StopWalks();
+  g_api.incref(g_api.none);
+  return g_api.none;
+}
+MethodDef g_exit_def{"gpscope_stop_python_stacks", ExitHook, 0x0004,
+                     "gpscope: stop walking Python frames before the interpreter frees them"};
+
+// A pending call: runs on the main thread with the GIL, where calling
+// Python is allowed. Registers ExitHook with atexit, which Py_FinalizeEx
+// runs before it sets the finalizing flag and frees thread states. Always
+// returns 0 (a -1 would raise in the user's code).
+int RegisterExitHook(void*) {
+  void* atexit_module = g_api.import_module("atexit");
+  void* reg = atexit_module != nullptr ? g_api.get_attr(atexit_module, "register") : nullptr;
+  void* fn = reg != nullptr ? g_api.new_function(&g_exit_def, nullptr, nullptr) : nullptr;
+  void* result = fn != nullptr ? g_api.call(reg, fn, nullptr) : nullptr;
+  if (result != nullptr) {
+    int unguarded = kUnguarded;
+    g_exit.compare_exchange_strong(unguarded, kGuarded, std::memory_order_seq_cst);
+    g_api.decref(result);
+  } else {
+    g_api.clear_error();
+  }
+  for (void* o : {fn, reg, atexit_module}) {
+    if (o != nullptr) g_api.decref(o);
+  }
+  return 0;
+}
+
+// Schedules RegisterExitHook once per process; a reason when it cannot.
+std::string ScheduleExitHook() {
+  if (g_exit.load(std::memory_order_acquire) != kUnguarded) return "";
+  PyApi a;
+  auto sym = [](const char* name) { return dlsym(RTLD_DEFAULT, name); };
+  a.add_pending_call = reinterpret_cast<decltype(a.add_pending_call)>(sym("Py_AddPendingCall"));
+  a.import_module = reinterpret_cast<decltype(a.import_module)>(sym("PyImport_ImportModule"));
+  a.get_attr = reinterpret_cast<decltype(a.get_attr)>(sym("PyObject_GetAttrString"));
+  a.new_function = reinterpret_cast<decltype(a.new_function)>(sym("PyCFunction_NewEx"));
+  a.call = reinterpret_cast<decltype(a.call)>(sym("PyObject_CallFunctionObjArgs"));
+  a.decref = reinterpret_cast<decltype(a.decref)>(sym("Py_DecRef"));
+  a.incref = reinterpret_cast<decltype(a.incref)>(sym("Py_IncRef"));
+  a.clear_error = reinterpret_cast<decltype(a.clear_error)>(sym("PyErr_Clear"));
+  a.none = sym("_Py_NoneStruct");
+  if (a.add_pending_call == nullptr || a.import_module == nullptr || a.get_attr == nullptr ||
+      a.new_function == nullptr || a.call == nullptr || a.decref == nullptr ||
+      a.incref == nullptr || a.clear_error == nullptr || a.none == nullptr) {
+    return "no exit hook (a C API symbol is missing): own-thread walks keep checked reads";
+  }
+  if (g_hook_scheduled.exchange(true)) return "";
+  g_api = a;
+  // A forked child has only the forking thread, which is not in a walk.
+  pthread_atfork(nullptr, nullptr, [] { g_walks.store(0, std::memory_order_relaxed); });
+  if (g_api.add_pending_call(RegisterExitHook, nullptr) != 0) {
+    g_hook_scheduled.store(false);
+    return "no exit hook (Py_AddPendingCall refused): own-thread walks keep checked reads";
+  }
+  return "";
+}
 
 // Reads a uint64/int64/pointer-sized value with a checked read.
 template <typename T>
@@ -304,6 +431,8 @@ PythonInfo InitPythonStacks() {
   g_runtime.is_finalizing = is_finalizing;
   g_runtime.thread_list_head = RealThreadListHead;
   g_verified.store(verified, std::memory_order_relaxed);
+  const std::string hook = ScheduleExitHook();
+  if (!hook.empty()) checked += "; " + hook;
   g_state.store(kOn, std::memory_order_release);
   info.enabled = true;
   info.reason = what + checked + " (" + mem.method() + ")";
@@ -313,7 +442,8 @@ PythonInfo InitPythonStacks() {
 PyCaptureResult CapturePythonStack(FrameRef* out, int max_frames) {
   PyCaptureResult r;
   if (g_state.load(std::memory_order_acquire) != kOn) return r;  // kOff
-  if (g_runtime.is_finalizing != nullptr && g_runtime.is_finalizing()) {
+  const WalkScope scope;
+  if (!scope.ok() || (g_runtime.is_finalizing != nullptr && g_runtime.is_finalizing())) {
     r.status = PyCaptureStatus::kFinalizing;
     return r;
   }
@@ -323,12 +453,14 @@ PyCaptureResult CapturePythonStack(FrameRef* out, int max_frames) {
     return r;
   }
   WalkResult w;
-  if (g_verified.load(std::memory_order_acquire)) {
+  if (g_verified.load(std::memory_order_acquire) &&
+      g_exit.load(std::memory_order_acquire) == kGuarded) {
     w = WalkPythonFrames(g_runtime.target, DirectLoads{}, reinterpret_cast<uint64_t>(ts), out,
                          max_frames);
   } else {
     // Until one real chain has been walked safely (start-up found no
-    // frames to check): checked reads, once per process in practice.
+    // frames to check), or while the exit hook is not registered yet:
+    // checked reads, once per process in practice.
     SelfMemoryReader mem;
     w = WalkPythonFrames(g_runtime.target, CheckedLoads{&mem}, reinterpret_cast<uint64_t>(ts), out,
                          max_frames);
@@ -385,6 +517,12 @@ uint64_t FindMainThreadState(BlockReader& mem, PyCaptureStatus* status) {
 
 PyCaptureResult CaptureMainThreadPythonStack(FrameRef* out, int max_frames, MainThreadMark* mark) {
   PyCaptureResult r;
+  const WalkScope scope;
+  if (!scope.ok()) {
+    r.status = g_state.load(std::memory_order_acquire) == kOn ? PyCaptureStatus::kFinalizing
+                                                              : PyCaptureStatus::kOff;
+    return r;
+  }
   SelfMemoryReader self;
   BlockReader mem(&self);
   const uint64_t tstate = FindMainThreadState(mem, &r.status);
@@ -423,8 +561,13 @@ void InstallPythonRuntimeForTest(const PyWalkTarget& target, GetThreadStateFn ge
   g_runtime.is_finalizing = is_finalizing;
   g_runtime.thread_list_head = thread_list_head;
   g_verified.store(0, std::memory_order_relaxed);  // the first capture checks, as in a real process
+  g_exit.store(kGuarded, std::memory_order_seq_cst);  // as if the exit hook were registered
   g_state.store(kOn, std::memory_order_release);
 }
+
+void StopPythonWalksForTest() { StopWalks(); }
+
+bool PythonExitHookRegistered() { return g_exit.load(std::memory_order_acquire) != kUnguarded; }
 
 bool PythonLayoutVerified() { return g_verified.load(std::memory_order_acquire) != 0; }
 

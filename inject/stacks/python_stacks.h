@@ -58,15 +58,22 @@
 // wrong layout that passes them (aligned, canonical) is mapped; that is
 // why the layout is verified on a real chain before the first plain-load
 // walk. Interpreter shutdown is the other exception: Py_FinalizeEx
-// frees the other threads' thread states while daemon threads may still be
-// inside C code making CUDA calls, so no walk starts once the runtime's
-// finalizing flag is set (kFinalizing). (Tried on 3.9, 3.11, 3.12 and 3.13
-// without this check: such walks read freed but still mapped memory, as
-// CPython leaves those threads' frames allocated, and did not fault; the
-// check keeps them from reading it at all.) A walk that began just before the
-// flag was set and still runs when its thread state is freed (the flag
-// and the deletion are back to back in Py_FinalizeEx; a walk takes well
-// under a microsecond) is the window this does not close. Calling this
+// frees the other threads' thread states (3.11+: and their data stacks)
+// while daemon threads may still be inside C code making CUDA calls. The
+// finalizing flag alone cannot keep a walk off that memory: a walk that
+// checked it just before Py_FinalizeEx set it may still run when the
+// states are freed (ASan caught that on 3.10, 3.11 and 3.12 with a capture
+// loop under CPU load, 4 of 120 exits). So InitPythonStacks schedules
+// (Py_AddPendingCall, callable without the GIL) a call on the main thread
+// that registers an atexit function, and Py_FinalizeEx runs the atexit
+// functions before it sets the flag and frees anything. That function marks
+// walks stopped and waits until the walks in flight have ended (a counter
+// each walk holds for its duration, sequentially consistent with the mark;
+// at most 200 ms); from then on every capture returns kFinalizing. Until
+// the hook is registered (the main thread runs the pending call at its next
+// bytecode boundary), or when it cannot be (a symbol missing), own-thread
+// walks use checked reads, which cannot fault. The finalizing flag is still
+// checked (an embedder that finalizes without running atexit functions). Calling this
 // from an asynchronous signal handler is NOT covered by this argument
 // (the chain may be mid-update there): call it synchronously on the thread.
 //
@@ -183,8 +190,10 @@ PyCaptureResult CaptureMainThreadPythonStack(FrameRef* out, int max_frames,
 bool PeekMainThread(MainThreadMark* mark);
 
 // True once a walk over real frames succeeded with checked reads (from
-// then on captures use plain loads).
+// then on captures use plain loads, once the exit hook is registered).
 bool PythonLayoutVerified();
+// True once the atexit hook is registered (or has run).
+bool PythonExitHookRegistered();
 
 bool PythonStacksEnabled();
 // After a run-time inconsistency: what failed (kNone while all is well).
@@ -198,9 +207,12 @@ using GetThreadStateFn = void* (*)();
 using IsFinalizingFn = int (*)();
 // `thread_list_head` stands for PyInterpreterState_ThreadHead(
 // PyInterpreterState_Main()) (CaptureMainThreadPythonStack); null: none.
+// The runtime counts as having its exit hook registered.
 void InstallPythonRuntimeForTest(const PyWalkTarget& target, GetThreadStateFn get_tstate,
                                  IsFinalizingFn is_finalizing = nullptr,
                                  GetThreadStateFn thread_list_head = nullptr);
+// Tests only: what the atexit hook does (stop walks, drain those in flight).
+void StopPythonWalksForTest();
 
 // Parses "3.12.1 (main, ...)" (Py_GetVersion's format). False when it is not
 // "<major>.<minor>[.<micro>]" followed by anything that is not a digit.

@@ -363,6 +363,17 @@ def main():
     if not enabled:
         print("FAIL: Python stacks did not enable in CPython %s" % sys.version.split()[0])
         return 1
+    # The pending call that registers the exit hook runs on this thread at a
+    # bytecode boundary: by now it has.
+    import atexit
+    if not LIB.gps_exit_hook():
+        print("FAIL: CPython %s: the atexit hook that stops walks was not registered"
+              % sys.version.split()[0])
+        return 1
+    if atexit._ncallbacks() < 1:
+        print("FAIL: CPython %s: atexit has no callbacks after the hook was registered"
+              % sys.version.split()[0])
+        return 1
     if len(sys.argv) > 2 and sys.argv[2] == "--finalize":
         # A daemon thread captures in a loop inside one C call while the
         # interpreter shuts down and frees its thread state: every capture

@@ -87,6 +87,11 @@ __attribute__((visibility("default"))) int gps_init(char* out, int cap) {
 }
 
 __attribute__((visibility("default"))) int gps_enabled() { return PythonStacksEnabled() ? 1 : 0; }
+// 1 once the atexit hook that stops walks before finalization is registered
+// and captures walk with plain loads.
+__attribute__((visibility("default"))) int gps_exit_hook() {
+  return PythonExitHookRegistered() ? 1 : 0;
+}
 
 __attribute__((visibility("default"))) int gps_fault(char* out, int cap) {
   return Put(WalkFaultName(PythonStacksFault()), out, cap);

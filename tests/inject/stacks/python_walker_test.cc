@@ -8,7 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "inject/stacks/python_stacks.h"
@@ -291,6 +294,55 @@ TEST(PythonStacksTest, NoWalkStartsOnceTheInterpreterIsFinalizing) {
   EXPECT_EQ(r.depth, 0);
   EXPECT_TRUE(PythonStacksEnabled());  // not an inconsistency
   g_finalizing = 0;
+  g_chain = nullptr;
+}
+
+// A get_tstate that holds its capture inside the walk until released.
+std::atomic<int> g_held{0};      // 1 while a capture waits in it
+std::atomic<bool> g_release{false};
+void* HeldThreadState() {
+  g_held.store(1);
+  while (!g_release.load()) std::this_thread::yield();
+  return reinterpret_cast<void*>(g_chain->tstate());
+}
+
+// What the atexit hook does before Py_FinalizeEx frees thread states: no
+// walk starts after it, and it returns only once the walk in flight ended.
+TEST(PythonStacksTest, TheExitHookWaitsForTheWalkInFlightAndStopsNewOnes) {
+  const PythonLayout& l = *FindPythonLayout(3, 12);
+  FakeChain c(l);
+  g_chain = &c;
+  c.Push(c.Code(1), 1);
+  c.Push(c.Code(2), 1);
+  g_held.store(0);
+  g_release.store(false);
+  InstallPythonRuntimeForTest(c.target(), HeldThreadState);
+  ASSERT_TRUE(PythonExitHookRegistered());
+  PyCaptureResult in_flight;
+  std::thread walker([&] {
+    FrameRef out[8];
+    in_flight = CapturePythonStack(out, 8);
+  });
+  while (g_held.load() == 0) std::this_thread::yield();
+  std::atomic<bool> stopped{false};
+  std::thread exit_hook([&] {
+    StopPythonWalksForTest();
+    stopped.store(true);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(stopped.load()) << "the hook returned while a walk was in flight";
+  g_release.store(true);
+  walker.join();
+  exit_hook.join();
+  EXPECT_TRUE(stopped.load());
+  EXPECT_EQ(in_flight.status, PyCaptureStatus::kOk);  // the walk that began finished
+  EXPECT_EQ(in_flight.depth, 2);
+  FrameRef out[8];
+  const PyCaptureResult after = CapturePythonStack(out, 8);
+  EXPECT_EQ(after.status, PyCaptureStatus::kFinalizing);
+  EXPECT_EQ(after.depth, 0);
+  EXPECT_EQ(CaptureMainThreadPythonStack(out, 8).status, PyCaptureStatus::kFinalizing);
+  EXPECT_TRUE(PythonStacksEnabled());  // stopped, not faulted
   g_chain = nullptr;
 }
 
