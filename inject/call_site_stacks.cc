@@ -18,6 +18,27 @@ void CallSiteStacks::Off(const std::string& why) {
   writer_->AddCapability({format::MakeStringRef("stacks"), false, {why.data(), why.size()}});
 }
 
+bool CallSiteStacks::RequestSwitch(bool on) {
+  if (!active()) return false;
+  switch_request_.store(on ? kSwitchOn : kSwitchOff, std::memory_order_release);
+  return true;
+}
+
+void CallSiteStacks::ApplySwitch() {
+  const int request = switch_request_.exchange(kNoSwitch, std::memory_order_acq_rel);
+  if (request == kNoSwitch || !active() || (request == kSwitchOff) == switched_off_) return;
+  switched_off_ = request == kSwitchOff;
+  size_t asked = 0;
+  const size_t changed = session_->SetApiCallbacks(!switched_off_, launches_, &asked);
+  if (switched_off_) {
+    capturer_->Disable();
+  } else {
+    capturer_->Enable();
+  }
+  GPSCOPE_LOG_INFO("call-site stacks switched %s on request: %zu of %zu API callbacks",
+                   switched_off_ ? "off" : "on", changed, asked);
+}
+
 void CallSiteStacks::Start(const Options& options, CuptiSession* session, WakeWord* wake) {
   const stacks::StackSettings& s = options.settings;
   if (!s.enabled()) return Off("GPSCOPE_STACKS=0");
@@ -51,6 +72,8 @@ void CallSiteStacks::Start(const Options& options, CuptiSession* session, WakeWo
   std::string why;
   if (!capturer_->Init(o, &why)) return Off(why);
   size_t asked = 0;
+  session_ = session;
+  launches_ = options.launches;
   const size_t enabled = session->EnableApiCallbacks(options.launches, &asked);
   if (enabled == 0) {
     capturer_->Disable();
@@ -82,6 +105,7 @@ void CallSiteStacks::Start(const Options& options, CuptiSession* session, WakeWo
 
 void CallSiteStacks::Drain(const CaptureGate& gate) {
   if (table_ == nullptr) return;
+  ApplySwitch();
   if (writer_->frames_failed() != frames_failed_seen_) {
     // A lost chunk may have held definitions: send them all again.
     frames_failed_seen_ = writer_->frames_failed();

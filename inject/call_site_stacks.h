@@ -21,6 +21,7 @@
 #ifndef GPSCOPE_INJECT_CALL_SITE_STACKS_H_
 #define GPSCOPE_INJECT_CALL_SITE_STACKS_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -74,6 +75,13 @@ class CallSiteStacks {
   // API records.
   void Drain(const CaptureGate& gate);
 
+  // Control thread (`stacks on|off`, a switch for A/B measurements of the
+  // stacks' cost): asks the writer to switch the API callbacks and the
+  // captures on or off; false when the stacks are not active.
+  bool RequestSwitch(bool on);
+  // Writer thread, at every drain: applies a requested switch.
+  void ApplySwitch();
+
   // Cumulative drop counts (active() only): captures lost to a full ring,
   // stacks the table could not keep, captures of threads beyond the limit.
   uint64_t ring_drops() const { return capturer_->ring_drops(); }
@@ -86,6 +94,11 @@ class CallSiteStacks {
   void Off(const std::string& why);
 
   StackCapturer* capturer_;
+  CuptiSession* session_ = nullptr;
+  bool launches_ = true;
+  bool switched_off_ = false;                  // writer thread
+  std::atomic<int> switch_request_{kNoSwitch};  // control -> writer
+  static constexpr int kNoSwitch = 0, kSwitchOn = 1, kSwitchOff = 2;
   format::ChunkWriter* writer_;
   ExitFinisher* finisher_;
   // Writer-thread state (null when the stacks are off).

@@ -186,6 +186,7 @@ class Collector : public control::ControlHandler,
   void GetStatus(control::ControlStatus* status) override;
   control::ControlReply Start(const control::StartRequest& request) override;
   control::ControlReply Stop() override;
+  control::ControlReply SetStacks(bool on) override;
 
   // ExitFinisher::Hooks.
   void RequestFinal(int sig) override { loop->RequestFinal(sig); }
@@ -482,6 +483,14 @@ control::ControlReply Collector::Start(const control::StartRequest& request) {
   return Reply(r, request.metrics_interval_ms != 0
                       ? "tracing (the metrics interval is fixed at start; ignored)"
                       : "tracing");
+}
+
+control::ControlReply Collector::SetStacks(bool on) {
+  if (stacks == nullptr || !stacks->RequestSwitch(on)) {
+    return {false, "call-site stacks are off in this process (GPSCOPE_STACKS or start-up)"};
+  }
+  wake.Wake();
+  return {true, std::string("call-site stacks ") + (on ? "on" : "off") + " requested"};
 }
 
 control::ControlReply Collector::Stop() {

@@ -242,19 +242,21 @@ void CuptiSession::SetApiRecords(bool on) {
   }
 }
 
-size_t CuptiSession::EnableApiCallbacks(bool launches, size_t* asked) {
+size_t CuptiSession::SetApiCallbacks(bool on, bool launches, size_t* asked) {
+  const uint32_t enable = on ? 1 : 0;
+  BlockingSection section(finisher_);  // CUPTI's lock, on the writer thread at run time
   size_t enabled = 0;
   *asked = 0;
   for (CUpti_CallbackId id : kRuntimeCbids) {
     if (!launches && ClassifyApi(CUPTI_CB_DOMAIN_RUNTIME_API, id) == ApiClass::kLaunch) continue;
     ++*asked;
-    enabled += api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, id) ==
+    enabled += api_.cuptiEnableCallback(enable, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, id) ==
                CUPTI_SUCCESS;
   }
   for (CUpti_CallbackId id : kDriverCbids) {
     if (!launches && ClassifyApi(CUPTI_CB_DOMAIN_DRIVER_API, id) == ApiClass::kLaunch) continue;
     ++*asked;
-    enabled += api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id) ==
+    enabled += api_.cuptiEnableCallback(enable, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id) ==
                CUPTI_SUCCESS;
   }
   return enabled;

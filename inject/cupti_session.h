@@ -98,7 +98,9 @@ class CuptiSession : public RecordConverter::ApiNames {
   // Call-site stacks: CUPTI's API callbacks for the recorded calls (all, or
   // all but the launches). Returns how many CUPTI accepted; *asked how many
   // were asked for.
-  size_t EnableApiCallbacks(bool launches, size_t* asked);
+  size_t EnableApiCallbacks(bool launches, size_t* asked) { return SetApiCallbacks(true, launches, asked); }
+  // Switches them on or off (`stacks on|off` on the control socket).
+  size_t SetApiCallbacks(bool on, bool launches, size_t* asked);
 
   // Writer thread: CUPTI hands back its buffers (flag 0: completed ones;
   // CUPTI_ACTIVITY_FLAG_FLUSH_FORCED: partly filled too), through the

@@ -117,6 +117,8 @@ class StackCapturer {
   bool enabled() const { return enabled_.load(std::memory_order_acquire); }
   // Stops captures (already published ones can still be drained).
   void Disable() { enabled_.store(false, std::memory_order_release); }
+  // After Disable(), with Init() done: captures again.
+  void Enable() { enabled_.store(true, std::memory_order_release); }
 
   // CUPTI's API callback (runtime or driver domain), application thread:
   // a call's entry (its class, CUPTI domain and callback id, correlation

@@ -23,7 +23,8 @@ using common::EnvValues;
 using common::MsAsSeconds;
 namespace {
 
-constexpr char kCommands[] = "commands: status, start DURATION_MS [INTERVAL_MS], stop";
+constexpr char kCommands[] =
+    "commands: status, start DURATION_MS [INTERVAL_MS], stop, stacks on|off";
 
 std::string Errno(const char* what, const std::string& path) {
   return std::string(what) + " " + path + ": " + strerror(errno);
@@ -269,6 +270,10 @@ std::string HandleControlLine(std::string_view line, ControlHandler& handler) {
     return reply(handler.Start(request));
   }
   if (command == "stop" && arg1.empty()) return reply(handler.Stop());
+  if (command == "stacks") {
+    if ((arg1 != "on" && arg1 != "off") || !arg2.empty()) return "error usage: stacks on|off";
+    return reply(handler.SetStacks(arg1 == "on"));
+  }
   std::string shown(line.substr(0, 40));
   return OneLine("error unknown request '" + shown + "'; " + kCommands);
 }

@@ -15,6 +15,10 @@
 //                                   drops=N pid=N trace=PATH   (PATH: the rest of the line)
 //   start DURATION_MS [INTERVAL_MS] -> ok MESSAGE | error MESSAGE
 //   stop                         -> ok MESSAGE | error MESSAGE
+//   stacks on|off                -> ok MESSAGE | error MESSAGE: call-site stacks (their
+//                                   CUPTI API callbacks) switched at run time, for
+//                                   measuring their cost inside one process
+//                                   (bench/overhead_ab.py --toggle stacks)
 // anything else                  -> error unknown command ...
 // An overlong line gets "error line too long" and the connection is
 // closed; so is a connection idle for client_timeout_ms. One client is
@@ -137,6 +141,10 @@ class ControlHandler {
   virtual void GetStatus(ControlStatus* status) = 0;
   virtual ControlReply Start(const StartRequest& request) = 0;
   virtual ControlReply Stop() = 0;
+  // `stacks on|off`; a process without call-site stacks says so.
+  virtual ControlReply SetStacks(bool /*on*/) {
+    return {false, "call-site stacks cannot be switched in this process"};
+  }
 };
 
 // One request line (without '\n') -> one reply line (without '\n').

@@ -52,6 +52,11 @@ class FakeCollector : public ControlHandler {
     tracing = false;
     return {true, "stopped"};
   }
+  ControlReply SetStacks(bool on) override {
+    std::lock_guard<std::mutex> lock(mu);
+    stacks_switches.push_back(on);
+    return {true, std::string("stacks ") + (on ? "on" : "off")};
+  }
   void RecordSignalMask() {
     sigset_t set;
     pthread_sigmask(SIG_SETMASK, nullptr, &set);
@@ -65,6 +70,7 @@ class FakeCollector : public ControlHandler {
   int status_calls = 0;
   int stop_calls = 0;
   std::vector<StartRequest> starts;
+  std::vector<bool> stacks_switches;
   bool signals_blocked = false;
   std::thread::id handler_thread;
 };
@@ -135,7 +141,12 @@ TEST_F(ControlChannelTest, RoundTripsEveryCommand) {
   EXPECT_EQ(Ask(client, "start 10 5"), Ask(client, "start -1"));  // both usage errors
   EXPECT_EQ(Ask(client, "reboot now"),
             "error unknown request 'reboot now'; commands: status, start DURATION_MS "
-            "[INTERVAL_MS], stop");
+            "[INTERVAL_MS], stop, stacks on|off");
+  EXPECT_EQ(Ask(client, "stacks off"), "ok stacks off");
+  EXPECT_EQ(Ask(client, "stacks on"), "ok stacks on");
+  EXPECT_EQ(Ask(client, "stacks"), "error usage: stacks on|off");
+  EXPECT_EQ(Ask(client, "stacks 1"), "error usage: stacks on|off");
+  EXPECT_EQ(Ask(client, "stacks on now"), "error usage: stacks on|off");
 
   std::lock_guard<std::mutex> lock(collector.mu);
   ASSERT_EQ(collector.starts.size(), 2u);
@@ -143,6 +154,7 @@ TEST_F(ControlChannelTest, RoundTripsEveryCommand) {
   EXPECT_EQ(collector.starts[0].metrics_interval_ms, 100u);
   EXPECT_EQ(collector.starts[1].metrics_interval_ms, 0u);
   EXPECT_EQ(collector.stop_calls, 2);
+  EXPECT_EQ(collector.stacks_switches, (std::vector<bool>{false, true}));
   // The handler ran on the control thread, with SIGTERM/SIGINT blocked
   // there and nothing else.
   EXPECT_NE(collector.handler_thread, std::this_thread::get_id());
