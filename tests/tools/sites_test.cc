@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "tests/testing/trace_builder.h"
 #include "tools/analyses/rules.h"
 #include "tools/analyses/site_findings.h"
@@ -565,6 +567,30 @@ TEST(SitesTest, GapsThatBeginWhenACopyToTheHostEndsGoToTheCopysLine) {
   ASSERT_NE(f, nullptr) << analyze::RenderSummaryText(*r);
   EXPECT_NE(f->summary.find("follows a sync or a read-back"), std::string::npos) << f->summary;
   EXPECT_EQ(copy->w.readback_gaps, uint64_t{kSteps - 1});
+  // The JSON and the `--table lines` CSV carry it (sites_render.h).
+  EXPECT_TRUE(PythonChecks(analyze::RenderSummaryJson(*r), R"(
+s = {s['label']: s for s in d['source_lines']['sites']}
+assert s['jax_train.py:84 (train)']['readback_gaps'] == 19, s['jax_train.py:84 (train)']
+assert s['jax_train.py:84 (train)']['gaps'] == 19
+assert s['jax_train.py:83 (train)']['readback_gaps'] == 0, s['jax_train.py:83 (train)']
+)"));
+  {
+    std::istringstream csv(analyze::RenderSummaryCsv(*r, "lines"));
+    std::string line;
+    ASSERT_TRUE(std::getline(csv, line));
+    std::vector<std::string> header = absl::StrSplit(line, ',');
+    const auto col = std::find(header.begin(), header.end(), "readback_gaps");
+    ASSERT_NE(col, header.end()) << line;
+    bool seen = false;
+    while (std::getline(csv, line)) {
+      if (line.find(",jax_train.py:84 (train),") == std::string::npos) continue;
+      std::vector<std::string> fields = absl::StrSplit(line, ',');
+      ASSERT_GT(fields.size(), static_cast<size_t>(col - header.begin())) << line;
+      EXPECT_EQ(fields[static_cast<size_t>(col - header.begin())], "19") << line;
+      seen = true;
+    }
+    EXPECT_TRUE(seen);
+  }
   EXPECT_NE(f->summary.find("after the copy to the host at jax_train.py:84 (train) ended, the GPU "
                             "waited"),
             std::string::npos)

@@ -267,7 +267,8 @@ void SitesJson(const model::TraceModel& model, const analyses::SummaryReport& re
     j.Key("implicit_calls").Uint(w.implicit_calls);
     j.Key("implicit_blocked_ns").Uint(w.implicit_blocked_ns);
     j.Key("main_thread_syncs").Uint(w.main_thread_syncs);
-    j.Key("gaps").Uint(w.gaps).Key("launches").Uint(w.launches).Key("samples").Uint(w.samples);
+    j.Key("gaps").Uint(w.gaps).Key("readback_gaps").Uint(w.readback_gaps);
+    j.Key("launches").Uint(w.launches).Key("samples").Uint(w.samples);
     j.Key("kernel");
     if (s.has_kernel_estimate) {
       j.BeginObject().Key("ns").Double(s.kernel_ns).Key("error_ns").Double(s.kernel_error_ns);
@@ -305,7 +306,7 @@ void SitesCsv(const model::TraceModel& model, const analyses::SummaryReport& rep
               CsvWriter& csv) {
   csv.Row({"gpu", "rank", "pid", "site", "kind", "file", "line", "function", "user",
            "gpu_lost_ns", "gpu_sync_idle_ns", "gpu_implicit_idle_ns", "gpu_host_after_ns",
-           "gpu_host_before_ns", "sync_calls", "sync_blocked_ns", "launches", "samples",
+           "gpu_host_before_ns", "sync_calls", "sync_blocked_ns", "readback_gaps", "launches", "samples",
            "kernel_ns", "kernel_error_ns", "next_site", "next_host_ns", "stack"});
   const double nan = std::numeric_limits<double>::quiet_NaN();
   for (const analyses::SiteRow& s : report.sites.rows) {
@@ -316,7 +317,7 @@ void SitesCsv(const model::TraceModel& model, const analyses::SummaryReport& rep
     csv.Field(s.frame.function).Field(s.user ? 1 : 0).Field(s.gpu_lost_ns);
     csv.Field(w.gpu_sync_idle_ns).Field(w.gpu_implicit_idle_ns).Field(w.gpu_host_after_ns);
     csv.Field(w.gpu_host_before_ns).Field(w.sync_calls).Field(w.sync_blocked_ns);
-    csv.Field(w.launches).Field(w.samples);
+    csv.Field(w.readback_gaps).Field(w.launches).Field(w.samples);
     csv.Field(s.has_kernel_estimate ? s.kernel_ns : nan);
     csv.Field(s.has_kernel_estimate ? s.kernel_error_ns : nan);
     csv.Field(s.next_label).Field(s.next_label.empty() ? nan : s.next_host_ns);

@@ -15,15 +15,19 @@
 //                file, line (native: the source file and line when symbolized, else the
 //                module and 0), function, user (bool), gpu_lost_ns, gpu_sync_idle_ns,
 //                gpu_implicit_idle_ns, gpu_host_after_ns, gpu_host_before_ns, sync_calls,
-//                sync_blocked_ns, implicit_calls, implicit_blocked_ns, gaps, launches,
-//                samples, kernel: null or {ns, error_ns (95%), share}, next: null or
-//                {site, gaps, host_ns_mean, gpu_host_ns}, prev: null or {site, gaps,
-//                host_ns_mean}, stack_id, stacks, truncated, stack[] (frame text,
-//                innermost first)}
+//                sync_blocked_ns, implicit_calls, implicit_blocked_ns, main_thread_syncs
+//                (of sync_calls, made by threads without Python while the main thread
+//                was here), gaps, readback_gaps (of gaps, those that began when this
+//                site's copy to the host ended: the host's code after a read-back),
+//                launches, samples, kernel: null or {ns, error_ns (95%), share},
+//                next: null or {site, gaps, host_ns_mean, gpu_host_ns}, prev: null or
+//                {site, gaps, host_ns_mean}, stack_id, stacks, truncated, stack[] (frame
+//                text, innermost first)}
 // CSV (`--table lines`): gpu (the process's first GPU, -1 none), rank, pid, site, kind,
 //   file, line, function, user, gpu_lost_ns, gpu_sync_idle_ns, gpu_implicit_idle_ns,
-//   gpu_host_after_ns, gpu_host_before_ns, sync_calls, sync_blocked_ns, launches,
-//   samples, kernel_ns, kernel_error_ns, next_site, next_host_ns, stack (" <- " joined)
+//   gpu_host_after_ns, gpu_host_before_ns, sync_calls, sync_blocked_ns, readback_gaps
+//   (as in the JSON), launches, samples, kernel_ns, kernel_error_ns, next_site,
+//   next_host_ns, stack (" <- " joined)
 //
 // Thread model: pure functions.
 #ifndef GPSCOPE_TOOLS_RENDER_SITES_RENDER_H_
