@@ -27,6 +27,11 @@ socket instead (what `gpscope attach` sends, without its own process start and t
 copy out of the trace): blocks of 1 s then fit, so there are ~4x more pairs per minute and
 each pair's two blocks are 1 s apart, not 4 s, where the step time drifts less.
 
+With --toggle stacks the whole run is traced (no standby) and the two blocks of a pair are
+call-site stacks on and off, switched with `stacks on` / `stacks off` on the control socket
+(the writer thread switches CUPTI's API callbacks and the captures): "traced" then reads
+"stacks on", "untraced" "stacks off", and the ratio is the stacks' own cost.
+
 Prints a table and writes JSON (--out). Exit status 0 when every block had steps.
 """
 import argparse
@@ -93,6 +98,9 @@ def main():
                     help="open a window with `gpscope attach` (the production path, ~0.5 s of "
                          "its own per window) or a `start` request on the control socket "
                          "(short blocks: more pairs, less drift within a pair)")
+    ap.add_argument("--toggle", choices=["tracing", "stacks"], default="tracing",
+                    help="what a pair compares: tracing vs standby (default), or call-site "
+                         "stacks on vs off inside a traced run (control socket)")
     ap.add_argument("--out", default="")
     ap.add_argument("--keep", default="", help="keep the traces and the step log here")
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
@@ -108,8 +116,11 @@ def main():
     total_s = a.warmup_s + a.blocks * 2 * (a.block_s + 1.5) + 30
     env = dict(os.environ)
     ctl_dir = os.path.join(work, "ctl")  # the collector creates it, mode 0700
-    env.update(CUDA_INJECTION64_PATH=os.path.abspath(a.inject), GPSCOPE_STANDBY="1",
+    env.update(CUDA_INJECTION64_PATH=os.path.abspath(a.inject),
+               GPSCOPE_STANDBY="0" if a.toggle == "stacks" else "1",
                GPSCOPE_OUTPUT=os.path.join(work, "trace"), GPSCOPE_CONTROL_DIR=ctl_dir)
+    if a.toggle == "stacks":
+        env.setdefault("GPSCOPE_STACKS", "1")
     app = subprocess.Popen(cmd + ["--step-log", step_log, "--seconds", f"{total_s:.0f}"], env=env,
                            stdout=open(os.path.join(work, "app.out"), "w"),
                            stderr=open(os.path.join(work, "app.err"), "w"))
@@ -128,7 +139,19 @@ def main():
         pair = {}
         for kind in (("traced", "untraced") if k % 2 == 0 else ("untraced", "traced")):
             t0 = time.monotonic_ns()
-            if kind == "traced" and a.via == "socket":
+            if a.toggle == "stacks":
+                try:
+                    reply = control(os.path.join(ctl_dir, f"{app.pid}.sock"),
+                                    "stacks on" if kind == "traced" else "stacks off")
+                except OSError as e:
+                    reply = f"error {e}"
+                if not reply.startswith("ok"):
+                    pair["attach_rc"] = 1
+                    pair["attach_err"] = reply[-500:]
+                else:
+                    pair.setdefault("attach_rc", 0)
+                time.sleep(a.block_s)
+            elif kind == "traced" and a.via == "socket":
                 try:
                     reply = control(os.path.join(ctl_dir, f"{app.pid}.sock"),
                                     f"start {int(a.block_s * 1000)}")
