@@ -21,7 +21,8 @@ run_ab() {
   GPSCOPE_CUPTI_PATH=$fake FAKE_CUPTI_KERNELS=forever FAKE_CUPTI_RATE=2000 GPSCOPE_METRICS=0 \
     python3 "$repo/bench/overhead_ab.py" --inject "$lib" --gpscope "$gpscope" --blocks "$blocks" \
     --block-s "$block_s" --margin-s "$margin" --warmup-s 1 --keep "$work/$name" \
-    --out "$work/$name.json" "$@" -- python3 "$repo/tests/inject/ab_fake_workload.py"
+    --out "$work/$name.json" "$@" -- python3 "$repo/tests/inject/ab_fake_workload.py" \
+    ${WORKLOAD_ARGS:-}
   python3 - "$work/$name.json" "$blocks" "$min_steps" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -57,3 +58,19 @@ lost = sum(1 for e in ev if e["type"] == "lost" and e["reason"] == "TRACING_DISA
 assert 4 * 0.8 * 2000 * 0.85 < k < 4 * 0.8 * 2000 * 1.15, k
 assert lost == 5, lost
 print(f"ok: socket, 4 pairs, {k} kernels in 4 windows")'
+
+# Call-site stacks on and off inside one traced process (--toggle stacks, the control
+# socket's `stacks on|off`): a stand-in cudaDeviceSynchronize per step, so each "on" block's
+# syncs carry Python stacks and each "off" block's do not. The warm-up (stacks on) and four
+# pairs: about half the syncs stacked, some not (all stacked: the switch did nothing; none:
+# it never came back on).
+WORKLOAD_ARGS=--syncs run_ab stacks 4 0.8 0.15 20 --toggle stacks
+"$4" summary --format json "$work"/stacks/trace/*.gpscope > "$work/stacks-summary.json"
+python3 - "$work/stacks-summary.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))["source_lines"]["processes"][0]
+stacked, unstacked = p["joined"], p["sync_calls_unstacked"]
+share = stacked / max(1, stacked + unstacked)
+assert stacked > 0 and unstacked > 0 and 0.3 < share < 0.8, p
+print(f"ok: stacks toggled, {stacked} syncs with stacks, {unstacked} without ({share:.2f})")
+PY
