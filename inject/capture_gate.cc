@@ -10,6 +10,8 @@
 
 namespace gpscope::inject {
 
+uint64_t CaptureGate::Actions::MonotonicNs() { return common::ClockNs(CLOCK_MONOTONIC); }
+
 CaptureGate::CaptureGate(const control::CaptureConfig* capture, format::ChunkWriter* writer,
                          Actions* actions)
     : writer_(writer), actions_(actions) {
@@ -79,8 +81,12 @@ void CaptureGate::Apply(const control::Transition* t, size_t n) {
       // before, the other kinds only from now: the window starts when they
       // are on, so each kept kernel has its launch call (a busy writer can
       // be ms late).
-      const uint64_t start_ns =
-          kernels_always_on_ ? std::max(t[i].at_ns, actions_->NowNs()) : t[i].at_ns;
+      // A duty window too: its summary's busy share is of the time the
+      // kinds were on (the writer's tick comes up to ~20 ms after the grid
+      // start).
+      const bool from_now =
+          kernels_always_on_ || t[i].reason == control::TransitionReason::kDutyStarted;
+      const uint64_t start_ns = from_now ? std::max(t[i].at_ns, actions_->NowNs()) : t[i].at_ns;
       CloseOutsideWindow(start_ns);
       start_ns_ = start_ns;
       end_ns_ = 0;
@@ -91,7 +97,7 @@ void CaptureGate::Apply(const control::Transition* t, size_t n) {
       // the work launched inside the window and still queued on the device
       // completes with its timestamps (FinishClose).
       end_ns_ = t[i].at_ns;
-      close_due_mono_ns_ = common::ClockNs(CLOCK_MONOTONIC) + kWindowCloseGraceNs;
+      close_due_mono_ns_ = actions_->MonotonicNs() + kWindowCloseGraceNs;
       GPSCOPE_LOG_INFO("capture window ends (%s) at %llu", why,
                        static_cast<unsigned long long>(t[i].at_ns));
     }
@@ -131,7 +137,7 @@ void CaptureGate::Tick() {
     for (const control::Transition& t : window_->OnTick(actions_->NowNs())) local[n++] = t;
   }
   Apply(local, n);
-  if (close_due_mono_ns_ != 0 && common::ClockNs(CLOCK_MONOTONIC) >= close_due_mono_ns_) {
+  if (close_due_mono_ns_ != 0 && actions_->MonotonicNs() >= close_due_mono_ns_) {
     FinishClose();
   }
 }

@@ -18,6 +18,9 @@
 //   ... control thread:              gate.Attach(ms) / gate.Stop(), then wake the writer
 //
 // Without a window (GPSCOPE_CUPTI_MODE=yield) every time is inside.
+// A duty cycle (GPSCOPE_DUTY) is windows and standby for the process's
+// life, driven by Tick() like a delayed window; a duty window starts when
+// the kinds are on (no earlier than the tick), ends at its grid deadline.
 //
 // Thread model: the control thread only queues transitions (Attach, Stop)
 // and reads the window's state (FillStatus), under mu_; everything else runs
@@ -57,10 +60,14 @@ class CaptureGate {
     // Writer thread: a closed window's records are all converted; put them
     // in the file (`gpscope attach` waits for windows_written()).
     virtual void WindowWritten() = 0;
+    // The clock of the close grace (CLOCK_MONOTONIC; a test's fake one).
+    virtual uint64_t MonotonicNs();
   };
 
   // A window closes this long after its end (see above).
   static constexpr uint64_t kWindowCloseGraceNs = 100000000;  // 100 ms
+  static_assert(kWindowCloseGraceNs <= control::CaptureConfig::kMinDutyOffMs * 1000000,
+                "GPSCOPE_DUTY's time off must cover a window's close");
 
   // capture: the window's settings (null: no window, every record kept).
   CaptureGate(const control::CaptureConfig* capture, format::ChunkWriter* writer, Actions* actions);

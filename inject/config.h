@@ -35,6 +35,10 @@
 //   GPSCOPE_STACKS            1|0|python|native    default 1: call-site stacks at CUDA calls
 //                             (inject/stacks/stack_settings.h, docs/stacks.md)
 //   GPSCOPE_STACK_SAMPLE_MS   0..60000             default 1: time-based launch samples
+// The capture window's settings (GPSCOPE_STANDBY, GPSCOPE_CAPTURE_*,
+// GPSCOPE_DUTY=ON/PERIOD: the always-on duty cycle, e.g. 2s/60s) are parsed
+// by common/control/capture_window.h (the launcher checks them the same way)
+// and written into the header with these.
 // (The overhead-diagnosis switches, GPSCOPE_DIAG_*, are no settings: only
 // bench and test builds read them, inject/diag_switches.h.)
 #ifndef GPSCOPE_INJECT_CONFIG_H_

@@ -11,7 +11,77 @@ using common::MsAsSeconds;
 // ------------------------------------------------------------------ config --
 
 bool CaptureConfig::windowed() const {
-  return standby || delay_ms > 0 || duration_ms > 0 || !range_name.empty() || steps > 0;
+  return standby || duty() || delay_ms > 0 || duration_ms > 0 || !range_name.empty() || steps > 0;
+}
+
+namespace {
+
+// "2s", "500ms", "1.5m", "1h" -> ms; false when malformed or not whole ms.
+bool ParseDurationMs(std::string_view text, uint64_t* out_ms) {
+  size_t digits = 0;
+  while (digits < text.size() && ((text[digits] >= '0' && text[digits] <= '9') || text[digits] == '.')) {
+    ++digits;
+  }
+  const std::string_view number = text.substr(0, digits);
+  const std::string_view unit = text.substr(digits);
+  uint64_t scale = 0;  // ms per unit
+  if (unit == "ms") {
+    scale = 1;
+  } else if (unit == "s") {
+    scale = 1000;
+  } else if (unit == "m") {
+    scale = 60'000;
+  } else if (unit == "h") {
+    scale = 3'600'000;
+  } else {
+    return false;
+  }
+  const size_t dot = number.find('.');
+  const std::string_view whole = number.substr(0, dot);
+  const std::string_view frac = dot == std::string_view::npos ? "" : number.substr(dot + 1);
+  if (whole.empty() || whole.size() > 9 || frac.size() > 3 ||
+      (dot != std::string_view::npos && frac.empty()) ||
+      frac.find('.') != std::string_view::npos) {
+    return false;
+  }
+  uint64_t w = 0, f = 0, f_scale = 1;
+  for (char c : whole) w = w * 10 + static_cast<uint64_t>(c - '0');
+  for (char c : frac) {
+    f = f * 10 + static_cast<uint64_t>(c - '0');
+    f_scale *= 10;
+  }
+  if ((f * scale) % f_scale != 0) return false;  // finer than a ms
+  *out_ms = w * scale + f * scale / f_scale;
+  return true;
+}
+
+// "2000" -> "2s", "500" -> "500ms", "1500" -> "1.5s".
+std::string DurationText(uint64_t ms) {
+  return ms < 1000 ? std::to_string(ms) + "ms" : MsAsSeconds(ms) + "s";
+}
+
+}  // namespace
+
+bool ParseDuty(std::string_view text, uint64_t* on_ms, uint64_t* period_ms) {
+  const size_t slash = text.find('/');
+  if (slash == std::string_view::npos) return false;
+  uint64_t on = 0, period = 0;
+  if (!ParseDurationMs(text.substr(0, slash), &on) ||
+      !ParseDurationMs(text.substr(slash + 1), &period)) {
+    return false;
+  }
+  if (on < CaptureConfig::kMinDutyOnMs || period > CaptureConfig::kMaxSeconds * 1000 ||
+      period < on + CaptureConfig::kMinDutyOffMs) {
+    return false;
+  }
+  *on_ms = on;
+  *period_ms = period;
+  return true;
+}
+
+std::string DutyText(uint64_t on_ms, uint64_t period_ms) {
+  if (on_ms == 0) return "";
+  return DurationText(on_ms) + "/" + DurationText(period_ms);
 }
 
 std::vector<std::pair<std::string, std::string>> CaptureConfig::AsKeyValues() const {
@@ -22,6 +92,7 @@ std::vector<std::pair<std::string, std::string>> CaptureConfig::AsKeyValues() co
       {"GPSCOPE_CAPTURE_RANGE", range_name.empty() ? "" : "nvtx:" + range_name},
       {"GPSCOPE_CAPTURE_RANGE_COUNT", std::to_string(range_count)},
       {"GPSCOPE_CAPTURE_STEPS", std::to_string(steps)},
+      {"GPSCOPE_DUTY", DutyText(duty_on_ms, duty_period_ms)},
   };
 }
 
@@ -48,19 +119,32 @@ CaptureConfig ParseCaptureConfig(GetEnvFn get_env, std::vector<std::string>* pro
     c.range_count = 1;
   }
   env.WholeNumber("GPSCOPE_CAPTURE_STEPS", 0, 1000000000, &c.steps);
-  if (c.standby) {
+  if (const char* v = env.Get("GPSCOPE_DUTY")) {
+    if (!ParseDuty(v, &c.duty_on_ms, &c.duty_period_ms)) {
+      env.Problem("GPSCOPE_DUTY", v,
+                  "ON/PERIOD with units ms|s|m|h (like 2s/60s), ON >= 100ms, PERIOD >= ON + "
+                  "100ms and <= 168h",
+                  "no duty cycle");
+    }
+  }
+  if (c.standby || c.duty()) {
     const char* ignored[] = {"GPSCOPE_CAPTURE_DELAY_S", "GPSCOPE_CAPTURE_DURATION_S",
                              "GPSCOPE_CAPTURE_RANGE", "GPSCOPE_CAPTURE_RANGE_COUNT",
                              "GPSCOPE_CAPTURE_STEPS"};
     for (const char* name : ignored) {
       if (env.IsSet(name)) {
         env.Problem(std::string(name) +
-                    " is ignored with GPSCOPE_STANDBY=1 (tracing starts only on `gpscope attach`)");
+                    (c.duty() ? " is ignored with GPSCOPE_DUTY (windows come on its schedule "
+                                "and on `gpscope attach`)"
+                              : " is ignored with GPSCOPE_STANDBY=1 (tracing starts only on "
+                                "`gpscope attach`)"));
       }
     }
-    CaptureConfig standby;
-    standby.standby = true;
-    return standby;
+    CaptureConfig resting;
+    resting.standby = c.standby && !c.duty();
+    resting.duty_on_ms = c.duty_on_ms;
+    resting.duty_period_ms = c.duty_period_ms;
+    return resting;
   }
   return c;
 }
@@ -76,6 +160,7 @@ const char* CaptureStateName(CaptureState state) {
     case CaptureState::kAttached: return "attached";
     case CaptureState::kStandby: return "standby";
     case CaptureState::kDone: return "done";
+    case CaptureState::kDuty: return "duty";
   }
   return "unknown";
 }
@@ -86,11 +171,13 @@ const char* TransitionReasonName(TransitionReason reason) {
     case TransitionReason::kDelayElapsed: return "delay_elapsed";
     case TransitionReason::kRangeStarted: return "range_started";
     case TransitionReason::kAttachRequest: return "attach_request";
+    case TransitionReason::kDutyStarted: return "duty_started";
     case TransitionReason::kDurationElapsed: return "duration_elapsed";
     case TransitionReason::kRangeEnded: return "range_ended";
     case TransitionReason::kStepsReached: return "steps_reached";
     case TransitionReason::kAttachElapsed: return "attach_elapsed";
     case TransitionReason::kStopRequest: return "stop_request";
+    case TransitionReason::kDutyElapsed: return "duty_elapsed";
   }
   return "unknown";
 }
@@ -143,8 +230,10 @@ CaptureWindow::CaptureWindow(CaptureConfig config) : config_(std::move(config)) 
 uint64_t CaptureWindow::deadline_ns() const {
   switch (state_) {
     case CaptureState::kWaitingDelay: return delay_end_ns_;
+    case CaptureState::kStandby: return config_.duty() ? next_duty_start_ns_ : 0;
     case CaptureState::kTracing:
-    case CaptureState::kAttached: return window_end_ns_;
+    case CaptureState::kAttached:
+    case CaptureState::kDuty: return window_end_ns_;
     default: return 0;
   }
 }
@@ -166,7 +255,14 @@ bool CaptureWindow::RangeMatches(std::string_view name) const {
 }
 
 CaptureState CaptureWindow::RestingState() const {
-  return config_.standby ? CaptureState::kStandby : CaptureState::kDone;
+  return config_.standby || config_.duty() ? CaptureState::kStandby : CaptureState::kDone;
+}
+
+uint64_t CaptureWindow::DutyStartAtOrAfter(uint64_t t) const {
+  const uint64_t period_ns = config_.duty_period_ms * 1'000'000;
+  const uint64_t first = duty_anchor_ns_ + period_ns;
+  if (t <= first) return first;
+  return first + (t - first + period_ns - 1) / period_ns * period_ns;
 }
 
 void CaptureWindow::StartWindow(CaptureState state, TransitionReason reason, uint64_t at_ns,
@@ -182,13 +278,23 @@ void CaptureWindow::StartWindow(CaptureState state, TransitionReason reason, uin
 }
 
 void CaptureWindow::StopWindow(TransitionReason reason, uint64_t at_ns, Transitions* out) {
-  state_ = state_ == CaptureState::kAttached ? RestingState() : CaptureState::kDone;
+  if (state_ == CaptureState::kDuty) {
+    // The next grid start: one period after this window's (a window ended
+    // early by `stop` keeps the grid too).
+    next_duty_start_ns_ = DutyStartAtOrAfter(window_start_ns_ + 1);
+  } else if (config_.duty()) {
+    // After an attach: resume on the grid, a close grace after its end.
+    next_duty_start_ns_ = DutyStartAtOrAfter(at_ns + CaptureConfig::kMinDutyOffMs * 1'000'000);
+  }
+  state_ = state_ == CaptureState::kAttached || state_ == CaptureState::kDuty ? RestingState()
+                                                                               : CaptureState::kDone;
   window_end_ns_ = 0;
   out->Add({TransitionKind::kStopTracing, reason, at_ns});
 }
 
 // Applies every deadline up to now_ns. At most one start and one stop: a
-// delay that ends and the window after it that also ends.
+// delay that passes and the window after it that also ends, or a duty
+// window that ends and the next that starts.
 void CaptureWindow::Advance(uint64_t now_ns, Transitions* out) {
   if (now_ns > newest_ns_) newest_ns_ = now_ns;
   const uint64_t now = newest_ns_;
@@ -200,11 +306,25 @@ void CaptureWindow::Advance(uint64_t now_ns, Transitions* out) {
       StartWindow(CaptureState::kTracing, TransitionReason::kDelayElapsed, delay_end_ns_, end, out);
     }
   }
-  if ((state_ == CaptureState::kTracing || state_ == CaptureState::kAttached) &&
-      window_end_ns_ != 0 && now >= window_end_ns_) {
+  if (tracing() && window_end_ns_ != 0 && now >= window_end_ns_) {
     StopWindow(state_ == CaptureState::kAttached ? TransitionReason::kAttachElapsed
+               : state_ == CaptureState::kDuty   ? TransitionReason::kDutyElapsed
                                                  : TransitionReason::kDurationElapsed,
                window_end_ns_, out);
+  }
+  // After the stop: a duty window's end and the next one's start can pass
+  // in one late tick.
+  if (state_ == CaptureState::kStandby && config_.duty() && now >= next_duty_start_ns_) {
+    // The latest grid start at or before now; a window whose ON time has
+    // passed too is skipped (its kinds were never on).
+    const uint64_t period_ns = config_.duty_period_ms * 1'000'000;
+    const uint64_t on_ns = config_.duty_on_ms * 1'000'000;
+    const uint64_t start = next_duty_start_ns_ + (now - next_duty_start_ns_) / period_ns * period_ns;
+    if (now < start + on_ns) {
+      StartWindow(CaptureState::kDuty, TransitionReason::kDutyStarted, start, start + on_ns, out);
+    } else {
+      next_duty_start_ns_ = start + period_ns;
+    }
   }
 }
 
@@ -212,7 +332,11 @@ Transitions CaptureWindow::Start(uint64_t now_ns) {
   Transitions out;
   if (state_ != CaptureState::kIdle) return out;
   newest_ns_ = now_ns;
-  if (config_.standby) {
+  duty_anchor_ns_ = now_ns;
+  if (config_.duty()) {
+    state_ = CaptureState::kStandby;
+    next_duty_start_ns_ = DutyStartAtOrAfter(now_ns);
+  } else if (config_.standby) {
     state_ = CaptureState::kStandby;
   } else if (config_.delay_ms > 0) {
     state_ = CaptureState::kWaitingDelay;

@@ -32,12 +32,24 @@
 //                  none of these it lasts until exit
 //   kAttached      an attach window (`gpscope attach`): tracing on for the
 //                  requested duration or until `stop`
-//   kStandby       GPSCOPE_STANDBY=1: tracing off (metrics only) until an
-//                  attach; after each attach window it returns here
+//   kStandby       GPSCOPE_STANDBY=1 or GPSCOPE_DUTY: tracing off (metrics
+//                  only) until an attach or the next duty window; after
+//                  each attach or duty window it returns here
+//   kDuty          a duty window (GPSCOPE_DUTY=ON/PERIOD): tracing on for ON
 //   kDone          the configured window is over; tracing off. An attach is
 //                  still accepted (and returns here when it ends)
 // An attach while tracing is refused (kAlreadyTracing). An attach before a
 // configured window has started replaces that window.
+//
+// Duty cycle (GPSCOPE_DUTY=ON/PERIOD): windows of ON start at Start() +
+// k * PERIOD for k = 1, 2, ... (the first one PERIOD after the start, so
+// start-up is not what a window shows), with standby in between. A window
+// the caller's ticks missed entirely (the writer blocked for longer than
+// ON) is skipped, not opened late; one opened late still ends on its grid
+// deadline. An attach during standby opens an attach window as without
+// duty; the schedule resumes at the first grid start at least
+// kMinDutyOffMs after the attach window's end. `stop` ends a duty window early; the next one comes
+// on the grid. An attach during a duty window is refused (kAlreadyTracing).
 //
 // Steps: the end of an NVTX range whose name the analyzer also treats as a
 // step ("step", "ProfilerStep#12", "train_step 3", "iteration", ...; see
@@ -79,10 +91,18 @@ using common::GetEnvFn;
 //   GPSCOPE_CAPTURE_RANGE_COUNT  1..1000000      default 1: stop when the COUNT-th
 //                                                occurrence of the range ends
 //   GPSCOPE_CAPTURE_STEPS        0..1000000000   default 0 (no limit): stop after N steps
-// Seconds accept up to three decimals ("2.5"). Standby ignores the window
-// settings (one problem line says so).
+//   GPSCOPE_DUTY                 ON/PERIOD       default off: a window of ON every PERIOD
+//                                                for the process's life, standby between
+//                                                ("2s/60s", "500ms/30s", "1m/1h"; units
+//                                                ms|s|m|h; ON >= 100ms, PERIOD >= ON +
+//                                                100ms, PERIOD <= a week)
+// Seconds accept up to three decimals ("2.5"). Standby and duty ignore the
+// window settings (one problem line each says so); GPSCOPE_STANDBY=1 with
+// GPSCOPE_DUTY is duty (its standby is the time between windows).
 struct CaptureConfig {
   bool standby = false;
+  uint64_t duty_on_ms = 0;      // 0: no duty cycle
+  uint64_t duty_period_ms = 0;  // > duty_on_ms when duty_on_ms > 0
   uint64_t delay_ms = 0;
   uint64_t duration_ms = 0;  // 0: until exit
   std::string range_name;    // empty: no range trigger
@@ -91,12 +111,24 @@ struct CaptureConfig {
 
   static constexpr uint64_t kMaxSeconds = 604800;  // a week
   static constexpr size_t kMaxRangeNameBytes = 255;
+  // GPSCOPE_DUTY bounds. The time off must cover a window's close grace
+  // (inject/capture_gate.h kWindowCloseGraceNs, static_assert there), so
+  // a window is written before the next opens.
+  static constexpr uint64_t kMinDutyOnMs = 100;
+  static constexpr uint64_t kMinDutyOffMs = 100;
 
+  bool duty() const { return duty_on_ms > 0; }
   // True when tracing does not simply run from start to exit.
   bool windowed() const;
   // Every effective setting as (GPSCOPE_NAME, value), for the trace header.
   std::vector<std::pair<std::string, std::string>> AsKeyValues() const;
 };
+
+// GPSCOPE_DUTY's value: "ON/PERIOD" -> ms, within the bounds above; false
+// (outputs untouched) otherwise. DutyText is the inverse ("2s/60s"; "" for
+// on_ms 0), as the trace header shows it.
+bool ParseDuty(std::string_view text, uint64_t* on_ms, uint64_t* period_ms);
+std::string DutyText(uint64_t on_ms, uint64_t period_ms);
 
 // Parses the environment; each problem is appended to *problems as one line
 // naming the variable (same style as inject/config.h).
@@ -110,6 +142,7 @@ enum class CaptureState : uint8_t {
   kAttached,
   kStandby,
   kDone,
+  kDuty,
 };
 const char* CaptureStateName(CaptureState state);  // "waiting_delay", "tracing", ...
 
@@ -120,12 +153,14 @@ enum class TransitionReason : uint8_t {
   kDelayElapsed,   // GPSCOPE_CAPTURE_DELAY_S
   kRangeStarted,   // GPSCOPE_CAPTURE_RANGE
   kAttachRequest,  // `start` on the control channel
+  kDutyStarted,    // GPSCOPE_DUTY: a duty window's grid start
   // stops
   kDurationElapsed,  // GPSCOPE_CAPTURE_DURATION_S
   kRangeEnded,       // the COUNT-th occurrence of the range ended
   kStepsReached,     // GPSCOPE_CAPTURE_STEPS
   kAttachElapsed,    // the attach window's duration
   kStopRequest,      // `stop` on the control channel
+  kDutyElapsed,      // GPSCOPE_DUTY: the duty window's ON time
 };
 const char* TransitionReasonName(TransitionReason reason);  // "delay_elapsed", ...
 
@@ -185,10 +220,14 @@ class CaptureWindow {
   AttachResult OnStopRequest(uint64_t now_ns);
 
   CaptureState state() const { return state_; }
-  bool tracing() const { return state_ == CaptureState::kTracing || state_ == CaptureState::kAttached; }
+  bool tracing() const {
+    return state_ == CaptureState::kTracing || state_ == CaptureState::kAttached ||
+           state_ == CaptureState::kDuty;
+  }
   // When the current tracing window started; 0 when not tracing.
   uint64_t window_start_ns() const { return tracing() ? window_start_ns_ : 0; }
-  // The current deadline (delay end, window end, attach end); 0: none.
+  // The current deadline (delay end, window end, attach end, the next duty
+  // window's start in duty standby); 0: none.
   uint64_t deadline_ns() const;
   // ms until deadline_ns() as of now_ns; 0 when there is none or it passed.
   uint64_t remaining_ms(uint64_t now_ns) const;
@@ -204,6 +243,8 @@ class CaptureWindow {
                    uint64_t deadline_ns, Transitions* out);
   void StopWindow(TransitionReason reason, uint64_t at_ns, Transitions* out);
   CaptureState RestingState() const;
+  // Duty: the first grid start (Start() + k * PERIOD, k >= 1) at or after t.
+  uint64_t DutyStartAtOrAfter(uint64_t t) const;
 
   CaptureConfig config_;
   CaptureState state_ = CaptureState::kIdle;
@@ -215,6 +256,8 @@ class CaptureWindow {
   uint64_t ranges_ended_ = 0;
   uint64_t steps_seen_ = 0;
   uint64_t windows_started_ = 0;
+  uint64_t duty_anchor_ns_ = 0;      // Start()'s time: the grid's origin
+  uint64_t next_duty_start_ns_ = 0;  // in duty standby: the next window's start
 };
 
 // The analyzer's step-name rule (tools/model/model_builder.cc IsStepName),

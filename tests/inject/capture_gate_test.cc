@@ -29,6 +29,7 @@ constexpr uint64_t kSecond = 1'000'000'000ull;
 
 struct FakeActions : CaptureGate::Actions {
   std::atomic<uint64_t> now_ns{kT0};  // the control thread reads it too
+  uint64_t mono_ns = 0;               // 0: the real CLOCK_MONOTONIC
   std::vector<bool> tracing;          // writer thread only
   int forced_flushes = 0;
   int windows_written = 0;
@@ -44,6 +45,9 @@ struct FakeActions : CaptureGate::Actions {
   }
   void FlushForced() override { ++forced_flushes; }
   void WindowWritten() override { ++windows_written; }
+  uint64_t MonotonicNs() override {
+    return mono_ns != 0 ? mono_ns : CaptureGate::Actions::MonotonicNs();
+  }
 };
 
 struct LostIntervals : reader::ChunkVisitor {
@@ -165,6 +169,88 @@ TEST_F(CaptureGateTest, ANewWindowFinishesTheClosingOneFirst) {
   EXPECT_EQ(gate.windows_written(), 1u);
   EXPECT_TRUE(gate.InWindow(kT0 + kSecond + 1000));
   EXPECT_FALSE(gate.InWindow(kT0 + kSecond + 999));
+}
+
+// GPSCOPE_DUTY=1s/10s on a fake clock: window after window, each opened
+// when the kinds are on (the late tick), shut exactly at its grid end,
+// closed after the grace with a forced flush; standby between them as
+// TRACING_DISABLED, for as long as the process runs.
+TEST_F(CaptureGateTest, ADutyCycleRepeatsWindowsWithStandbyBetween) {
+  control::CaptureConfig capture;
+  capture.duty_on_ms = 1000;
+  capture.duty_period_ms = 10000;
+  actions_.mono_ns = 1;
+  CaptureGate gate(&capture, writer_.get(), &actions_);
+  EXPECT_FALSE(gate.uses_nvtx());
+  std::string error;
+  ASSERT_EQ(gate.Start(&error), CaptureGate::StartOutcome::kWaiting);
+  constexpr int kWindows = 50;
+  for (int k = 1; k <= kWindows; ++k) {
+    const uint64_t start = kT0 + k * 10 * kSecond;
+    actions_.now_ns = start - 1;
+    gate.Tick();
+    ASSERT_FALSE(gate.InWindow(start - 1)) << k;
+    actions_.now_ns = start + 20'000'000;  // the tick 20 ms late
+    gate.Tick();
+    ASSERT_EQ(actions_.tracing.size(), 2u * k - 1) << k;
+    EXPECT_TRUE(actions_.tracing.back());
+    EXPECT_FALSE(gate.InWindow(start + 19'999'999)) << "before the kinds were on";
+    EXPECT_TRUE(gate.InWindow(start + 20'000'000));
+    control::ControlStatus status;
+    gate.FillStatus(&status);
+    EXPECT_STREQ(status.state, "duty");
+    EXPECT_TRUE(status.tracing);
+    actions_.now_ns = start + kSecond + 15'000'000;
+    gate.Tick();
+    EXPECT_TRUE(gate.InWindow(start + kSecond - 1));
+    EXPECT_FALSE(gate.InWindow(start + kSecond)) << "shut at the grid end";
+    EXPECT_EQ(actions_.forced_flushes, k - 1) << "within the grace";
+    actions_.mono_ns += CaptureGate::kWindowCloseGraceNs + 1;
+    gate.Tick();
+    EXPECT_EQ(actions_.forced_flushes, k);
+    EXPECT_FALSE(actions_.tracing.back());
+    EXPECT_EQ(gate.windows_written(), static_cast<uint64_t>(k));
+    gate.FillStatus(&status);
+    EXPECT_STREQ(status.state, "standby");
+    EXPECT_EQ(status.remaining_ms, 9000u - 15u);
+  }
+  const uint64_t end = kT0 + (kWindows * 10 + 5) * kSecond;
+  gate.CloseOutsideWindow(end);
+  LostIntervals r;
+  ASSERT_NO_FATAL_FAILURE(Finish(&r));
+  ASSERT_EQ(r.lost.size(), static_cast<size_t>(kWindows + 1));
+  for (int k = 0; k <= kWindows; ++k) {
+    const uint64_t from = k == 0 ? kT0 : kT0 + k * 10 * kSecond + kSecond;
+    const uint64_t to = k == kWindows ? end : kT0 + (k + 1) * 10 * kSecond + 20'000'000;
+    EXPECT_EQ(r.lost[k].reason(), proto::LOST_TRACING_DISABLED) << k;
+    EXPECT_EQ(r.lost[k].start_ns(), from) << k;
+    EXPECT_EQ(r.lost[k].end_ns(), to) << k;
+  }
+}
+
+// An attach in duty standby opens at once; the schedule resumes after it.
+TEST_F(CaptureGateTest, AnAttachInDutyStandbyOpensAndTheScheduleResumes) {
+  control::CaptureConfig capture;
+  capture.duty_on_ms = 1000;
+  capture.duty_period_ms = 10000;
+  actions_.mono_ns = 1;
+  CaptureGate gate(&capture, writer_.get(), &actions_);
+  std::string error;
+  ASSERT_EQ(gate.Start(&error), CaptureGate::StartOutcome::kWaiting);
+  actions_.now_ns = kT0 + 3 * kSecond;
+  ASSERT_EQ(gate.Attach(12000).outcome, control::AttachOutcome::kOk);
+  gate.Tick();
+  EXPECT_TRUE(gate.InWindow(kT0 + 3 * kSecond)) << "an attach starts where it was asked";
+  actions_.now_ns = kT0 + 15 * kSecond + 1;
+  gate.Tick();
+  EXPECT_FALSE(gate.InWindow(kT0 + 15 * kSecond));
+  actions_.mono_ns += CaptureGate::kWindowCloseGraceNs + 1;
+  gate.Tick();
+  EXPECT_EQ(gate.windows_written(), 1u);
+  actions_.now_ns = kT0 + 20 * kSecond;
+  gate.Tick();
+  EXPECT_TRUE(gate.InWindow(kT0 + 20 * kSecond)) << "the next grid window";
+  EXPECT_EQ(actions_.tracing, (std::vector<bool>{true, false, true}));
 }
 
 TEST_F(CaptureGateTest, KindsThatCannotBeSwitchedOnAreANoticeAndTheGateStaysShut) {

@@ -310,7 +310,7 @@ class CollectorCuptiTest : public ::testing::Test {
     for (const char* v : {"NVTX_INJECTION64_PATH", "GPSCOPE_CUPTI_MODE", "GPSCOPE_STANDBY",
                           "GPSCOPE_CAPTURE_DELAY_S", "GPSCOPE_CAPTURE_DURATION_S",
                           "GPSCOPE_CAPTURE_RANGE", "GPSCOPE_CAPTURE_RANGE_COUNT",
-                          "GPSCOPE_CAPTURE_STEPS"}) {
+                          "GPSCOPE_CAPTURE_STEPS", "GPSCOPE_DUTY"}) {
       unsetenv(v);
     }
     // "@chdir" is no variable: the child's working directory. Nor "@diag":

@@ -128,6 +128,70 @@ TEST(CaptureConfigTest, StandbyIgnoresWindowSettingsAndSaysSo) {
   EXPECT_EQ(c.delay_ms, 0u);
 }
 
+// GPSCOPE_DUTY: units ms|s|m|h, decimals to a whole ms, the header's text.
+TEST(CaptureConfigTest, DutyReadsOnAndPeriodWithUnits) {
+  struct Case {
+    const char* value;
+    uint64_t on_ms, period_ms;
+    const char* text;
+  };
+  const Case cases[] = {{"2s/60s", 2000, 60000, "2s/60s"},
+                        {"500ms/30s", 500, 30000, "500ms/30s"},
+                        {"1.5s/1m", 1500, 60000, "1.5s/60s"},
+                        {"100ms/200ms", 100, 200, "100ms/200ms"},
+                        {"1m/1h", 60000, 3600000, "60s/3600s"}};
+  for (const Case& k : cases) {
+    std::vector<std::string> problems;
+    const CaptureConfig c = Parse({{"GPSCOPE_DUTY", k.value}}, &problems);
+    EXPECT_TRUE(problems.empty()) << k.value << ": " << problems[0];
+    EXPECT_TRUE(c.duty()) << k.value;
+    EXPECT_TRUE(c.windowed()) << k.value;
+    EXPECT_FALSE(c.standby) << k.value;
+    EXPECT_EQ(c.duty_on_ms, k.on_ms) << k.value;
+    EXPECT_EQ(c.duty_period_ms, k.period_ms) << k.value;
+    EXPECT_EQ(DutyText(c.duty_on_ms, c.duty_period_ms), k.text) << k.value;
+    bool found = false;
+    for (const auto& [key, value] : c.AsKeyValues()) {
+      if (key == "GPSCOPE_DUTY") found = value == k.text;
+    }
+    EXPECT_TRUE(found) << k.value;
+  }
+}
+
+// Bad values: one line, the duty cycle off, nothing else changed.
+TEST(CaptureConfigTest, BadDutyValuesAreOneLineAndLeaveDutyOff) {
+  const char* bad[] = {"2s",        "2/60",      "2s/60",     "99ms/60s", "2s/2.05s",
+                       "2s/2s",     "-1s/60s",   "2s/169h",   "0.0001s/1s", "1.2345s/10s",
+                       "2s/60s/1s", "s/60s",     "2 s/60s",   "2.s/60s",  "2x/60s"};
+  for (const char* v : bad) {
+    std::vector<std::string> problems;
+    const CaptureConfig c =
+        Parse({{"GPSCOPE_DUTY", v}, {"GPSCOPE_CAPTURE_DURATION_S", "3"}}, &problems);
+    ASSERT_EQ(problems.size(), 1u) << v;
+    EXPECT_EQ(problems[0], std::string("GPSCOPE_DUTY='") + v +
+                               "' is not ON/PERIOD with units ms|s|m|h (like 2s/60s), ON >= "
+                               "100ms, PERIOD >= ON + 100ms and <= 168h; using no duty cycle")
+        << v;
+    EXPECT_FALSE(c.duty()) << v;
+    EXPECT_EQ(c.duration_ms, 3000u) << v << ": the other settings apply as without it";
+  }
+}
+
+TEST(CaptureConfigTest, DutyIgnoresWindowSettingsAndTakesStandbysPlace) {
+  std::vector<std::string> problems;
+  const CaptureConfig c = Parse({{"GPSCOPE_DUTY", "2s/60s"},
+                                 {"GPSCOPE_STANDBY", "1"},
+                                 {"GPSCOPE_CAPTURE_RANGE", "nvtx:train"}},
+                                &problems);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0],
+            "GPSCOPE_CAPTURE_RANGE is ignored with GPSCOPE_DUTY (windows come on its schedule "
+            "and on `gpscope attach`)");
+  EXPECT_TRUE(c.duty());
+  EXPECT_FALSE(c.standby) << "duty's own standby";
+  EXPECT_TRUE(c.range_name.empty());
+}
+
 // ------------------------------------------------------------------ window --
 
 TEST(CaptureWindowTest, NoWindowTracesFromStartUntilExit) {
@@ -340,6 +404,87 @@ TEST(CaptureWindowTest, CallsBeforeStartDoNothing) {
   EXPECT_TRUE(w.OnNvtxRangeStart("train", kT0).empty());
   EXPECT_EQ(w.state(), CaptureState::kIdle);
   EXPECT_STREQ(CaptureStateName(w.state()), "idle");
+}
+
+// ------------------------------------------------------------------- duty --
+
+CaptureConfig Duty(uint64_t on_ms, uint64_t period_ms) {
+  CaptureConfig c;
+  c.duty_on_ms = on_ms;
+  c.duty_period_ms = period_ms;
+  return c;
+}
+
+// 2s/60s: windows at start + 60 s, + 120 s, ... on the grid, however late
+// the ticks come, standby in between, for as long as the process runs.
+TEST(CaptureWindowTest, DutyRepeatsWindowsOnTheGridForever) {
+  CaptureWindow w(Duty(2000, 60000));
+  EXPECT_TRUE(w.Start(kT0).empty());
+  EXPECT_EQ(w.state(), CaptureState::kStandby);
+  EXPECT_EQ(w.deadline_ns(), kT0 + 60 * kS);
+  EXPECT_FALSE(w.tracing());
+  for (uint64_t k = 1; k <= 1000; ++k) {
+    const uint64_t start = kT0 + k * 60 * kS;
+    EXPECT_TRUE(w.OnTick(start - 1).empty()) << k;
+    ExpectStart(w.OnTick(start + 17 * kMs), TransitionReason::kDutyStarted, start);
+    EXPECT_EQ(w.state(), CaptureState::kDuty);
+    EXPECT_TRUE(w.tracing());
+    EXPECT_EQ(w.deadline_ns(), start + 2 * kS);
+    EXPECT_TRUE(w.OnTick(start + 2 * kS - 1).empty()) << k;
+    ExpectStop(w.OnTick(start + 2 * kS + 19 * kMs), TransitionReason::kDutyElapsed,
+               start + 2 * kS);
+    ASSERT_EQ(w.state(), CaptureState::kStandby) << k;
+    EXPECT_EQ(w.deadline_ns(), start + 60 * kS);
+  }
+  EXPECT_EQ(w.windows_started(), 1000u);
+}
+
+// A writer blocked past a whole window skips it (the kinds were never on);
+// one blocked past the start only opens it late, ending on the grid.
+TEST(CaptureWindowTest, DutyWindowsMissedWhollyAreSkippedLateOnesKeepTheirEnd) {
+  CaptureWindow w(Duty(2000, 10000));
+  w.Start(kT0);
+  EXPECT_TRUE(w.OnTick(kT0 + 35 * kS).empty()) << "10 s, 20 s and 30 s windows all passed";
+  EXPECT_EQ(w.deadline_ns(), kT0 + 40 * kS);
+  ExpectStart(w.OnTick(kT0 + 41 * kS), TransitionReason::kDutyStarted, kT0 + 40 * kS);
+  EXPECT_EQ(w.deadline_ns(), kT0 + 42 * kS);
+  const Transitions t = w.OnTick(kT0 + 51 * kS);  // its end and the next start in one tick
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0].kind, TransitionKind::kStopTracing);
+  EXPECT_EQ(t[0].at_ns, kT0 + 42 * kS);
+  EXPECT_EQ(t[1].kind, TransitionKind::kStartTracing);
+  EXPECT_EQ(t[1].at_ns, kT0 + 50 * kS);
+}
+
+// An attach in standby opens as without duty; the schedule resumes at the
+// first grid start a close grace after the attach window; `stop` ends a
+// duty window early.
+TEST(CaptureWindowTest, DutyAttachOpensInStandbyAndTheGridResumesAfter) {
+  CaptureWindow w(Duty(1000, 10000));
+  w.Start(kT0);
+  const AttachResult a = w.OnAttachRequest(13000, kT0 + 5 * kS);  // covers the 10 s start
+  ASSERT_EQ(a.outcome, AttachOutcome::kOk);
+  ExpectStart(a.transitions, TransitionReason::kAttachRequest, kT0 + 5 * kS);
+  EXPECT_TRUE(w.OnTick(kT0 + 11 * kS).empty()) << "no duty window inside an attach";
+  ExpectStop(w.OnTick(kT0 + 18 * kS + 5 * kMs), TransitionReason::kAttachElapsed, kT0 + 18 * kS);
+  EXPECT_EQ(w.state(), CaptureState::kStandby);
+  EXPECT_EQ(w.deadline_ns(), kT0 + 20 * kS) << "the next grid start after the attach";
+  ExpectStart(w.OnTick(kT0 + 20 * kS + 20 * kMs), TransitionReason::kDutyStarted,
+              kT0 + 20 * kS);
+  EXPECT_EQ(w.OnAttachRequest(1000, kT0 + 20 * kS + 30 * kMs).outcome,
+            AttachOutcome::kAlreadyTracing);
+  const AttachResult s = w.OnStopRequest(kT0 + 20 * kS + 40 * kMs);
+  ASSERT_EQ(s.outcome, AttachOutcome::kOk);
+  ExpectStop(s.transitions, TransitionReason::kStopRequest, kT0 + 20 * kS + 40 * kMs);
+  EXPECT_EQ(w.state(), CaptureState::kStandby);
+  EXPECT_EQ(w.deadline_ns(), kT0 + 30 * kS);
+  ExpectStart(w.OnTick(kT0 + 30 * kS), TransitionReason::kDutyStarted, kT0 + 30 * kS);
+  ExpectStop(w.OnTick(kT0 + 31 * kS), TransitionReason::kDutyElapsed, kT0 + 31 * kS);
+  // An attach ending just before a grid start: that window waits a period.
+  ASSERT_EQ(w.OnAttachRequest(8950, kT0 + 31 * kS).outcome, AttachOutcome::kOk);
+  ExpectStop(w.OnTick(kT0 + 39950 * kMs), TransitionReason::kAttachElapsed, kT0 + 39950 * kMs);
+  EXPECT_EQ(w.deadline_ns(), kT0 + 50 * kS);
+  EXPECT_TRUE(w.OnTick(kT0 + 40 * kS).empty());
 }
 
 }  // namespace
