@@ -215,7 +215,8 @@ def main():
                   f"attach rc {r['attach_rc']}: {r.get('attach_err', '')})")
     result = {"blocks": rows, "block_s": a.block_s, "margin_s": a.margin_s, "cmd": cmd}
     if ratios:
-        for prefix, xs, label in (("ratio", ratios, "tracing vs standby, %d pairs:" % len(ratios)),
+        for prefix, xs, label in (("ratio", ratios, ("stacks on vs off, %d pairs:" if a.toggle == "stacks"
+                                             else "tracing vs standby, %d pairs:") % len(ratios)),
                                   ("tmean_ratio", tmeans, "  on 10%-trimmed block means:")):
             result[prefix + "_median"] = statistics.median(xs)
             result[prefix + "_mean"] = statistics.fmean(xs)
