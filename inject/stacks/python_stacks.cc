@@ -4,11 +4,12 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
-#include <time.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+
+#include "common/posix.h"
 
 namespace gpscope::inject::stacks {
 namespace {
@@ -78,20 +79,15 @@ class WalkScope {
   bool ok_ = false;
 };
 
-int64_t MonotonicNs() {
-  timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1000000000ll + t.tv_nsec;
-}
-
 // No walk starts from now on; waits (bounded) for those in flight. A walk
 // takes microseconds; the bound only matters for a walker preempted for
 // long, and keeps the exit from ever blocking on us.
-constexpr int64_t kDrainLimitNs = 200 * 1000000ll;
+constexpr uint64_t kDrainLimitNs = 200 * 1000000ull;
 void StopWalks() {
   g_exit.store(kStopped, std::memory_order_seq_cst);
-  const int64_t start = MonotonicNs();
-  while (g_walks.load(std::memory_order_seq_cst) != 0 && MonotonicNs() - start < kDrainLimitNs) {
+  const uint64_t start = common::ClockNs(CLOCK_MONOTONIC);
+  while (g_walks.load(std::memory_order_seq_cst) != 0 &&
+         common::ClockNs(CLOCK_MONOTONIC) - start < kDrainLimitNs) {
     sched_yield();
   }
 }
