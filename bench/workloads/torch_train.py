@@ -7,6 +7,7 @@ It is an ordinary user script: nothing in it knows about gpscope.
   python3 torch_train.py --mode tiny --ops 100000     # launch-bound tiny ops
   python3 torch_train.py ... --profiler               # wrap in torch.profiler (CUDA only)
   python3 torch_train.py --seconds 60 --step-log F     # train 60 s, each step's times to F
+  python3 torch_train.py --mode tiny --seconds 60 --step-log F  # steps of 1000 tiny ops + a sync
 
 Prints one JSON line: {"mode", "steps", "wall_s", "step_ms_median", ...}.
 The training step has what real jobs have: a host batch copied to the GPU
@@ -76,6 +77,8 @@ def tiny(args):
     for _ in range(1000):
         x.add_(1.0)
     torch.cuda.synchronize()
+    if args.seconds:
+        return tiny_steps(args, x)
     t0 = time.perf_counter()
     for _ in range(args.ops):
         x.add_(1.0)
@@ -84,6 +87,30 @@ def tiny(args):
     if float(x[0].item()) != 1000.0 + args.ops:
         raise SystemExit("wrong result")
     return {"us_per_op": dt * 1e6 / args.ops, "loop_s": dt}
+
+
+def tiny_steps(args, x):
+    # --seconds with --mode tiny: "steps" of --ops-per-step tiny ops, each ended
+    # by a synchronize, logged like train's for bench/overhead_ab.py.
+    log = open(args.step_log, "w", buffering=1) if args.step_log else None
+    deadline = time.monotonic() + args.seconds
+    step_us = []
+    ops = 0
+    while time.monotonic() < deadline:
+        t0_ns = time.monotonic_ns()
+        for _ in range(args.ops_per_step):
+            x.add_(1.0)
+        torch.cuda.synchronize()
+        t1_ns = time.monotonic_ns()
+        ops += args.ops_per_step
+        step_us.append((t1_ns - t0_ns) / 1e3)
+        if log is not None:
+            log.write(f"{t0_ns} {t1_ns}\n")
+    if log is not None:
+        log.close()
+    if float(x[0].item()) != 1000.0 + ops:
+        raise SystemExit("wrong result")
+    return {"steps": len(step_us), "us_per_op": statistics.median(step_us) / args.ops_per_step}
 
 
 def main():
@@ -95,10 +122,11 @@ def main():
     p.add_argument("--sync-every", type=int, default=10)
     p.add_argument("--sleep-ms", type=float, default=0.0)
     p.add_argument("--ops", type=int, default=100000)
+    p.add_argument("--ops-per-step", type=int, default=1000, help="tiny with --seconds")
     p.add_argument("--profiler", action="store_true")
     p.add_argument("--exit-code", type=int, default=0)
     p.add_argument("--step-log", default="", help="write each step's monotonic start/end ns")
-    p.add_argument("--seconds", type=float, default=0.0, help="train: run this long, not --steps")
+    p.add_argument("--seconds", type=float, default=0.0, help="train: run this long, not --steps; tiny: steps of --ops-per-step")
     args = p.parse_args()
     t0 = time.perf_counter()
     fn = train if args.mode == "train" else tiny
