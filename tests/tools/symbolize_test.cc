@@ -9,7 +9,8 @@
 // hostile ELF bytes (truncated, bad offsets, flipped bytes, crafted line
 // programs) give no crash and no made-up answer. The exports (Chrome
 // stackFrames, Perfetto's interned frames) and the report's flame view name
-// the frame with summary's text.
+// the frame with summary's text, and Perfetto's frame keeps the module, its
+// build id and the offset.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -345,6 +346,8 @@ TEST_F(SymbolizeTest, ExportsAndReportNameTheFrameAsSummaryDoes) {
   const std::string chrome = Summary({"export", trace});
   EXPECT_NE(chrome.find("\"name\":" + quoted), std::string::npos)
       << chrome.substr(std::min(chrome.size(), chrome.find("stackFrames")));
+  const std::string chrome_path = dir + "/t.json";
+  std::ofstream(chrome_path) << chrome;
   EXPECT_EQ(chrome.find(unsymbolized), std::string::npos);
 
   // The report's flame view (its data: stacks.nodes.name).
@@ -354,9 +357,27 @@ TEST_F(SymbolizeTest, ExportsAndReportNameTheFrameAsSummaryDoes) {
   const std::string node_names = data.substr(names, data.find(']', names) - names);
   EXPECT_NE(node_names.find(quoted), std::string::npos) << node_names;
 
-  // Perfetto: the frame's name in its callstack.
+  // Perfetto: the frame's function name; the module, its build id (raw
+  // bytes) and the offset in its mapping and rel_pc; the source file and
+  // line. check_perfetto.py decodes it with protoc, resolves every stack
+  // through the interned tables, compares them with the Chrome export's and
+  // prints each frame: name, mapping path, build id, rel_pc, source, line.
   const std::string perfetto = Summary({"export", "--format", "perfetto", trace});
   EXPECT_NE(perfetto.find(frame.text), std::string::npos);
+  const std::string cmd = "python3 " GPSCOPE_SOURCE_DIR "/tests/export/check_perfetto.py " +
+                          std::string(GPSCOPE_ANALYZE_BINARY) + " " GPSCOPE_SOURCE_DIR " --stacks " +
+                          trace + " " + chrome_path;
+  std::string printed;
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[4096];
+  while (fgets(buf, sizeof buf, p) != nullptr) printed += buf;
+  EXPECT_EQ(pclose(p), 0) << printed;
+  char rel_pc[32];
+  std::snprintf(rel_pc, sizeof rel_pc, "%#lx", static_cast<unsigned long>(rec_.offset));
+  const std::string want = "frame\t" + frame.text + "\t" + rec_.module + "\t" + rec_.build_id +
+                           "\t" + rel_pc + "\t" + frame.path + "\t" + std::to_string(line_) + "\n";
+  EXPECT_NE(printed.find(want), std::string::npos) << "want " << want << "got\n" << printed;
   std::filesystem::remove_all(dir);
 }
 
