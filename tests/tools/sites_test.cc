@@ -923,7 +923,7 @@ TEST(SitesTest, HugeFrameStringsAreCut) {
   const model::StackModel& sm = r->model.processes[0].stacks;
   ASSERT_EQ(sm.frames.size(), 200u);
   for (const model::StackFrameText& f : sm.frames) {
-    EXPECT_EQ(f.function.size(), model::StackBuilder::kFrameTextBytes + 3);
+    EXPECT_EQ(f.function.size(), model::kFrameTextBytes + 3);
     EXPECT_EQ(f.function.substr(f.function.size() - 3), "...");
   }
   const std::string path = TempPath("huge_export");

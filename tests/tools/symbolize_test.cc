@@ -7,7 +7,10 @@
 // show "symbolize_target.cc:NN (Step(int))". Mismatched build ids are never
 // used; --symbols DIR finds a moved binary and a debug file by build id;
 // hostile ELF bytes (truncated, bad offsets, flipped bytes, crafted line
-// programs) give no crash and no made-up answer.
+// programs) give no crash and no made-up answer. The exports (Chrome
+// stackFrames, Perfetto's interned frames) and the report's flame view name
+// the frame with summary's text, and Perfetto's frame keeps the module, its
+// build id and the offset.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -28,6 +31,7 @@
 #include "tools/analyses/sites.h"
 #include "tools/analyze/cli.h"
 #include "tools/analyze/summary.h"
+#include "tools/render/json_writer.h"
 #include "tools/model/elf_symbols.h"
 #include "tools/model/symbolizer.h"
 
@@ -317,6 +321,63 @@ TEST_F(SymbolizeTest, StrippedBinaryUsesItsSplitDebugFile) {
   EXPECT_EQ(Summary({"summary", trace}).find(Label()), std::string::npos);
   const std::string text = Summary({"summary", "--symbols", dir + "/syms", trace});
   EXPECT_NE(text.find(Label()), std::string::npos) << text;
+  std::filesystem::remove_all(dir);
+}
+
+// The exports and the report name the frame as summary does
+// ("<source>:NN Step(int) (symbolize_target+0x...)"), not as module+offset.
+TEST_F(SymbolizeTest, ExportsAndReportNameTheFrameAsSummaryDoes) {
+  const std::string dir = TempDir("export");
+  const std::string trace = WriteTrace(dir + "/t.gpscope", rec_.module, rec_.offset, rec_.build_id);
+  auto r = analyze::ComputeSummaryResult({trace}, model::ModelOptions{}, analyses::ReportOptions{});
+  ASSERT_FALSE(r->report.sites.rows.empty());
+  ASSERT_FALSE(r->report.sites.rows.front().stack.empty());
+  const analyses::SiteFrame& frame = r->report.sites.rows.front().stack.front();
+  char where[64];
+  std::snprintf(where, sizeof where, "symbolize_target.cc:%u Step(int) (symbolize_target+0x%lx)",
+                line_, static_cast<unsigned long>(rec_.offset));
+  ASSERT_NE(frame.text.find(where), std::string::npos) << frame.text;
+  const std::string quoted = render::JsonWriter::Quote(frame.text);
+  char unsymbolized[64];
+  std::snprintf(unsymbolized, sizeof unsymbolized, "\"symbolize_target+0x%lx\"",
+                static_cast<unsigned long>(rec_.offset));
+
+  // Chrome: the stackFrames node of the sync's stack.
+  const std::string chrome = Summary({"export", trace});
+  EXPECT_NE(chrome.find("\"name\":" + quoted), std::string::npos)
+      << chrome.substr(std::min(chrome.size(), chrome.find("stackFrames")));
+  const std::string chrome_path = dir + "/t.json";
+  std::ofstream(chrome_path) << chrome;
+  EXPECT_EQ(chrome.find(unsymbolized), std::string::npos);
+
+  // The report's flame view (its data: stacks.nodes.name).
+  const std::string data = Summary({"report", "--data-only", "--no-compress", "-o", "-", trace});
+  const size_t names = data.find("\"stacks\":{\"nodes\":{\"name\":[");
+  ASSERT_NE(names, std::string::npos);
+  const std::string node_names = data.substr(names, data.find(']', names) - names);
+  EXPECT_NE(node_names.find(quoted), std::string::npos) << node_names;
+
+  // Perfetto: the frame's function name; the module, its build id (raw
+  // bytes) and the offset in its mapping and rel_pc; the source file and
+  // line. check_perfetto.py decodes it with protoc, resolves every stack
+  // through the interned tables, compares them with the Chrome export's and
+  // prints each frame: name, mapping path, build id, rel_pc, source, line.
+  const std::string perfetto = Summary({"export", "--format", "perfetto", trace});
+  EXPECT_NE(perfetto.find(frame.text), std::string::npos);
+  const std::string cmd = "python3 " GPSCOPE_SOURCE_DIR "/tests/export/check_perfetto.py " +
+                          std::string(GPSCOPE_ANALYZE_BINARY) + " " GPSCOPE_SOURCE_DIR " --stacks " +
+                          trace + " " + chrome_path;
+  std::string printed;
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[4096];
+  while (fgets(buf, sizeof buf, p) != nullptr) printed += buf;
+  EXPECT_EQ(pclose(p), 0) << printed;
+  char rel_pc[32];
+  std::snprintf(rel_pc, sizeof rel_pc, "%#lx", static_cast<unsigned long>(rec_.offset));
+  const std::string want = "frame\t" + frame.text + "\t" + rec_.module + "\t" + rec_.build_id +
+                           "\t" + rel_pc + "\t" + frame.path + "\t" + std::to_string(line_) + "\n";
+  EXPECT_NE(printed.find(want), std::string::npos) << "want " << want << "got\n" << printed;
   std::filesystem::remove_all(dir);
 }
 

@@ -150,7 +150,7 @@ int WriteReport(const ReportRequest& request, std::ostream& out, std::ostream& e
   }
   if (readable == 0) return code;
   const bool partial = ReportPartial(result->model.index, err);
-  const render::TimelineData timeline = collector.Finish(result->model.timebase);
+  const render::TimelineData timeline = collector.Finish(result->model.timebase, &result->model);
   if (partial) code = kExitFailed;
 
   render::ReportInputs inputs;

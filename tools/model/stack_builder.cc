@@ -15,18 +15,48 @@ constexpr uint64_t kSlackNs = kSyncSlackNs;
 // Stacked sync calls looked at, from the latest, for one gap.
 constexpr int kSyncScan = 64;
 
-// The text of string `id`, cut to `max_bytes` at a UTF-8 boundary (an
-// ellipsis marks the cut).
-std::string StringOf(const std::vector<std::string>& strings, uint32_t id, size_t max_bytes) {
-  if (id >= strings.size()) return std::string();
-  const std::string& s = strings[id];
-  if (s.size() <= max_bytes) return s;
-  size_t n = max_bytes;
-  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
-  return s.substr(0, n) + "...";
+// `s` cut to `max_bytes` at a UTF-8 boundary (an ellipsis marks the cut).
+std::string Cut(std::string_view s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return std::string(s);
+  std::string out(s.substr(0, max_bytes + 1));  // CutUtf8 looks at the byte past the cut
+  reader::CutUtf8(&out, max_bytes);
+  return out + "...";
 }
 
 }  // namespace
+
+FrameRecord ReadFrameRecord(const proto::StackFrame& f) {
+  FrameRecord r;
+  r.kind = static_cast<uint8_t>(f.kind() >= 0 && f.kind() <= 2 ? f.kind() : 0);
+  r.defined = true;
+  r.line = f.line();
+  r.file_id = f.file_id();
+  r.function_id = f.function_id();
+  r.qualname_id = f.qualname_id();
+  r.build_id_id = f.build_id_id();
+  r.module_offset = f.module_offset();
+  return r;
+}
+
+StackFrameText FrameText(uint32_t id, const FrameRecord* record,
+                         absl::FunctionRef<std::string_view(uint32_t)> string_of,
+                         size_t* text_bytes) {
+  StackFrameText t;
+  t.id = id;
+  if (record == nullptr || !record->defined) return t;
+  const FrameRecord& f = *record;
+  t.defined = true;
+  t.kind = f.kind;
+  const size_t cut = *text_bytes < kMaxFrameTextBytes ? kFrameTextBytes : kCutFrameTextBytes;
+  t.file = Cut(string_of(f.file_id), cut);
+  t.function = Cut(string_of(f.function_id), cut);
+  t.qualname = Cut(string_of(f.qualname_id), cut);
+  t.build_id = Cut(string_of(f.build_id_id), cut);
+  *text_bytes += t.file.size() + t.function.size() + t.qualname.size() + t.build_id.size();
+  t.line = f.line;
+  t.module_offset = f.module_offset;
+  return t;
+}
 
 void StackBuilder::AddTables(const proto::EventBatch& b) {
   const bool any = b.stack_frames_size() > 0 || b.stacks_size() > 0 || b.has_stack_samples();
@@ -39,15 +69,7 @@ void StackBuilder::AddTables(const proto::EventBatch& b) {
       continue;
     }
     if (id >= frames_.size()) frames_.resize(std::max<size_t>(id + 1, frames_.size() * 3 / 2));
-    Frame& r = frames_[id];
-    r.kind = static_cast<uint8_t>(f.kind() >= 0 && f.kind() <= 2 ? f.kind() : 0);
-    r.defined = true;
-    r.line = f.line();
-    r.file_id = f.file_id();
-    r.function_id = f.function_id();
-    r.qualname_id = f.qualname_id();
-    r.build_id_id = f.build_id_id();
-    r.module_offset = f.module_offset();
+    frames_[id] = ReadFrameRecord(f);
   }
   for (const proto::Stack& s : b.stacks()) {
     const uint32_t id = s.id();
@@ -339,6 +361,9 @@ StackModel StackBuilder::Finish(const std::vector<std::string>& strings) {
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   absl::flat_hash_map<uint32_t, uint32_t> frame_index;  // frame id -> index into m.frames
   size_t text_bytes = 0;
+  auto string_of = [&strings](uint32_t id) -> std::string_view {
+    return id < strings.size() ? std::string_view(strings[id]) : std::string_view();
+  };
   for (uint32_t id : ids) {
     WeightedStack ws;
     ws.id = id;
@@ -352,24 +377,9 @@ StackModel StackBuilder::Finish(const std::vector<std::string>& strings) {
         const uint32_t fid = frame_refs_[s.offset + i];
         auto [fi, inserted] = frame_index.try_emplace(fid, static_cast<uint32_t>(m.frames.size()));
         if (inserted) {
-          StackFrameText t;
-          t.id = fid;
-          if (fid < frames_.size() && frames_[fid].defined) {
-            const Frame& f = frames_[fid];
-            t.defined = true;
-            t.kind = f.kind;
-            const size_t cut =
-                text_bytes < kMaxFrameTextBytes ? kFrameTextBytes : kCutFrameTextBytes;
-            t.file = StringOf(strings, f.file_id, cut);
-            t.function = StringOf(strings, f.function_id, cut);
-            t.qualname = StringOf(strings, f.qualname_id, cut);
-            t.build_id = StringOf(strings, f.build_id_id, cut);
-            text_bytes += t.file.size() + t.function.size() + t.qualname.size() + t.build_id.size();
-            t.line = f.line;
-            t.module_offset = f.module_offset;
-          } else {
-            ++m.unknown_frame_ids;
-          }
+          const FrameRecord* f = fid < frames_.size() ? &frames_[fid] : nullptr;
+          StackFrameText t = FrameText(fid, f, string_of, &text_bytes);
+          if (!t.defined) ++m.unknown_frame_ids;
           m.frames.push_back(std::move(t));
         }
         ws.frames.push_back(fi->second);

@@ -23,6 +23,11 @@
 // Finish() symbolizes the native frames of the stacks it keeps from the
 // modules' files on this machine (symbolizer.h: by path, --symbols, build id).
 //
+// FrameRecord and FrameText() turn a StackFrame row into the frame's text
+// (stack_model.h StackFrameText); the exports' stack tree
+// (render/chrome_stacks.h) reads frames with them too, so both see the same
+// frame.
+//
 // Thread model: one thread, like ModelBuilder.
 #ifndef GPSCOPE_TOOLS_MODEL_STACK_BUILDER_H_
 #define GPSCOPE_TOOLS_MODEL_STACK_BUILDER_H_
@@ -31,15 +36,43 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "gpscope/trace.pb.h"
 #include "proto/events.h"
 #include "tools/model/stack_model.h"
 #include "tools/reader/batch_decode.h"
 
 namespace gpscope::model {
+
+// A StackFrame row as read (trace.proto): its strings are ids into the
+// process's InternedString table.
+struct FrameRecord {
+  uint8_t kind = 0;  // proto::FrameKind; 0 for a value outside the enum
+  bool defined = false;
+  uint32_t line = 0;
+  uint32_t file_id = 0, function_id = 0, qualname_id = 0, build_id_id = 0;
+  uint64_t module_offset = 0;
+};
+FrameRecord ReadFrameRecord(const proto::StackFrame& f);
+
+// Frame text kept (file, function, qualname, build id): any one string at
+// most kFrameTextBytes; once the caller's running total passes
+// kMaxFrameTextBytes each string is cut to kCutFrameTextBytes, so a hostile
+// trace of many frames naming one huge string stays small.
+inline constexpr size_t kMaxFrameTextBytes = 64u << 20;
+inline constexpr size_t kFrameTextBytes = 4096;
+inline constexpr size_t kCutFrameTextBytes = 256;
+
+// Frame `id` as text, its strings from `string_of` (id -> text, "" unknown)
+// cut at a UTF-8 boundary (an ellipsis marks a cut); `record` null: a frame
+// never defined. Adds the bytes kept to *text_bytes.
+StackFrameText FrameText(uint32_t id, const FrameRecord* record,
+                         absl::FunctionRef<std::string_view(uint32_t)> string_of,
+                         size_t* text_bytes);
 
 // What a device gap's stacks are, found when the gap is swept and applied
 // when its accounting is final (one-time start-up gaps are not applied).
@@ -63,12 +96,6 @@ class StackBuilder {
   static constexpr size_t kMaxThreads = 4096;
   static constexpr size_t kMaxEdges = 1 << 16;
   static constexpr size_t kMaxFrameRefs = 1 << 24;  // 64 MiB of frame ids over all stacks
-  // Frame text kept (file, function, qualname, build id of the frames of
-  // costly stacks); past it each string is cut to kCutFrameTextBytes, so a
-  // hostile trace of many frames naming one huge string stays small.
-  static constexpr size_t kMaxFrameTextBytes = 64u << 20;
-  static constexpr size_t kFrameTextBytes = 4096;     // any one string, always
-  static constexpr size_t kCutFrameTextBytes = 256;
 
   // kLaunch: a kernel or graph launch (sampled in time); kImplicit: host_calls.h.
   enum class Call { kOther, kLaunch, kSync, kImplicit };
@@ -96,13 +123,6 @@ class StackBuilder {
   StackModel Finish(const std::vector<std::string>& strings);
 
  private:
-  struct Frame {
-    uint8_t kind = 0;
-    bool defined = false;
-    uint32_t line = 0;
-    uint32_t file_id = 0, function_id = 0, qualname_id = 0, build_id_id = 0;
-    uint64_t module_offset = 0;
-  };
   struct Stack {
     uint32_t offset = 0;  // into frame_refs_
     uint16_t count = 0;
@@ -140,7 +160,7 @@ class StackBuilder {
 
   uint64_t retention_ns_;
   StackModel model_;
-  std::vector<Frame> frames_;  // by id
+  std::vector<FrameRecord> frames_;  // by id (frame text: the frames of costly stacks)
   std::vector<Stack> stacks_;  // by id
   std::vector<uint32_t> frame_refs_;
   std::vector<reader::StackSampleEvent> rows_;  // reused per batch

@@ -1,8 +1,11 @@
 #include "tools/render/chrome_stacks.h"
 
 #include <algorithm>
+#include <string_view>
+#include <utility>
 
 #include "tools/analyses/sites.h"
+#include "tools/model/symbolizer.h"
 #include "tools/reader/batch_decode.h"
 #include "tools/reader/limits.h"
 #include "tools/render/json_writer.h"
@@ -10,15 +13,15 @@
 
 namespace gpscope::render {
 
-void ChromeStacks::AddBatch(uint64_t process_uid, uint32_t pid, const proto::EventBatch& b,
-                            const std::function<std::string(uint32_t)>& strings) {
+void ChromeStacks::AddBatch(const reader::ProcessTables& tables, const proto::EventBatch& b) {
   if (b.stack_frames_size() == 0 && b.stacks_size() == 0 && !b.has_stack_samples()) return;
   any_ = true;
-  Process& p = processes_[process_uid];
+  Process& p = processes_[tables.process_uid()];
   for (const proto::StackFrame& f : b.stack_frames()) {
     if (f.id() == 0 || f.id() > reader::kMaxStackFrameId) continue;
-    p.frames[f.id()] = f;
+    p.frames[f.id()] = model::ReadFrameRecord(f);
   }
+  auto string_of = [&tables](uint32_t id) -> std::string_view { return tables.String(id); };
   for (const proto::Stack& s : b.stacks()) {
     if (s.id() == 0 || s.id() > reader::kMaxStackId || p.leaf.contains(s.id())) continue;
     // From the outermost frame in: each prefix is one node.
@@ -32,36 +35,17 @@ void ChromeStacks::AddBatch(uint64_t process_uid, uint32_t pid, const proto::Eve
           p.child.erase(it);
           break;
         }
-        auto f = p.frames.find(fid);
-        const int kind = f != p.frames.end() ? f->second.kind() : 0;
-        auto [ti, new_text] = p.text_of.try_emplace(fid, static_cast<uint32_t>(texts_.size()));
-        if (new_text) {  // described once per frame
-          model::StackFrameText t;
-          t.id = fid;
-          if (f != p.frames.end()) {
-            const size_t cut = text_bytes_ < kMaxTextBytes ? kFrameTextBytes : kCutFrameTextBytes;
-            auto text = [&](uint32_t id) {
-              std::string s = strings(id);
-              if (s.size() > cut) {
-                size_t n = cut;
-                while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
-                s.resize(n);
-                s += "...";
-              }
-              return s;
-            };
-            t.defined = true;
-            t.kind = kind;
-            t.file = text(f->second.file_id());
-            t.function = text(f->second.function_id());
-            t.qualname = text(f->second.qualname_id());
-            t.line = f->second.line();
-            t.module_offset = f->second.module_offset();
-          }
-          texts_.push_back(analyses::DescribeFrame(t).text);
-          text_bytes_ += texts_.back().size();
+        // Read once per frame, with the strings defined by now (a frame's
+        // strings come no later than the frame: docs/stacks.md).
+        auto [fi, new_frame] = p.frame_of.try_emplace(fid, static_cast<uint32_t>(frames_.size()));
+        if (new_frame) {
+          auto f = p.frames.find(fid);
+          frames_.push_back(model::FrameText(fid, f != p.frames.end() ? &f->second : nullptr,
+                                             string_of, &text_bytes_));
+          frame_process_.push_back(tables.process_uid());
         }
-        nodes_.push_back({at, pid, ti->second, FrameKindName(kind)});
+        nodes_.push_back(
+            {at, tables.pid(), fi->second, FrameKindName(frames_[fi->second].kind)});
         it->second = static_cast<uint32_t>(nodes_.size());
       }
       at = it->second;
@@ -81,6 +65,44 @@ void ChromeStacks::AddBatch(uint64_t process_uid, uint32_t pid, const proto::Eve
   while (p.pending_order.size() > 2 * kMaxPending) {
     p.pending.erase(p.pending_order.front());
     p.pending_order.pop_front();
+  }
+}
+
+void ChromeStacks::Resolve(const model::TraceModel* symbolized) {
+  if (texts_.size() == frames_.size()) return;
+  // The model's frames, symbolized already, by (process uid, frame id).
+  absl::flat_hash_map<std::pair<uint64_t, uint32_t>, const model::StackFrameText*> known;
+  if (symbolized != nullptr) {
+    for (const model::ProcessModel& p : symbolized->processes) {
+      for (const model::StackFrameText& f : p.stacks.frames) {
+        if (f.defined) known.try_emplace(std::pair(p.process_uid, f.id), &f);
+      }
+    }
+  }
+  // The others go to the symbolizer together: each module's file is read
+  // once for all of them.
+  std::vector<model::StackFrameText> todo;
+  std::vector<size_t> todo_at;
+  for (size_t i = texts_.size(); i < frames_.size(); ++i) {
+    model::StackFrameText& f = frames_[i];
+    if (f.kind != proto::FRAME_NATIVE) continue;
+    if (auto k = known.find(std::pair(frame_process_[i], f.id)); k != known.end()) {
+      f.symbol = k->second->symbol;
+      f.source_file = k->second->source_file;
+      f.source_line = k->second->source_line;
+      continue;
+    }
+    todo_at.push_back(i);
+    todo.push_back(std::move(f));
+  }
+  // The notes (a module whose build id differs) are summary's to say
+  // (sites_render.cc): the export and the report's timeline only name frames.
+  std::vector<model::SymbolNote> notes;
+  model::SymbolizeFrames(&todo, &notes);
+  for (size_t k = 0; k < todo.size(); ++k) frames_[todo_at[k]] = std::move(todo[k]);
+  texts_.reserve(frames_.size());
+  for (size_t i = texts_.size(); i < frames_.size(); ++i) {
+    texts_.push_back(analyses::DescribeFrame(frames_[i]).text);
   }
 }
 
@@ -117,7 +139,7 @@ void ChromeStacks::WriteDictionary(std::ostream& out) const {
     const Node& n = nodes_[i];
     if (i > 0) out << ",\n";
     out << "\"" << n.pid << "." << (i + 1) << "\":{\"category\":\"" << n.category
-        << "\",\"name\":" << JsonWriter::Quote(texts_[n.text]);
+        << "\",\"name\":" << JsonWriter::Quote(name(n));
     if (n.parent != 0) out << ",\"parent\":\"" << n.pid << "." << n.parent << "\"";
     out << "}";
   }

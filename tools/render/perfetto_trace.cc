@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 namespace gpscope::render {
 namespace {
@@ -27,7 +28,38 @@ constexpr uint32_t kEventCategories = 1;  // EventCategory { iid = 1; name = 2; 
 constexpr uint32_t kEventNames = 2;       // EventName { iid = 1; name = 2; }
 constexpr uint32_t kIid = 1;
 constexpr uint32_t kName = 2;
+// Call stacks (profiling/profile_common.proto): InternedString { iid = 1;
+// bytes str = 2; } for function names, build ids (raw bytes), mapping and
+// source paths; Mapping, Frame and Callstack below.
+constexpr uint32_t kFunctionNames = 5;
+constexpr uint32_t kFrames = 6;
+constexpr uint32_t kCallstacks = 7;
+constexpr uint32_t kBuildIds = 16;
+constexpr uint32_t kMappingPaths = 17;
+constexpr uint32_t kSourcePaths = 18;
+constexpr uint32_t kMappings = 19;
+constexpr uint32_t kStr = 2;
 }  // namespace interned
+namespace mapping {  // Mapping
+constexpr uint32_t kIid = 1;
+constexpr uint32_t kBuildId = 2;        // iid of build_ids
+constexpr uint32_t kPathStringIds = 7;  // iids of mapping_paths: one, the full path
+}  // namespace mapping
+namespace frame {  // Frame
+constexpr uint32_t kIid = 1;
+constexpr uint32_t kFunctionNameId = 2;
+constexpr uint32_t kMappingId = 3;
+constexpr uint32_t kRelPc = 4;
+constexpr uint32_t kSourcePathIid = 5;
+constexpr uint32_t kLineNumber = 6;
+constexpr uint32_t kKind = 7;
+constexpr int32_t kKindNative = 1;
+constexpr int32_t kKindInterpreted = 3;
+}  // namespace frame
+namespace callstack {  // Callstack
+constexpr uint32_t kIid = 1;
+constexpr uint32_t kFrameIds = 2;  // repeated uint64, outermost first
+}  // namespace callstack
 namespace track {
 constexpr uint32_t kUuid = 1;
 constexpr uint32_t kName = 2;
@@ -51,9 +83,7 @@ constexpr uint32_t kCategories = 22;
 constexpr uint32_t kName = 23;
 constexpr uint32_t kDoubleCounterValue = 44;
 constexpr uint32_t kFlowIds = 47;  // repeated fixed64
-constexpr uint32_t kCallstack = 55;  // Callstack { repeated Frame frames = 1; }
-constexpr uint32_t kCallstackFrames = 1;
-constexpr uint32_t kFrameFunctionName = 1;
+constexpr uint32_t kCallstackIid = 56;  // InternedData.callstacks
 constexpr int32_t kTypeSliceBegin = 1;
 constexpr int32_t kTypeSliceEnd = 2;
 constexpr int32_t kTypeInstant = 3;
@@ -65,6 +95,24 @@ constexpr uint32_t kIntValue = 4;
 constexpr uint32_t kStringValue = 6;
 constexpr uint32_t kName = 10;
 }  // namespace annotation
+
+// A build id as the raw bytes Perfetto's Mapping wants; "" when `hex` is
+// not lowercase hex of whole bytes.
+std::string BuildIdBytes(std::string_view hex) {
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  std::string out;
+  if (hex.size() % 2 != 0) return out;
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    const int hi = nibble(hex[i]), lo = nibble(hex[i + 1]);
+    if (hi < 0 || lo < 0) return std::string();
+    out.push_back(static_cast<char>(hi << 4 | lo));
+  }
+  return out;
+}
 
 uint64_t Mix(uint64_t x) {  // splitmix64's finalizer
   x += 0x9E3779B97F4A7C15ull;
@@ -178,18 +226,9 @@ void PerfettoTraceWriter::DeclareTrack(uint32_t process, uint64_t tid, const std
 }
 
 void PerfettoTraceWriter::Slice(const ExportSlice& s, uint64_t tid) {
-  // The call stack, outermost frame first.
-  std::vector<const std::string*> frames;
-  size_t payload = s.name.size() + 64;
-  if (s.stack_node != 0 && stacks_ != nullptr && s.stack_node <= stacks_->nodes().size()) {
-    for (uint32_t n = s.stack_node; n != 0 && n <= stacks_->nodes().size() &&
-                                    frames.size() < stacks_->nodes().size();
-         n = stacks_->nodes()[n - 1].parent) {
-      frames.push_back(&stacks_->name(stacks_->nodes()[n - 1]));
-      payload += frames.back()->size() + 16;
-    }
-    std::reverse(frames.begin(), frames.end());
-  }
+  // The call stack (its interned entries, new ones written here).
+  const uint64_t callstack_iid = InternStack(s.stack_node);
+  size_t payload = s.name.size() + 64 + stack_payload_;
   for (const ExportArg& a : s.args) payload += std::string_view(a.key).size() + a.string_value.size() + 32;
 
   bool new_name = false, new_category = false;
@@ -197,8 +236,9 @@ void PerfettoTraceWriter::Slice(const ExportSlice& s, uint64_t tid) {
   const uint64_t category_iid = Intern(&categories_, s.category, &new_category);
   const uint64_t track_uuid = TrackUuid(s.process, tid);
   WireWriter w = StartPacket(payload, Realtime(s.start_ns), true);
-  if (new_name || new_category) {
+  if (new_name || new_category || new_callstack_ != 0) {
     WireWriter::Nested id = w.BeginNested(packet::kInternedData);
+    WriteStackEntries(w);
     if (new_category) {
       WireWriter::Nested e = w.BeginNested(interned::kEventCategories);
       w.Uint64(interned::kIid, category_iid);
@@ -241,15 +281,7 @@ void PerfettoTraceWriter::Slice(const ExportSlice& s, uint64_t tid) {
   if (s.role != ExportSlice::kPlain && s.correlation != 0) {
     w.Fixed64(event::kFlowIds, FlowId(s.process, s.correlation));
   }
-  if (!frames.empty()) {
-    WireWriter::Nested cs = w.BeginNested(event::kCallstack);
-    for (const std::string* f : frames) {
-      WireWriter::Nested fr = w.BeginNested(event::kCallstackFrames);
-      w.String(event::kFrameFunctionName, f->data(), f->size());
-      w.EndNested(fr);
-    }
-    w.EndNested(cs);
-  }
+  if (callstack_iid != 0) w.Uint64(event::kCallstackIid, callstack_iid);
   w.EndNested(te);
   EndPacket(w);
   if (s.instant) return;
@@ -260,6 +292,121 @@ void PerfettoTraceWriter::Slice(const ExportSlice& s, uint64_t tid) {
   e.Uint64(event::kTrackUuid, track_uuid);
   e.EndNested(te2);
   EndPacket(e);
+}
+
+uint64_t PerfettoTraceWriter::InternStack(uint32_t node) {
+  new_frames_.clear();
+  new_mappings_.clear();
+  new_source_paths_.clear();
+  new_callstack_ = 0;
+  stack_payload_ = 0;
+  if (node == 0 || stacks_ == nullptr || node > stacks_->nodes().size()) return 0;
+  if (callstacks_.contains(node)) return node;  // a callstack's iid is its leaf node's
+  const std::vector<ChromeStacks::Node>& nodes = stacks_->nodes();
+  const std::vector<model::StackFrameText>& frames = stacks_->frames();
+  stack_frames_.clear();  // innermost first
+  for (uint32_t n = node; n != 0 && n <= nodes.size() && stack_frames_.size() < nodes.size();
+       n = nodes[n - 1].parent) {
+    stack_frames_.push_back(nodes[n - 1].frame);
+  }
+  if (frames_written_.size() < frames.size()) frames_written_.resize(frames.size(), false);
+  for (uint32_t fi : stack_frames_) {
+    if (fi >= frames.size() || frames_written_[fi]) continue;
+    frames_written_[fi] = true;
+    const model::StackFrameText& f = frames[fi];
+    const bool native = f.kind == proto::FRAME_NATIVE;
+    NewFrame nf;
+    nf.frame = fi;
+    // Its mapping: a native frame's module (path and build id), a Python
+    // frame's source file.
+    std::pair<std::string, std::string> key(f.file.empty() ? "[unknown]" : f.file,
+                                             native ? BuildIdBytes(f.build_id) : "");
+    auto m = mappings_.find(key);
+    if (m == mappings_.end()) {
+      stack_payload_ += key.first.size() + key.second.size() + 32;
+      m = mappings_.emplace(key, mappings_.size() + 1).first;
+      new_mappings_.push_back({std::move(key), m->second});
+    }
+    nf.mapping = m->second;
+    const std::string& source = native ? f.source_file : f.file;
+    if (!source.empty()) {
+      auto sp = source_paths_.find(source);
+      if (sp == source_paths_.end()) {
+        stack_payload_ += source.size() + 16;
+        sp = source_paths_.emplace(source, source_paths_.size() + 1).first;
+        new_source_paths_.push_back({source, sp->second});
+      }
+      nf.source = sp->second;
+    }
+    stack_payload_ += stacks_->text(fi).size() + 64;
+    new_frames_.push_back(nf);
+  }
+  callstacks_.insert(node);
+  new_callstack_ = node;
+  stack_payload_ += stack_frames_.size() * 12 + 16;
+  return node;
+}
+
+void PerfettoTraceWriter::WriteStackEntries(WireWriter& w) const {
+  for (const NewMapping& m : new_mappings_) {
+    const std::string& path = m.key.first;
+    const std::string& build_id = m.key.second;
+    WireWriter::Nested p = w.BeginNested(interned::kMappingPaths);
+    w.Uint64(interned::kIid, m.iid);
+    w.String(interned::kStr, path.data(), path.size());
+    w.EndNested(p);
+    if (!build_id.empty()) {
+      WireWriter::Nested b = w.BeginNested(interned::kBuildIds);
+      w.Uint64(interned::kIid, m.iid);
+      w.Bytes(interned::kStr, build_id.data(), build_id.size());
+      w.EndNested(b);
+    }
+    WireWriter::Nested e = w.BeginNested(interned::kMappings);
+    w.Uint64(mapping::kIid, m.iid);
+    if (!build_id.empty()) w.Uint64(mapping::kBuildId, m.iid);
+    w.Uint64(mapping::kPathStringIds, m.iid);
+    w.EndNested(e);
+  }
+  for (const std::pair<std::string, uint64_t>& sp : new_source_paths_) {
+    WireWriter::Nested e = w.BeginNested(interned::kSourcePaths);
+    w.Uint64(interned::kIid, sp.second);
+    w.String(interned::kStr, sp.first.data(), sp.first.size());
+    w.EndNested(e);
+  }
+  for (const NewFrame& nf : new_frames_) {
+    const model::StackFrameText& f = stacks_->frames()[nf.frame];
+    const std::string& text = stacks_->text(nf.frame);
+    const uint64_t iid = uint64_t{nf.frame} + 1;  // its function name has the same iid
+    WireWriter::Nested name = w.BeginNested(interned::kFunctionNames);
+    w.Uint64(interned::kIid, iid);
+    w.String(interned::kStr, text.data(), text.size());
+    w.EndNested(name);
+    const bool native = f.kind == proto::FRAME_NATIVE;
+    WireWriter::Nested e = w.BeginNested(interned::kFrames);
+    w.Uint64(frame::kIid, iid);
+    w.Uint64(frame::kFunctionNameId, iid);
+    w.Uint64(frame::kMappingId, nf.mapping);
+    // The module offset: an ELF virtual address (what addr2line takes);
+    // for shared libraries and PIE executables as GNU ld lays them out
+    // (code at a file offset equal to its address) also Perfetto's rel_pc.
+    w.Uint64(frame::kRelPc, native ? f.module_offset : 0);
+    if (nf.source != 0) {
+      w.Uint64(frame::kSourcePathIid, nf.source);
+      const uint32_t line = native ? f.source_line : f.line;
+      if (line != 0) w.Uint32(frame::kLineNumber, line);
+    }
+    if (f.kind == proto::FRAME_NATIVE) w.Enum(frame::kKind, frame::kKindNative);
+    if (f.kind == proto::FRAME_PYTHON) w.Enum(frame::kKind, frame::kKindInterpreted);
+    w.EndNested(e);
+  }
+  if (new_callstack_ != 0) {
+    WireWriter::Nested e = w.BeginNested(interned::kCallstacks);
+    w.Uint64(callstack::kIid, new_callstack_);
+    for (auto it = stack_frames_.rbegin(); it != stack_frames_.rend(); ++it) {
+      w.Uint64(callstack::kFrameIds, uint64_t{*it} + 1);
+    }
+    w.EndNested(e);
+  }
 }
 
 void PerfettoTraceWriter::Counter(uint32_t process, uint32_t counter, const std::string& name,

@@ -10,12 +10,23 @@
 // rank where there is one), children of it for each GPU stream, host
 // thread (ThreadDescriptor), NVTX and sync lane, and one counter track per
 // metric. Trace processor merges processes by pid, so a later process with
-// a pid already used gets a named track without a ProcessDescriptor. Slices are TYPE_SLICE_BEGIN/END pairs (TrackEvent has no complete
-// type) with interned names and categories, debug annotations for their
-// arguments and the call stack inline (TrackEvent.callstack). A launch and
+// a pid already used gets a named track without a ProcessDescriptor.
+// Slices are TYPE_SLICE_BEGIN/END pairs (TrackEvent has no complete type)
+// with interned names and categories, debug annotations for their
+// arguments and their call stack (TrackEvent.callstack_iid, below). A launch and
 // its GPU work share a flow id made of the process and the correlation id,
 // so the flow needs no matching here. Timestamps are realtime ns (the
 // origin plus the event's offset from it).
+//
+// Call stacks (chrome_stacks.h) are interned, each entry written in the
+// packet that first uses it: a Callstack per stack (its iid: the tree node
+// of its innermost frame; frame iids outermost first), a Frame per frame
+// (function_names: the frame's text as summary gives it, e.g.
+// "main.cc:17 step(int) (prog+0x1139)"; source_path_iid and line_number
+// where known; kind native or interpreted) and a Mapping per module
+// (mapping_paths: its path; build_ids: its GNU build id as raw bytes;
+// the frame's rel_pc: its module offset), so trace processor can
+// symbolize them again; a Python frame's mapping is its source file.
 //
 //   PerfettoTraceWriter w(out, timebase.origin_realtime_ns());
 //   w.set_stacks(&stacks);
@@ -29,6 +40,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -77,6 +89,11 @@ class PerfettoTraceWriter : public TraceExportSink {
   // the new entry to `pending` for this packet's interned_data.
   uint64_t Intern(absl::flat_hash_map<std::string, uint64_t>* table, const std::string& text,
                   bool* added);
+  // The callstack iid of a stack node (0: none), and the interned entries it
+  // needs that were not written yet (new_*, their bytes in stack_payload_),
+  // for WriteStackEntries() to put into the same packet's interned_data.
+  uint64_t InternStack(uint32_t node);
+  void WriteStackEntries(format::WireWriter& w) const;
 
   std::ostream& out_;
   const ChromeStacks* stacks_ = nullptr;
@@ -89,6 +106,27 @@ class PerfettoTraceWriter : public TraceExportSink {
   absl::flat_hash_map<std::string, uint64_t> names_;       // event name -> iid
   absl::flat_hash_map<std::string, uint64_t> categories_;  // category -> iid
   absl::flat_hash_set<uint64_t> counters_;                 // counter tracks declared
+  // Call stacks: what is interned so far (a frame's iid is its index in
+  // ChromeStacks::frames() + 1), and what the current packet adds.
+  struct NewFrame {
+    uint32_t frame = 0;
+    uint64_t mapping = 0;  // iid
+    uint64_t source = 0;   // iid of its source path, 0 none
+  };
+  struct NewMapping {
+    std::pair<std::string, std::string> key;  // path, raw build id
+    uint64_t iid = 0;
+  };
+  absl::flat_hash_set<uint32_t> callstacks_;
+  std::vector<bool> frames_written_;
+  absl::flat_hash_map<std::pair<std::string, std::string>, uint64_t> mappings_;
+  absl::flat_hash_map<std::string, uint64_t> source_paths_;
+  std::vector<uint32_t> stack_frames_;  // the current stack's frames, innermost first
+  std::vector<NewFrame> new_frames_;
+  std::vector<NewMapping> new_mappings_;
+  std::vector<std::pair<std::string, uint64_t>> new_source_paths_;
+  uint64_t new_callstack_ = 0;
+  size_t stack_payload_ = 0;
 };
 
 }  // namespace gpscope::render

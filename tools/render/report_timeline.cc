@@ -161,7 +161,7 @@ class TimelineCollector::Impl {
     AddBatch(slot_.at(b.tables.process_uid()), b);
   }
 
-  TimelineData Finish(const reader::Timebase& timebase);
+  TimelineData Finish(const reader::Timebase& timebase, const model::TraceModel* symbolized);
 
   struct ProcessState {
     TimelineProcess p;
@@ -322,8 +322,7 @@ void TimelineCollector::Impl::AddBatch(size_t process, const reader::ResolvedBat
     }
   }
   // Call stacks (issue 20): this batch's tables, before its API calls.
-  stacks_->AddBatch(s.tables->process_uid(), s.tables->pid(), batch,
-                    [&s](uint32_t id) { return s.tables->String(id); });
+  stacks_->AddBatch(*s.tables, batch);
   if (!b.decode_status.ok()) {
     ++undecodable_;
     return;
@@ -496,7 +495,8 @@ void TimelineCollector::Impl::AddBatch(size_t process, const reader::ResolvedBat
   }
 }
 
-TimelineData TimelineCollector::Impl::Finish(const reader::Timebase& timebase) {
+TimelineData TimelineCollector::Impl::Finish(const reader::Timebase& timebase,
+                                             const model::TraceModel* symbolized) {
   TimelineData out;
   // Report ns 0 is the pass's time origin (every command prints it), so a
   // time in the report is the same time in summary, export and dump.
@@ -596,7 +596,10 @@ TimelineData TimelineCollector::Impl::Finish(const reader::Timebase& timebase) {
   out.undecodable_batches = undecodable_;
   out.events_not_kept += lanes_not_kept_;
   out.over_memory_budget = over_budget_;
-  if (stacks_->any()) out.stacks = std::move(stacks_);
+  if (stacks_->any()) {
+    stacks_->Resolve(symbolized);
+    out.stacks = std::move(stacks_);
+  }
   out.stack_calls_not_kept = stack_calls_not_kept_;
   return out;
 }
@@ -613,8 +616,9 @@ void TimelineCollector::OnHeader(const reader::ProcessTables& tables,
 }
 void TimelineCollector::OnBatch(const reader::ResolvedBatch& batch) { impl_->OnBatch(batch); }
 
-TimelineData TimelineCollector::Finish(const reader::Timebase& timebase) {
-  return impl_->Finish(timebase);
+TimelineData TimelineCollector::Finish(const reader::Timebase& timebase,
+                                       const model::TraceModel* symbolized) {
+  return impl_->Finish(timebase, symbolized);
 }
 
 }  // namespace gpscope::render

@@ -24,7 +24,7 @@
 //
 //   TimelineCollector collector(options);
 //   model::TraceModel model = model::BuildModel(paths, model_options, {&collector});
-//   TimelineData timeline = collector.Finish(model.timebase);
+//   TimelineData timeline = collector.Finish(model.timebase, &model);
 //
 // Thread model: one thread; a collector is used for one pass.
 #ifndef GPSCOPE_TOOLS_RENDER_REPORT_TIMELINE_H_
@@ -40,6 +40,7 @@
 
 #include "absl/status/status.h"
 #include "gpscope/trace.pb.h"
+#include "tools/model/trace_model.h"
 #include "tools/reader/batch_decode.h"
 #include "tools/reader/clock_align.h"
 #include "tools/reader/event_sink.h"
@@ -172,8 +173,11 @@ class TimelineCollector : public reader::EventSink {
   // A batch that did not decode is counted.
   void OnBatch(const reader::ResolvedBatch& batch) override;
 
-  // Ends the pass: time base (the pass's, with its origin), sorting, rows.
-  TimelineData Finish(const reader::Timebase& timebase);
+  // Ends the pass: time base (the pass's, with its origin), sorting, rows,
+  // the call stacks' frames named (chrome_stacks.h Resolve; `symbolized`:
+  // the model of the same pass, whose frames are not symbolized again).
+  TimelineData Finish(const reader::Timebase& timebase,
+                      const model::TraceModel* symbolized = nullptr);
 
  private:
   class Impl;

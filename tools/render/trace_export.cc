@@ -45,13 +45,19 @@ constexpr size_t kMaxWindowedTracks = 1 << 16;
 // launches tied to their GPU work, handed to one file format's writer.
 class Exporter : public reader::EventSink {
  public:
-  Exporter(render::TraceExportSink& sink, std::ostream& err, const reader::Timebase& timebase)
-      : sink_(sink), err_(err), timebase_(timebase) {}
+  // `resolve_stacks_early`: the sink writes a slice's frames with the slice
+  // (Perfetto), so frames are named as their batches come; else once, at
+  // the end (Chrome writes its stackFrames last).
+  Exporter(render::TraceExportSink& sink, std::ostream& err, const reader::Timebase& timebase,
+           bool resolve_stacks_early)
+      : sink_(sink), err_(err), timebase_(timebase), resolve_stacks_early_(resolve_stacks_early) {}
 
   const render::ChromeStacks& stacks() const { return stacks_; }
 
-  // Hands on what the reorder windows still hold, track by track.
+  // Hands on what the reorder windows still hold, track by track, and
+  // names the frames not named yet.
   void Finish() {
+    stacks_.Resolve();
     for (auto& entry : tracks_) {
       Track* t = &entry.second;  // not a structured binding: lambdas cannot capture those in C++17
       t->window.Flush([&](ExportSlice&& s) { Emit(std::move(s), t); });
@@ -95,8 +101,8 @@ class Exporter : public reader::EventSink {
                                           : (m.pid() ? " pid" + std::to_string(m.pid()) : ""));
     }
     // Call stacks (issue 20): the tables of this batch, before its API events.
-    stacks_.AddBatch(rb.tables.process_uid(), p.pid, b,
-                     [&rb](uint32_t id) { return rb.tables.String(id); });
+    stacks_.AddBatch(rb.tables, b);
+    if (resolve_stacks_early_) stacks_.Resolve();
     if (!rb.decode_status.ok()) {
       err_ << kProgram << ": pid " << p.pid << ": " << rb.decode_status.message() << "\n";
       return;
@@ -302,6 +308,7 @@ class Exporter : public reader::EventSink {
   render::TraceExportSink& sink_;
   std::ostream& err_;
   const reader::Timebase& timebase_;
+  const bool resolve_stacks_early_;
   absl::flat_hash_map<uint64_t, Process> processes_;  // by process uid
   std::vector<uint64_t> by_index_;                    // process index -> uid
   // Ordered by (process, track): the order the windows are flushed in.
@@ -318,7 +325,7 @@ reader::ReadResult ExportChrome(const std::vector<std::string>& files,
                                 const reader::Timebase& timebase, std::ostream& out,
                                 std::ostream& err, uint64_t* written) {
   render::ChromeJsonWriter writer(out);
-  Exporter exporter(writer, err, timebase);
+  Exporter exporter(writer, err, timebase, /*resolve_stacks_early=*/false);
   writer.set_stacks(&exporter.stacks());
   reader::ReadResult read = reader::ReadEvents(files, {&exporter});
   exporter.Finish();
@@ -331,7 +338,7 @@ reader::ReadResult ExportPerfetto(const std::vector<std::string>& files,
                                   const reader::Timebase& timebase, std::ostream& out,
                                   std::ostream& err, uint64_t* written) {
   render::PerfettoTraceWriter writer(out, timebase.origin_realtime_ns());
-  Exporter exporter(writer, err, timebase);
+  Exporter exporter(writer, err, timebase, /*resolve_stacks_early=*/true);
   writer.set_stacks(&exporter.stacks());
   reader::ReadResult read = reader::ReadEvents(files, {&exporter});
   exporter.Finish();
