@@ -441,6 +441,60 @@ TEST(ReportDataTest, HostBlockedShareStaysWithinEachWindow) {
   EXPECT_EQ(max1, 0.0);
 }
 
+// Issue 20: a sync wait (CUPTI's synchronization record) clicked on the
+// timeline shows the stack of the call it waited in, joined by correlation
+// id whichever of the two comes first, also across batches.
+TEST(ReportTimelineTest, ASyncWaitCarriesTheStackOfTheCallItWaitedIn) {
+  TraceBuilder trace;
+  TraceBuilder::Process& p = trace.AddProcess(0x5717c, 4242);
+  p.WriteHeader();
+  const uint32_t f_item = p.AddPythonFrame("/home/u/train.py", 42, "train_step");
+  const uint32_t stack = p.AddStack({f_item});
+  constexpr uint32_t kTid = 4242;
+  auto sync = [&](uint64_t t, uint32_t corr) {
+    format::SyncEvent y{};
+    y.start_ns = t + 2 * kUs;
+    y.end_ns = t + 40 * kUs;
+    y.sync_kind = proto::SYNC_STREAM_SYNCHRONIZE;
+    y.context_id = 1;
+    y.stream_id = 7;
+    y.event_id = 0xffffffff;
+    y.correlation_id = corr;
+    y.thread_id = kTid;
+    p.Add(y);
+  };
+  auto call = [&](uint64_t t, uint32_t corr) {
+    p.AddStackSample(t, kTid, corr, stack, proto::STACK_SYNC);
+    p.Add(format::ApiCallEvent{t, t + 45 * kUs, proto::API_RUNTIME, 131, kTid, corr, 0,
+                               p.Intern("cudaStreamSynchronize_v3020")});
+  };
+  p.AddKernel(kT0, 30 * kUs, "k");
+  call(kT0 + 1 * kMs, 900);  // the call first, its wait in the same batch
+  sync(kT0 + 1 * kMs, 900);
+  sync(kT0 + 2 * kMs, 901);  // the wait first, its call in the next batch
+  p.Flush();
+  call(kT0 + 2 * kMs, 901);
+  sync(kT0 + 3 * kMs, 902);  // a wait whose call never came: no stack
+  p.WriteEnd();
+  const std::string path = TempPath("sync_stacks.gpscope");
+  ASSERT_TRUE(trace.WriteFile(path));
+
+  const TimelineData t = Collect(path);
+  const TimelineLane* waits = FindLane(t, 0, LaneKind::kSync);
+  const TimelineLane* api = FindLane(t, 0, LaneKind::kApi);
+  ASSERT_NE(waits, nullptr);
+  ASSERT_NE(api, nullptr);
+  ASSERT_EQ(waits->events.size(), 3u);
+  ASSERT_EQ(api->stack_calls.size(), 2u);
+  ASSERT_EQ(waits->stack_calls.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(waits->stack_calls[i].first, waits->events[i].start_ns) << i;
+    EXPECT_EQ(waits->stack_calls[i].second, api->stack_calls[i].second) << i;
+    EXPECT_NE(waits->stack_calls[i].second, 0u);
+  }
+  std::remove(path.c_str());
+}
+
 TEST(ReportCommandTest, WritesAFileAndRejectsBadUsage) {
   TraceBuilder trace;
   TraceBuilder::Process& p = trace.AddProcess(0x1, 42);

@@ -2,6 +2,7 @@
 #include "tools/render/report_timeline.h"
 
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <numeric>
 #include <tuple>
@@ -171,7 +172,34 @@ class TimelineCollector::Impl {
     absl::flat_hash_map<uint32_t, uint32_t> configs;  // LaunchConfig id -> configs index + 1
     std::map<LaneKey, size_t> lanes;
     absl::flat_hash_map<uint32_t, size_t> metric_lane;
+    // A sync wait (CUPTI's synchronization record) shows the stack of the
+    // API call it waited in: both carry its correlation id, in either order
+    // across batches. Bounded: the oldest entries go first (kMaxSyncJoin).
+    absl::flat_hash_map<uint32_t, uint32_t> call_node;                    // corr -> node
+    absl::flat_hash_map<uint32_t, std::pair<size_t, uint64_t>> sync_wait;  // corr -> (lane, start)
+    std::deque<uint32_t> call_order, sync_order;
   };
+  static constexpr size_t kMaxSyncJoin = 1 << 14;
+
+  void AddStackCall(size_t lane, uint64_t start_ns, uint32_t node) {
+    if (stack_calls_ < kMaxStackCalls) {
+      ++stack_calls_;
+      lanes_[lane].stack_calls.emplace_back(start_ns, node);
+    } else {
+      ++stack_calls_not_kept_;
+    }
+  }
+  // Remembers `key -> value` in a map bounded to kMaxSyncJoin entries.
+  template <typename V>
+  static void RememberBounded(absl::flat_hash_map<uint32_t, V>* map, std::deque<uint32_t>* order,
+                              uint32_t key, V value) {
+    if (!map->insert_or_assign(key, value).second) return;
+    order->push_back(key);
+    if (order->size() > kMaxSyncJoin) {
+      map->erase(order->front());
+      order->pop_front();
+    }
+  }
   enum NameRole : uint64_t { kRoleKernel = 1, kRoleApi = 2, kRoleNvtx = 3 };
 
   uint32_t Name(std::string_view text) {
@@ -389,6 +417,15 @@ void TimelineCollector::Impl::AddBatch(size_t process, const reader::ResolvedBat
     if (y.stream_id != kNoStream) absl::StrAppend(&name, " · stream ", y.stream_id);
     if (y.thread_id != 0) absl::StrAppend(&name, " · tid ", y.thread_id);
     e.name = Name(name);
+    if (stacks_->any() && y.correlation_id != 0) {
+      auto it = s.call_node.find(y.correlation_id);
+      if (it != s.call_node.end()) {
+        AddStackCall(lane, y.start_ns, it->second);
+      } else {
+        RememberBounded(&s.sync_wait, &s.sync_order, y.correlation_id,
+                        std::pair<size_t, uint64_t>(lane, y.start_ns));
+      }
+    }
     Keep(lane, e);
   }
   for (const format::ApiCallEvent& a : events_.api_calls) {
@@ -407,11 +444,13 @@ void TimelineCollector::Impl::AddBatch(size_t process, const reader::ResolvedBat
     e.aux = a.return_value;
     if (stacks_->any()) {
       if (const uint32_t node = stacks_->TakeNode(s.p.process_uid, a.thread_id, a.correlation_id)) {
-        if (stack_calls_ < kMaxStackCalls) {
-          ++stack_calls_;
-          lanes_[lane].stack_calls.emplace_back(a.start_ns, node);
+        AddStackCall(lane, a.start_ns, node);
+        auto wait = s.sync_wait.find(a.correlation_id);
+        if (wait != s.sync_wait.end()) {
+          AddStackCall(wait->second.first, wait->second.second, node);
+          s.sync_wait.erase(wait);  // its sync_order entry expires harmlessly
         } else {
-          ++stack_calls_not_kept_;
+          RememberBounded(&s.call_node, &s.call_order, a.correlation_id, node);
         }
       }
     }
