@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "tests/testing/trace_builder.h"
 #include "tools/analyses/rules.h"
@@ -46,10 +47,11 @@ std::string TempPath(const std::string& name) {
          ".gpscope";
 }
 
-std::unique_ptr<analyze::SummaryResult> Analyze(TraceBuilder& trace, const std::string& name) {
+std::unique_ptr<analyze::SummaryResult> Analyze(TraceBuilder& trace, const std::string& name,
+                                                const model::ModelOptions& options = {}) {
   const std::string path = TempPath(name);
   EXPECT_TRUE(trace.WriteFile(path));
-  auto r = analyze::ComputeSummaryResult({path}, model::ModelOptions{}, analyses::ReportOptions{});
+  auto r = analyze::ComputeSummaryResult({path}, options, analyses::ReportOptions{});
   if (getenv("SITES_TEST_KEEP") == nullptr) unlink(path.c_str());
   return r;
 }
@@ -179,6 +181,21 @@ struct TorchFrames {
   uint32_t sync_stack, launch_stack, free_stack, copy_stack, library_only;
 };
 
+// The frames of a JAX training script: line 83 dispatches the step, line
+// 84 reads the loss back (float(loss) in jax/_src/array.py).
+struct JaxFrames {
+  explicit JaxFrames(TraceBuilder::Process& p) {
+    const uint32_t jax =
+        p.AddPythonFrame("/opt/venv/lib/python3.12/site-packages/jax/_src/array.py", 300, "__float__");
+    const uint32_t line83 = p.AddPythonFrame("/home/u/jax_train.py", 83, "train");
+    const uint32_t line84 = p.AddPythonFrame("/home/u/jax_train.py", 84, "train");
+    const uint32_t line90 = p.AddPythonFrame("/home/u/jax_train.py", 90, "<module>");
+    waiting = p.AddStack({jax, line84, line90});
+    dispatch = p.AddStack({line83, line90});
+  }
+  uint32_t waiting, dispatch;
+};
+
 // The text with every run of spaces and newlines as one space: phrases
 // are found across the renderer's line wrapping.
 std::string Flat(const std::string& text) {
@@ -225,6 +242,21 @@ const Finding* FindRule(const std::vector<Finding>& findings, const std::string&
   return nullptr;
 }
 
+// The part of [a, b) inside the window.
+uint64_t Inside(uint64_t a, uint64_t b, const analyses::Window& w) {
+  const uint64_t lo = std::max(a, w.start_ns), hi = std::min(b, w.end_ns);
+  return hi > lo ? hi - lo : 0;
+}
+bool StartsInside(uint64_t t, const analyses::Window& w) { return t >= w.start_ns && t < w.end_ns; }
+
+// As the findings print a time: "8.2 ms", "1.44 s", "94.2 us".
+std::string Printed(double ns) {
+  if (ns < 1e3) return absl::StrFormat("%.0f ns", ns);
+  if (ns < 1e6) return absl::StrFormat("%.3g us", ns / 1e3);
+  if (ns < 1e9) return absl::StrFormat("%.3g ms", ns / 1e6);
+  return absl::StrFormat("%.3g s", ns / 1e9);
+}
+
 // Device idle of every gap part a site can be given (host, sync and
 // implicit waits, gaps at and below the threshold), over the whole run.
 double AttributableIdle(const model::GpuModel& g) {
@@ -248,16 +280,23 @@ TEST(SitesTest, ItemEveryStepThenHostCode) {
   uint64_t t = kT0;
   uint64_t blocked = 0;
   constexpr int kSteps = 50;
+  // Each gap's host part: from the 0.5 ms relaunch allowance after the
+  // sync (the sync part, model::kSyncRelaunchNs) to the next kernel.
+  std::vector<std::pair<uint64_t, uint64_t>> host_parts;
   for (int step = 0; step < kSteps; ++step) {
+    if (step > 0) host_parts.back().second = t + 9 * kUs;  // the kernel starts 1 us after the call
     uint64_t h = s.Launch(kMain, t, 2 * kMs, fr.launch_stack);
     h = s.Launch(kMain, h + 2 * kUs, 2 * kMs);  // not sampled: no stack
     h = s.Launch(kMain, h + 2 * kUs, 2 * kMs);
     const uint64_t sync_start = h + 10 * kUs;
+    const uint64_t gap_start = s.gpu_free();
     const uint64_t sync_end = s.Sync(kMain, sync_start, fr.sync_stack);
     blocked += sync_end - sync_start;
+    host_parts.push_back({gap_start + model::kSyncRelaunchNs + 4 * kUs, 0});
     t = sync_end + 24 * kMs;  // the host's own Python code
     if (step % 10 == 9) s.p().Flush();
   }
+  host_parts.pop_back();  // no launch after the last sync
   s.p().WriteEnd();
   auto r = Analyze(trace, "item");
   const analyses::SiteReport& sites = r->report.sites;
@@ -295,12 +334,21 @@ TEST(SitesTest, ItemEveryStepThenHostCode) {
   EXPECT_EQ(launch->gpu_lost_ns, 0u);
   EXPECT_EQ(launch->w.launches, uint64_t{kSteps});
 
+  // The finding cites the host code over its steady window: the share of
+  // each gap's host part inside it.
+  const analyses::Window& window = r->report.gpus.at(0).window;
+  uint64_t in_window = 0;
+  for (const auto& [a, b] : host_parts) in_window += Inside(a, b, window);
+  EXPECT_LT(in_window, top.w.gpu_host_after_ns - 20 * kMs);  // the window leaves a gap out
   const Finding* f = FindRule(r->findings, "host-bound");
   ASSERT_NE(f, nullptr);
   ASSERT_FALSE(f->sites.empty());
   EXPECT_EQ(f->sites.front().label, "train.py:42 (train_step)");
-  EXPECT_EQ(f->sites.front().value_ns, top.w.gpu_host_after_ns);
-  EXPECT_NE(f->summary.find("after train.py:42 (train_step) returned, the GPU waited"),
+  EXPECT_EQ(f->sites.front().value_ns, in_window);
+  EXPECT_EQ(f->sites.front().site, 0u);  // the whole-run table's row
+  EXPECT_NE(f->summary.find(absl::StrCat("Call stacks (steady window): after train.py:42 "
+                                         "(train_step) returned, the GPU waited ",
+                                         Printed(static_cast<double>(in_window)))),
             std::string::npos)
       << f->summary;
   EXPECT_NE(f->summary.find("(24 ms per gap, mean) before train.py:37 (train_step) launched"),
@@ -331,14 +379,17 @@ TEST(SitesTest, ItemEveryStepThenHostCode) {
                       "/usr/lib/python3/dist-packages/torch/_tensor.py:1000 item <- "
                       "/home/u/train.py:42 train_step <- /home/u/train.py:60 <module>"),
             std::string::npos);
-  EXPECT_NE(text.find("\n     at        train.py:42 (train_step) (1.15 s)\n"), std::string::npos)
+  EXPECT_NE(text.find(absl::StrCat("\n     at        train.py:42 (train_step) (",
+                                   Printed(static_cast<double>(in_window)), ")\n")),
+            std::string::npos)
       << text;
   for (size_t at = 0, nl; at < text.size(); at = nl + 1) {
     nl = text.find('\n', at);
     if (nl == std::string::npos) nl = text.size();
     EXPECT_LE(nl - at, 100u) << text.substr(at, nl - at);
   }
-  EXPECT_TRUE(PythonChecks(analyze::RenderSummaryJson(*r), R"(
+  EXPECT_TRUE(PythonChecks(analyze::RenderSummaryJson(*r), absl::StrCat("in_window = ", in_window,
+                                                                       R"(
 sl = d['source_lines']
 p = sl['processes'][0]
 assert p['process'] == 0 and p['pid'] == 77 and p['joined'] == 100, p
@@ -353,9 +404,10 @@ assert s['gpu_lost_ns'] == s['gpu_sync_idle_ns'] + s['gpu_host_after_ns'], s
 assert s['stack'][0] == 'cudaStreamSynchronize (libcudart.so.13+0x1234)', s['stack']
 f = [f for f in d['findings'] if f['rule'] == 'host-bound'][0]
 assert f['sites'] == [{'site': 0, 'label': 'train.py:42 (train_step)', 'role': 'host-code',
-                       'value_ns': s['gpu_host_after_ns']}], f['sites']
+                       'value_ns': in_window}], f['sites']
+assert in_window < s['gpu_host_after_ns'], s
 assert all('sites' not in f for f in d['findings'] if f['rule'] != 'host-bound')
-)"));
+)")));
   const std::string csv = analyze::RenderSummaryCsv(*r, "lines");
   EXPECT_EQ(csv.rfind("gpu,rank,pid,site,kind,file,line,function,user,gpu_lost_ns,", 0), 0u);
   EXPECT_NE(csv.find("\n0,-1,77,train.py:42 (train_step),python,/home/u/train.py,42,train_step,1,"),
@@ -371,10 +423,12 @@ TEST(SitesTest, EmptyCacheEveryStepCitesItsLine) {
   Proc s(trace);
   TorchFrames fr(s.p());
   uint64_t t = kT0;
+  std::vector<uint64_t> frees;  // the calls' starts
   for (int step = 0; step < 40; ++step) {
     uint64_t h = s.Launch(kMain, t, 3 * kMs, fr.launch_stack);
     h = s.Launch(kMain, h + 2 * kUs, 3 * kMs);
     // cudaFree waits for the device, then releases memory for 8 ms.
+    frees.push_back(h + 5 * kUs);
     const uint64_t end = s.Block(kMain, h + 5 * kUs, s.gpu_free() + 8 * kMs, "cudaFree_v3020",
                                  fr.free_stack);
     t = end + 20 * kUs;
@@ -390,7 +444,13 @@ TEST(SitesTest, EmptyCacheEveryStepCitesItsLine) {
   ASSERT_NE(f, nullptr);
   ASSERT_FALSE(f->sites.empty());
   EXPECT_EQ(f->sites.front().label, "train.py:50 (train_step)");
-  EXPECT_NE(f->summary.find("train.py:50 (train_step) made 40 implicitly synchronizing calls"),
+  // The calls of the steady window (counted by their start), not the run's 40.
+  const analyses::Window& window = r->report.gpus.at(0).window;
+  const auto in_window = std::count_if(frees.begin(), frees.end(),
+                                       [&](uint64_t t0) { return StartsInside(t0, window); });
+  EXPECT_LT(in_window, 40);
+  EXPECT_NE(f->summary.find(absl::StrCat("Call stacks (steady window): train.py:50 (train_step) "
+                                         "made ", in_window, " implicitly synchronizing calls")),
             std::string::npos)
       << f->summary;
   EXPECT_NE(f->fixes.back().find("Start at train.py:50 (train_step) (stack: "), std::string::npos)
@@ -405,7 +465,9 @@ TEST(SitesTest, StarvedLoopCitesTheLineThatWaitedForData) {
   Proc s(trace);
   TorchFrames fr(s.p());
   uint64_t t = kT0;
+  std::vector<uint64_t> gap_starts;  // the GPU ran dry, then the loader ran
   for (int step = 0; step < 40; ++step) {
+    if (step > 0) gap_starts.push_back(s.gpu_free());
     uint64_t h = s.Copy(kMain, t, 40 * kUs, 2 << 20, fr.copy_stack);
     for (int k = 0; k < 4; ++k) h = s.Launch(kMain, h + 2 * kUs, 500 * kUs);
     t = std::max(h, s.gpu_free()) + 20 * kMs;  // the loader
@@ -421,7 +483,13 @@ TEST(SitesTest, StarvedLoopCitesTheLineThatWaitedForData) {
   ASSERT_NE(f, nullptr);
   ASSERT_FALSE(f->sites.empty());
   EXPECT_EQ(f->sites.front().label, "train.py:35 (train_step)");
-  EXPECT_NE(f->summary.find("before train.py:35 (train_step) launched the next work (39 gaps"),
+  // The gaps of the steady window (counted by their start), not the run's 39.
+  const analyses::Window& window = r->report.gpus.at(0).window;
+  const auto in_window = std::count_if(gap_starts.begin(), gap_starts.end(),
+                                       [&](uint64_t t0) { return StartsInside(t0, window); });
+  EXPECT_LT(in_window, 39);
+  EXPECT_NE(f->summary.find(absl::StrCat("before train.py:35 (train_step) launched the next work (",
+                                         in_window, " gaps")),
             std::string::npos)
       << f->summary;
   EXPECT_NE(f->fixes[3].find("The loop waits before train.py:35 (train_step)"), std::string::npos);
@@ -532,13 +600,8 @@ assert s['main_thread_syncs']==10, s)"));
 TEST(SitesTest, GapsThatBeginWhenACopyToTheHostEndsGoToTheCopysLine) {
   TraceBuilder trace;
   Proc s(trace);
-  const uint32_t jax = s.p().AddPythonFrame("/opt/venv/lib/python3.12/site-packages/jax/_src/array.py",
-                                            300, "__float__");
-  const uint32_t line83 = s.p().AddPythonFrame("/home/u/jax_train.py", 83, "train");
-  const uint32_t line84 = s.p().AddPythonFrame("/home/u/jax_train.py", 84, "train");
-  const uint32_t line90 = s.p().AddPythonFrame("/home/u/jax_train.py", 90, "<module>");
-  const uint32_t waiting = s.p().AddStack({jax, line84, line90});
-  const uint32_t dispatch = s.p().AddStack({line83, line90});
+  const JaxFrames fr(s.p());
+  const uint32_t waiting = fr.waiting, dispatch = fr.dispatch;
   constexpr uint32_t kXla = 4242;
   constexpr int kSteps = 20;
   uint64_t t = kT0;
@@ -605,6 +668,141 @@ assert s['jax_train.py:83 (train)']['readback_gaps'] == 0, s['jax_train.py:83 (t
                           "<module>)") != std::string::npos;
   }
   EXPECT_TRUE(stack_fix) << f->fixes.front();
+}
+
+// ------------------------------------------------------ the steady window --
+
+// A JAX-like run: a warm-up step whose two 400 ms compiles delay line 83's
+// dispatch, then 100 steps that each wait 6 ms for the host's code after
+// line 84's read of the loss (and, every tenth step, 8 ms before a second
+// dispatch at line 83). Over the whole run line 83 cost more (800 ms of
+// compiles); in the steady window the host-bound finding measures, line 84
+// cost nearly all of it: the finding cites line 84 first with its window
+// numbers, and line 83 after it with only its share inside the window.
+TEST(SitesTest, AFindingCitesTheSitesOfItsSteadyWindow) {
+  TraceBuilder trace;
+  Proc s(trace);
+  const JaxFrames fr(s.p());
+  const uint32_t waiting = fr.waiting, dispatch = fr.dispatch;
+  // The host parts [a, b) of the gaps: before line 83 launched (the whole
+  // gap: no sync began it), after line 84's sync (from the 0.5 ms relaunch
+  // allowance, model::kSyncRelaunchNs, to the next kernel, which starts
+  // 9 us after its launch call does).
+  std::vector<std::pair<uint64_t, uint64_t>> before83, after84;
+  std::vector<uint64_t> step_starts;
+  constexpr int kSteps = 100;
+  uint64_t t = kT0;
+  for (int step = 0; step <= kSteps; ++step) {
+    step_starts.push_back(t);
+    if (!after84.empty()) after84.back().second = t + 9 * kUs;
+    uint64_t h = s.Launch(kMain, t, 2 * kMs, dispatch);
+    // Step 0 compiles twice, 400 ms each; every tenth step waits 8 ms.
+    const int waits = step == 0 ? 2 : step % 10 == 0 ? 1 : 0;
+    for (int k = 0; k < waits; ++k) {
+      const uint64_t a = s.gpu_free();
+      const uint64_t at = a + (step == 0 ? 400 : 8) * kMs;
+      before83.push_back({a, at + 9 * kUs});
+      h = s.Launch(kMain, at, 2 * kMs, dispatch);
+    }
+    const uint64_t a = s.gpu_free();
+    const uint64_t sync_end = s.Sync(kMain, h + 10 * kUs, waiting);  // float(loss)
+    after84.push_back({a + model::kSyncRelaunchNs + 4 * kUs, 0});
+    t = sync_end + 6 * kMs;  // the host's own code
+    s.p().Add(format::NvtxRangeEvent{step_starts.back(), t,
+                                     s.p().Intern(absl::StrCat("ProfilerStep#", step)), 0, kMain, 0});
+    if (step % 10 == 9) s.p().Flush();
+  }
+  after84.pop_back();  // nothing launched after the last sync
+  s.p().WriteEnd();
+  auto r = Analyze(trace, "window");
+  // The window: from the second step's start to the last's (gpu_report.h).
+  const analyses::Window& window = r->report.gpus.at(0).window;
+  ASSERT_EQ(window.start_ns, step_starts[1]) << window.basis;
+  ASSERT_EQ(window.end_ns, step_starts.back());
+  uint64_t y_run = 0, y_window = 0, x_run = 0, x_window = 0;
+  for (const auto& [a, b] : after84) {
+    y_run += b - a;
+    y_window += Inside(a, b, window);
+  }
+  for (const auto& [a, b] : before83) {
+    x_run += b - a;
+    x_window += Inside(a, b, window);
+  }
+  EXPECT_EQ(x_window, 9 * (8 * kMs + 9 * kUs));  // steps 10 to 90
+  // The whole-run table is as before: line 83 first, by its compiles.
+  const SiteRow* x = SiteNamed(r->report.sites, "jax_train.py:83 (train)");
+  const SiteRow* y = SiteNamed(r->report.sites, "jax_train.py:84 (train)");
+  ASSERT_NE(x, nullptr);
+  ASSERT_NE(y, nullptr);
+  EXPECT_EQ(x->w.gpu_host_before_ns, x_run);
+  EXPECT_EQ(y->w.gpu_host_after_ns, y_run);
+  EXPECT_GT(x_run, y_run + 300 * kMs);
+  EXPECT_EQ(r->report.sites.rows.front().label, "jax_train.py:83 (train)");
+
+  const Finding* f = FindRule(r->findings, "host-bound");
+  ASSERT_NE(f, nullptr) << analyze::RenderSummaryText(*r);
+  ASSERT_EQ(f->sites.size(), 2u) << f->summary;
+  EXPECT_EQ(f->sites[0].label, "jax_train.py:84 (train)");
+  EXPECT_EQ(f->sites[0].value_ns, y_window);
+  EXPECT_EQ(r->report.sites.rows.at(f->sites[0].site).label, "jax_train.py:84 (train)");
+  EXPECT_EQ(f->sites[1].label, "jax_train.py:83 (train)");
+  EXPECT_EQ(f->sites[1].value_ns, x_window);
+  EXPECT_EQ(r->report.sites.rows.at(f->sites[1].site).label, "jax_train.py:83 (train)");
+  EXPECT_NE(f->summary.find(absl::StrCat(
+                "Call stacks (steady window): after jax_train.py:84 (train) returned, the GPU "
+                "waited ", Printed(static_cast<double>(y_window)),
+                " for the host's code (6 ms per gap, mean) before jax_train.py:83 (train) "
+                "launched; the GPU waited ", Printed(static_cast<double>(x_window)),
+                " for the host code before jax_train.py:83 (train) launched")),
+            std::string::npos)
+      << f->summary;
+  EXPECT_EQ(f->summary.find("whole run"), std::string::npos) << f->summary;
+  ASSERT_FALSE(f->fixes.empty());
+  EXPECT_NE(f->fixes.front().find("between jax_train.py:84 (train) and jax_train.py:83 (train)"),
+            std::string::npos)
+      << f->fixes.front();
+}
+
+// Past the limit of timed charges (ModelOptions::max_stack_charges) a
+// finding cites the whole run's sites and says so.
+TEST(SitesTest, PastTheChargeLimitAFindingCitesTheWholeRun) {
+  TraceBuilder trace;
+  Proc s(trace);
+  TorchFrames fr(s.p());
+  uint64_t t = kT0;
+  constexpr int kSteps = 50;
+  for (int step = 0; step < kSteps; ++step) {  // as ItemEveryStepThenHostCode's
+    uint64_t h = s.Launch(kMain, t, 2 * kMs, fr.launch_stack);
+    h = s.Launch(kMain, h + 2 * kUs, 2 * kMs);
+    h = s.Launch(kMain, h + 2 * kUs, 2 * kMs);
+    t = s.Sync(kMain, h + 10 * kUs, fr.sync_stack) + 24 * kMs;
+  }
+  s.p().WriteEnd();
+  model::ModelOptions options;
+  options.max_stack_charges = 10;
+  auto r = Analyze(trace, "cap", options);
+  // Charges: 50 syncs, and the sync and host parts of the 49 gaps after them.
+  const model::StackModel& sm = r->model.processes.at(0).stacks;
+  EXPECT_EQ(sm.charges.size(), 10u);
+  EXPECT_EQ(sm.charges_dropped, uint64_t{kSteps + 2 * (kSteps - 1) - 10});
+  const SiteRow* top = SiteNamed(r->report.sites, "train.py:42 (train_step)");
+  ASSERT_NE(top, nullptr);
+  EXPECT_EQ(top->w.sync_calls, uint64_t{kSteps});  // the whole-run weights are all there
+  const Finding* f = FindRule(r->findings, "host-bound");
+  ASSERT_NE(f, nullptr);
+  ASSERT_FALSE(f->sites.empty());
+  EXPECT_EQ(f->sites.front().value_ns, top->w.gpu_host_after_ns);
+  EXPECT_NE(f->summary.find("Call stacks (whole run, not the steady window: the analyzer keeps "
+                            "the times of 10 stack costs per process and this one had 138 more): "
+                            "after train.py:42 (train_step) returned"),
+            std::string::npos)
+      << f->summary;
+  // With the default limit the same trace is judged over its window.
+  auto windowed = Analyze(trace, "cap_default");
+  const Finding* g = FindRule(windowed->findings, "host-bound");
+  ASSERT_NE(g, nullptr);
+  EXPECT_NE(g->summary.find("Call stacks (steady window): "), std::string::npos) << g->summary;
+  EXPECT_LT(g->sites.front().value_ns, top->w.gpu_host_after_ns);
 }
 
 // The fixes' stack line starts at the library call the user's line made.

@@ -160,7 +160,7 @@ void DataStarvation(const Context& c, const GpuReport& g, Finding f) {
       "Find what the launching thread does during the gaps (py-spy dump / perf top on it); it "
       "must launch step N+1 before the GPU finishes step N.",
   };
-  CiteSites(c.report, g.gpu->process_uid, SiteRole::kBeforeLaunch, &f, /*replace_fix=*/3);
+  CiteSites(c.report, g, SiteRole::kBeforeLaunch, &f, /*replace_fix=*/3);
   c.out->push_back(std::move(f));
 }
 
@@ -288,7 +288,7 @@ void HostSync(const Context& c, const GpuReport& g, Finding f) {
       "wait on a CUDA event a step later.",
       "Find the hidden syncs: torch.cuda.set_sync_debug_mode(\"warn\").",
   };
-  CiteSites(c.report, g.gpu->process_uid, SiteRole::kSync, &f);
+  CiteSites(c.report, g, SiteRole::kSync, &f);
   c.out->push_back(std::move(f));
 }
 
@@ -371,7 +371,7 @@ void HostBound(const Context& c, const GpuReport& g, Finding f) {
       "If the host is waiting for data whose copies are small (under 64 KB, not counted as input "
       "copies here), treat it as input starvation: prefetch with DataLoader workers.",
   };
-  CiteSites(c.report, g.gpu->process_uid, SiteRole::kHostCode, &f, /*replace_fix=*/0);
+  CiteSites(c.report, g, SiteRole::kHostCode, &f, /*replace_fix=*/0);
   c.out->push_back(std::move(f));
 }
 
@@ -514,7 +514,7 @@ void ImplicitSync(const Context& c, const GpuReport& g, Finding f) {
       "See where they are called from: gpscope-analyze dump FILE | grep -E "
       "'cudaMalloc|cudaFree|cuMemAlloc|cuMemFree|Memcpy\"|HostAlloc' lists them with their times.");
   // With call stacks the call sites are known: the site fix replaces the grep.
-  CiteSites(c.report, g.gpu->process_uid, SiteRole::kImplicit, &f,
+  CiteSites(c.report, g, SiteRole::kImplicit, &f,
             /*replace_fix=*/static_cast<int>(f.fixes.size()) - 1);
   c.out->push_back(std::move(f));
 }
@@ -569,7 +569,7 @@ void SynchronousLaunches(const Context& c, const GpuReport& g, Finding f) {
   f.fixes.push_back(
       "Once launches are asynchronous again, re-run this analysis: the launch-gap numbers "
       "measured here are not those of the program.");
-  if (CiteSites(c.report, g.gpu->process_uid, SiteRole::kHostCode, &f)) {
+  if (CiteSites(c.report, g, SiteRole::kHostCode, &f)) {
     // The setting is the cause, not a line: the site fix goes after it.
     std::rotate(f.fixes.begin(), f.fixes.begin() + 1, f.fixes.begin() + 2);
   }

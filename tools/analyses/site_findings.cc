@@ -163,23 +163,30 @@ std::string StackLine(const SiteRow& s, size_t n) {
   return line;
 }
 
-bool CiteSites(const SummaryReport& report, uint64_t process_uid, SiteRole role, Finding* f,
+bool CiteSites(const SummaryReport& report, const GpuReport& g, SiteRole role, Finding* f,
                int replace_fix) {
   if (!report.sites.present) return false;
-  const std::vector<const SiteRow*> top =
-      TopSites(report.sites, process_uid, MeasureOf(role), kMaxCitedSites);
+  const uint64_t uid = g.gpu->process_uid;
+  const WindowSites in = SitesInWindow(report.sites, uid, g.window.start_ns, g.window.end_ns);
+  const std::vector<const SiteRow*> top = TopSites(in.rows, uid, MeasureOf(role), kMaxCitedSites);
   if (top.empty()) return false;
   std::vector<std::string> sentences;
   for (const SiteRow* s : top) {
     SiteCitation c;
-    c.site = static_cast<size_t>(s - report.sites.rows.data());
+    c.site = WholeRunRow(report.sites, *s);
     c.label = s->label;
     c.role = RoleName(role);
     c.value_ns = SiteValue(*s, MeasureOf(role));
     f->sites.push_back(std::move(c));
     sentences.push_back(Sentence(*s, role));
   }
-  absl::StrAppend(&f->summary, " Call stacks (whole run): ", absl::StrJoin(sentences, "; "), ".");
+  const std::string basis =
+      in.windowed ? "steady window"
+                  : absl::StrCat("whole run, not the steady window: the analyzer keeps the "
+                                 "times of ", Count(in.charges_kept),
+                                 " stack costs per process and this one had ",
+                                 Count(in.charges_not_kept), " more");
+  absl::StrAppend(&f->summary, " Call stacks (", basis, "): ", absl::StrJoin(sentences, "; "), ".");
   std::string fix = Fix(*top.front(), role);
   if (replace_fix >= 0 && static_cast<size_t>(replace_fix) < f->fixes.size()) {
     f->fixes[static_cast<size_t>(replace_fix)] = std::move(fix);

@@ -5,7 +5,17 @@
 // Without call stacks nothing changes: a trace without stacks renders
 // byte-for-byte as before.
 //
-//   CiteSites(c.report, g.gpu->process_uid, SiteRole::kSync, &f);
+// The finding measures its GPU's steady window (gpu_report.h), and so do
+// its sites: they are ranked, and their numbers quoted, over that window
+// (sites.h SitesInWindow; "Call stacks (steady window): ..."). A warm-up
+// compile or a first step's allocations, however long, are not cited for a
+// cost the window does not hold. Where the process's timed charges were not
+// all kept (model::ModelOptions::max_stack_charges) the sites are the whole
+// run's, and the sentence says so. A citation's `site` indexes the
+// whole-run table (the source-lines section, its JSON, the report's links);
+// its value is the window's.
+//
+//   CiteSites(c.report, g, SiteRole::kSync, &f);
 //
 // Thread model: pure functions.
 #ifndef GPSCOPE_TOOLS_ANALYSES_SITE_FINDINGS_H_
@@ -30,7 +40,7 @@ inline constexpr size_t kMaxCitedSites = 3;
 
 // Returns whether any site was cited. `replace_fix`: index of a generic fix
 // ("find the code with py-spy") the site fix replaces; -1 puts it first.
-bool CiteSites(const SummaryReport& report, uint64_t process_uid, SiteRole role, Finding* f,
+bool CiteSites(const SummaryReport& report, const GpuReport& g, SiteRole role, Finding* f,
                int replace_fix = -1);
 
 // "... <- torch/_tensor.py:1000 item <- train.py:42 train_step <- ...": `n`

@@ -30,8 +30,21 @@
 // launches per line, 250 us of host time apart, the estimate is exact; at
 // 46 us apart, two lines of 33% and 67% estimated 50% each.)
 //
+// Whole run and windows. ComputeSites ranks each process's sites over the
+// whole run (the source-lines table of every output). A finding judges a
+// GPU's steady window: SitesInWindow aggregates the same sites, by the same
+// code, from the stacks' timed charges inside a window (model/stack_model.h),
+// so the sites a finding cites, their order and its numbers are the
+// window's. In a window's rows the calls, blocked time, GPU idle, gaps and
+// the next/previous sites (edges) are the window's; launches, samples and
+// kernel estimates are not time-resolved (0, none). Where the process's
+// charges were not all kept (past ModelOptions::max_stack_charges) it returns
+// the whole-run rows and says so (windowed = false).
+//
 //   SiteReport sites = ComputeSites(model);      // empty when no stacks
 //   for (const SiteRow& s : sites.rows) ...      // GPU time lost, largest first
+//   WindowSites in = SitesInWindow(sites, uid, g.window.start_ns, g.window.end_ns);
+//   TopSites(in.rows, uid, SiteMeasure::kHostCode, 3);
 //
 // Thread model: pure functions.
 #ifndef GPSCOPE_TOOLS_ANALYSES_SITES_H_
@@ -111,6 +124,20 @@ struct SiteReport {
 
 SiteReport ComputeSites(const model::TraceModel& model);
 
+// The sites of one process over [start_ns, end_ns) (see the header).
+struct WindowSites {
+  bool windowed = false;      // false: the whole-run rows (charges not all kept)
+  uint64_t charges_kept = 0;      // the process's timed charges (StackModel::charges)
+  uint64_t charges_not_kept = 0;  // and those past the limit (charges_dropped)
+  std::vector<SiteRow> rows;  // those that cost something in the window, ordered as SiteReport's
+};
+WindowSites SitesInWindow(const SiteReport& sites, uint64_t process_uid, uint64_t start_ns,
+                          uint64_t end_ns);
+
+// The index into sites.rows of the whole-run row of `s` (the same process
+// and site frame), or sites.rows.size().
+size_t WholeRunRow(const SiteReport& sites, const SiteRow& s);
+
 // The sites of one process ranked by a measure, those with a non-zero one,
 // at most n.
 // kSyncIdle: GPU idle behind explicit syncs; kImplicitIdle: behind implicit
@@ -118,7 +145,7 @@ SiteReport ComputeSites(const model::TraceModel& model);
 enum class SiteMeasure {
   kGpuLost, kSyncBlocked, kHostAfter, kHostBefore, kSyncIdle, kImplicitIdle, kHostCode
 };
-std::vector<const SiteRow*> TopSites(const SiteReport& sites, uint64_t process_uid,
+std::vector<const SiteRow*> TopSites(const std::vector<SiteRow>& rows, uint64_t process_uid,
                                      SiteMeasure measure, size_t n);
 uint64_t SiteValue(const SiteRow& s, SiteMeasure measure);
 

@@ -433,7 +433,7 @@ struct GpuState {
 struct ProcessState {
   explicit ProcessState(const ModelOptions& options)
       : queue(options.reorder_window_ns), sync_queue(options.reorder_window_ns),
-        stacks(options.api_retention_ns) {}
+        stacks(options.api_retention_ns, options.max_stack_charges) {}
 
   ProcessModel m;
   // The reader's tables of this process (strings, launch shapes, devices,

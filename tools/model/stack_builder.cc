@@ -150,14 +150,13 @@ void StackBuilder::OnApiCall(const format::ApiCallEvent& a, Call call, bool issu
   if (call == Call::kSync || call == Call::kImplicit) {
     const bool implicit = call == Call::kImplicit;
     if (stack != 0) {
-      StackWeights& w = weights_[stack];
-      ++w.sync_calls;
-      w.sync_blocked_ns += duration;
-      if (main_thread) ++w.main_thread_syncs;
-      if (implicit) {
-        ++w.implicit_calls;
-        w.implicit_blocked_ns += duration;
-      }
+      StackCharge c;
+      c.start_ns = a.start_ns;
+      c.length_ns = duration;
+      c.stack = stack;
+      c.kind = StackCharge::kSyncCall;
+      c.flags = (implicit ? StackCharge::kImplicit : 0) | (main_thread ? StackCharge::kMainThread : 0);
+      Charge(c);
       const SyncCall s{a.start_ns, a.end_ns, stack, implicit};
       if (syncs_.empty() || syncs_.back().start_ns <= s.start_ns) {
         syncs_.push_back(s);
@@ -206,6 +205,7 @@ void StackBuilder::OnApiCall(const format::ApiCallEvent& a, Call call, bool issu
 GapStacks StackBuilder::ResolveGap(uint64_t a, uint64_t b, uint64_t sync_ns, bool after_sync,
                                    uint32_t correlation_id, uint32_t readback_correlation) {
   GapStacks g;
+  g.start_ns = a;
   const Launch* l = nullptr;
   if (auto it = launches_.find(correlation_id); it != launches_.end()) l = &it->second;
   if (sync_ns > 0 || after_sync) {
@@ -268,43 +268,65 @@ GapStacks StackBuilder::ResolveGap(uint64_t a, uint64_t b, uint64_t sync_ns, boo
 
 void StackBuilder::ApplyGap(const GapStacks& s, uint64_t sync_ns, uint64_t host_ns,
                             bool after_sync) {
+  // The parts as model_builder's ApplyGap lays them on the timeline: the
+  // sync and implicit waits from the gap's start, then the host wait.
   if (sync_ns > 0) {
     if (s.sync_stack != 0) {
-      StackWeights& w = weights_[s.sync_stack];
-      w.gpu_sync_idle_ns += sync_ns;
-      if (s.sync_implicit) w.gpu_implicit_idle_ns += sync_ns;
-      ++w.gaps;
+      StackCharge c;
+      c.start_ns = s.start_ns;
+      c.length_ns = sync_ns;
+      c.stack = s.sync_stack;
+      c.kind = StackCharge::kGapSync;
+      c.flags = s.sync_implicit ? StackCharge::kImplicit : 0;
+      Charge(c);
       model_.gpu_idle_attributed_ns += sync_ns;
     } else {
       model_.gpu_idle_unattributed_ns += sync_ns;
     }
   }
   if (host_ns == 0) return;
+  StackCharge c;
+  c.start_ns = s.start_ns + sync_ns;
+  c.length_ns = host_ns;
+  c.host_between_ns = s.host_between_ns;
+  c.flags = StackCharge::kEdge;
   if (after_sync && s.began_in_sync) {
-    StackWeights& w = weights_[s.sync_stack];
-    w.gpu_host_after_ns += host_ns;
-    if (sync_ns == 0) ++w.gaps;
-    if (s.readback) ++w.readback_gaps;
+    c.kind = StackCharge::kGapHostAfter;
+    c.stack = s.sync_stack;  // = s.from_stack
+    c.other = s.launch_stack;
+    if (sync_ns == 0) c.flags |= StackCharge::kCountsGap;
+    if (s.readback) c.flags |= StackCharge::kReadback;
   } else if (s.launch_known) {
-    StackWeights& w = weights_[s.launch_stack];
-    w.gpu_host_before_ns += host_ns;
-    ++w.gaps;
+    c.kind = StackCharge::kGapHostBefore;
+    c.stack = s.launch_stack;
+    c.other = s.from_stack;
   } else {
     model_.gpu_idle_unattributed_ns += host_ns;
     return;
   }
+  Charge(c);
   model_.gpu_idle_attributed_ns += host_ns;
-  const uint64_t key = (uint64_t{s.from_stack} << 32) | s.launch_stack;
-  auto it = edges_.find(key);
+  StackEdge e;
+  e.from_stack = s.from_stack;
+  e.to_stack = s.launch_stack;
+  auto it = edges_.find(e.key());
   if (it == edges_.end()) {
     if (edges_.size() >= kMaxEdges) return;
-    it = edges_.try_emplace(key).first;
-    it->second.from_stack = s.from_stack;
-    it->second.to_stack = s.launch_stack;
+    it = edges_.try_emplace(e.key(), e).first;
   }
   ++it->second.gaps;
   it->second.gpu_host_ns += host_ns;
   it->second.host_ns += s.host_between_ns;
+}
+
+void StackBuilder::Charge(const StackCharge& c) {
+  weights_[c.stack].Add(c, c.length_ns, /*counted=*/true);
+  if (charges_.size() >= max_charges_) {
+    ++model_.charges_dropped;
+    return;
+  }
+  charges_.push_back(c);
+  model_.longest_charge_ns = std::max(model_.longest_charge_ns, c.length_ns);
 }
 
 void StackBuilder::OnKernelSwept(uint32_t correlation_id, uint64_t duration_ns,
@@ -391,10 +413,13 @@ StackModel StackBuilder::Finish(const std::vector<std::string>& strings) {
   // their names and lines from the modules' files here (symbolizer.h).
   m.frames_symbolized = SymbolizeFrames(&m.frames, &m.symbol_notes);
   for (const auto& [key, e] : edges_) m.edges.push_back(e);
-  std::sort(m.edges.begin(), m.edges.end(), [](const StackEdge& x, const StackEdge& y) {
-    if (x.gpu_host_ns != y.gpu_host_ns) return x.gpu_host_ns > y.gpu_host_ns;
-    return std::pair(x.from_stack, x.to_stack) < std::pair(y.from_stack, y.to_stack);
-  });
+  std::sort(m.edges.begin(), m.edges.end(), EdgeBefore);
+  // Charges arrive nearly in time order (gaps are applied up to a reorder
+  // window late): sorted by start for SitesInWindow's binary search.
+  std::stable_sort(charges_.begin(), charges_.end(),
+                   [](const StackCharge& x, const StackCharge& y) { return x.start_ns < y.start_ns; });
+  m.charges = std::move(charges_);
+  charges_ = {};
   weights_.clear();
   edges_.clear();
   return m;

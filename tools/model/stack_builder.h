@@ -77,6 +77,7 @@ StackFrameText FrameText(uint32_t id, const FrameRecord* record,
 // What a device gap's stacks are, found when the gap is swept and applied
 // when its accounting is final (one-time start-up gaps are not applied).
 struct GapStacks {
+  uint64_t start_ns = 0;      // the gap's start: its parts are laid out from it
   uint32_t sync_stack = 0;    // the stacked (implicit) sync the gap began in or overlapped
   bool sync_implicit = false;  // that call is implicitly synchronizing
   bool began_in_sync = false;  // the gap began in it (not only overlapped it), or
@@ -100,7 +101,9 @@ class StackBuilder {
   // kLaunch: a kernel or graph launch (sampled in time); kImplicit: host_calls.h.
   enum class Call { kOther, kLaunch, kSync, kImplicit };
 
-  explicit StackBuilder(uint64_t retention_ns) : retention_ns_(retention_ns) {}
+  // `max_charges`: the timed charges kept (stack_model.h, kMaxStackCharges).
+  StackBuilder(uint64_t retention_ns, size_t max_charges)
+      : retention_ns_(retention_ns), max_charges_(max_charges) {}
 
   // Whether this process sent any stack table: when not, every hook is a no-op.
   bool active() const { return model_.present; }
@@ -155,10 +158,14 @@ class StackBuilder {
   };
 
   bool StackDefined(uint32_t id) const { return id < stacks_.size() && stacks_[id].defined; }
+  // Adds `c` to its stack's whole-run weights and keeps it, timed, while
+  // under max_charges_.
+  void Charge(const StackCharge& c);
   void RetireLaunch(const Launch& l);
   void PruneLaunches(uint64_t before_ns);
 
   uint64_t retention_ns_;
+  size_t max_charges_;
   StackModel model_;
   std::vector<FrameRecord> frames_;  // by id (frame text: the frames of costly stacks)
   std::vector<Stack> stacks_;  // by id
@@ -171,7 +178,8 @@ class StackBuilder {
   std::deque<SyncCall> syncs_;  // stacked sync calls, by start
   absl::flat_hash_map<uint32_t, LastCall> last_call_;  // by thread
   absl::flat_hash_map<uint32_t, StackWeights> weights_;  // by stack id
-  absl::flat_hash_map<uint64_t, StackEdge> edges_;       // from << 32 | to
+  absl::flat_hash_map<uint64_t, StackEdge> edges_;       // by StackEdge::key()
+  std::vector<StackCharge> charges_;
   uint64_t latest_api_ns_ = 0;
 };
 

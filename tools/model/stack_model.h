@@ -4,7 +4,7 @@
 // and what each cost. Filled by StackBuilder (stack_builder.h) during the
 // model's one pass; read by analyses/sites.h.
 //
-// Attribution (every number is whole-run, per process):
+// Attribution (the weights of WeightedStack are whole-run, per process):
 //   sync_calls / sync_blocked_ns: synchronizing and implicitly
 //     synchronizing API calls (model_builder's kApiSync, host_calls.h) whose
 //     stack was taken, and the host time blocked in them; a call of a
@@ -29,10 +29,29 @@
 // (`from`) and the launch that ended it (`to`): StackEdge keeps both stacks,
 // the GPU idle between them and the host time between the two calls.
 //
+// Time-resolved attribution: a finding judges a GPU's steady window, known
+// only after the pass (analyses/gpu_report.h), so every contribution to the
+// weights that a finding quotes (a stacked sync call; a gap's sync and
+// implicit part, its host part after a sync or before a launch) is also
+// kept as a StackCharge with its time, and analyses/sites.h SitesInWindow()
+// sums those inside [start, end) with StackWeights::Add, the function the
+// whole-run weights are summed with. A charge's time is spread over its own
+// span, as the model's timeline spreads the same part (model_builder's
+// ApplyGap lays a gap out as sync, implicit, then host wait from its start;
+// a sync call's blocked time over the call), so a window takes the share of
+// it that lies inside, and its counts (calls, gaps) go by the start. Launch
+// counts and sampled kernel time are whole-run only: no finding quotes them,
+// and at one sample per millisecond per thread they would be most of the
+// charges. Charges are bounded (ModelOptions::max_stack_charges, by default
+// kMaxStackCharges of 32 B each); past
+// the bound they are counted (charges_dropped) and a window's sites fall
+// back to the whole-run ones, saying so.
+//
 // Thread model: plain data.
 #ifndef GPSCOPE_TOOLS_MODEL_STACK_MODEL_H_
 #define GPSCOPE_TOOLS_MODEL_STACK_MODEL_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -64,6 +83,8 @@ struct SymbolNote {
   std::string text;    // "prog: the file's build id ab12.. differs from the trace's cd34..; ..."
 };
 
+struct StackCharge;
+
 struct StackWeights {
   uint64_t sync_calls = 0;      // explicit and implicit
   uint64_t sync_blocked_ns = 0;
@@ -84,7 +105,93 @@ struct StackWeights {
   double sampled_kernel_ns = 0;
   double sampled_kernel_ns2 = 0;
   uint64_t gpu_lost_ns() const { return gpu_sync_idle_ns + gpu_host_after_ns + gpu_host_before_ns; }
+  // Adds `ns` of charge `c`'s time (all of it, or the part inside a
+  // window) and, when `counted`, its calls and gaps.
+  void Add(const StackCharge& c, uint64_t ns, bool counted);
+  StackWeights& operator+=(const StackWeights& o);
 };
+
+// Timed charges kept per process (32 MiB): about a million stacked syncs
+// and attributed gap parts, hours of a training loop that syncs a few times
+// per step. Past it they are counted (StackModel::charges_dropped) and
+// findings cite whole-run sites.
+inline constexpr size_t kMaxStackCharges = size_t{1} << 20;
+
+// One timed contribution to a stack's weights (see the header).
+struct StackCharge {
+  enum Kind : uint8_t {
+    kSyncCall,       // a stacked (implicitly) synchronizing call: its blocked time
+    kGapSync,        // a gap's sync and implicit parts, to the sync it began in
+    kGapHostAfter,   // a gap's host part, to the sync or read-back it began in
+    kGapHostBefore,  // a gap's host part, to the launch that ended it
+  };
+  // flags
+  static constexpr uint8_t kImplicit = 1;    // kSyncCall, kGapSync: an implicit sync
+  static constexpr uint8_t kMainThread = 2;  // kSyncCall: STACK_SYNC_MAIN_THREAD
+  static constexpr uint8_t kCountsGap = 4;   // kGapHostAfter: the gap is counted here
+  static constexpr uint8_t kReadback = 8;    // kGapHostAfter: after a read-back
+  static constexpr uint8_t kEdge = 16;       // kGapHost*: an edge (from -> to) of the gap
+
+  uint64_t start_ns = 0;
+  uint64_t length_ns = 0;        // the time charged, spread over [start_ns, start_ns + length_ns)
+  uint64_t host_between_ns = 0;  // kEdge: host time between the edge's two calls
+  uint32_t stack = 0;            // the stack charged
+  // kEdge: the edge's other stack (the launch after a kGapHostAfter, the
+  // call before a kGapHostBefore); stack ids are <= reader::kMaxStackId.
+  uint32_t other : 24;
+  uint32_t kind : 3;
+  uint32_t flags : 5;
+  StackCharge() : other(0), kind(0), flags(0) {}
+  uint64_t end_ns() const { return start_ns + length_ns; }
+};
+static_assert(sizeof(StackCharge) == 32, "a charge is 32 bytes");
+
+inline void StackWeights::Add(const StackCharge& c, uint64_t ns, bool counted) {
+  const bool implicit = (c.flags & StackCharge::kImplicit) != 0;
+  switch (c.kind) {
+    case StackCharge::kSyncCall:
+      sync_blocked_ns += ns;
+      if (implicit) implicit_blocked_ns += ns;
+      if (!counted) return;
+      ++sync_calls;
+      if (implicit) ++implicit_calls;
+      if ((c.flags & StackCharge::kMainThread) != 0) ++main_thread_syncs;
+      return;
+    case StackCharge::kGapSync:
+      gpu_sync_idle_ns += ns;
+      if (implicit) gpu_implicit_idle_ns += ns;
+      if (counted) ++gaps;
+      return;
+    case StackCharge::kGapHostAfter:
+      gpu_host_after_ns += ns;
+      if (counted && (c.flags & StackCharge::kCountsGap) != 0) ++gaps;
+      if (counted && (c.flags & StackCharge::kReadback) != 0) ++readback_gaps;
+      return;
+    case StackCharge::kGapHostBefore:
+      gpu_host_before_ns += ns;
+      if (counted) ++gaps;
+      return;
+  }
+}
+
+inline StackWeights& StackWeights::operator+=(const StackWeights& o) {
+  sync_calls += o.sync_calls;
+  sync_blocked_ns += o.sync_blocked_ns;
+  implicit_calls += o.implicit_calls;
+  implicit_blocked_ns += o.implicit_blocked_ns;
+  main_thread_syncs += o.main_thread_syncs;
+  gpu_sync_idle_ns += o.gpu_sync_idle_ns;
+  gpu_implicit_idle_ns += o.gpu_implicit_idle_ns;
+  gpu_host_after_ns += o.gpu_host_after_ns;
+  gpu_host_before_ns += o.gpu_host_before_ns;
+  gaps += o.gaps;
+  readback_gaps += o.readback_gaps;
+  launches += o.launches;
+  samples += o.samples;
+  sampled_kernel_ns += o.sampled_kernel_ns;
+  sampled_kernel_ns2 += o.sampled_kernel_ns2;
+  return *this;
+}
 
 struct WeightedStack {
   uint32_t id = 0;
@@ -100,13 +207,25 @@ struct StackEdge {
   uint64_t gaps = 0;
   uint64_t gpu_host_ns = 0;  // host-wait GPU idle between them
   uint64_t host_ns = 0;      // host time from the end of `from`'s call to the start of `to`'s
+  uint64_t key() const { return (uint64_t{from_stack} << 32) | to_stack; }
 };
+// The order of StackModel::edges: GPU idle, largest first, then the stacks.
+inline bool EdgeBefore(const StackEdge& x, const StackEdge& y) {
+  if (x.gpu_host_ns != y.gpu_host_ns) return x.gpu_host_ns > y.gpu_host_ns;
+  if (x.from_stack != y.from_stack) return x.from_stack < y.from_stack;
+  return x.to_stack < y.to_stack;
+}
 
 struct StackModel {
   bool present = false;  // the process sent stack tables or samples
   std::vector<StackFrameText> frames;   // the frames of `stacks`, each once
   std::vector<WeightedStack> stacks;    // stacks that cost something, by id
-  std::vector<StackEdge> edges;         // by GPU idle, largest first
+  std::vector<StackEdge> edges;         // by GPU idle, largest first (EdgeBefore)
+  // The timed charges (see the header), by start; the longest one's length
+  // (a window looks back that far for charges that reach into it).
+  std::vector<StackCharge> charges;
+  uint64_t longest_charge_ns = 0;
+  uint64_t charges_dropped = 0;  // past ModelOptions::max_stack_charges: not kept
   // Sampled launches of the whole process: count, GPU time and its square.
   uint64_t samples = 0;
   double sampled_kernel_ns = 0;

@@ -592,6 +592,8 @@ struct ModelOptions {
   // >= 0: keep only the processes of this rank (Identity.rank), e.g. to
   // compare two ranks of one node file (`diff --rank A --rank B FILE`).
   int32_t only_rank = -1;
+  // Timed call-stack charges kept per process (stack_model.h); tests lower it.
+  size_t max_stack_charges = kMaxStackCharges;
 };
 
 struct TraceModel {

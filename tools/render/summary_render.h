@@ -183,7 +183,8 @@
 //                           (file:line of the innermost user frame) ranked by GPU time
 //                           lost, with the stacks; keys in render/sites_render.h. A finding
 //                           about host code then has sites[] {site (index into
-//                           source_lines.sites), label, role, value_ns}
+//                           source_lines.sites), label, role, value_ns (over its GPU's
+//                           steady window, as its summary says: site_findings.h)}
 //   warnings[], warnings_omitted
 //
 // CSV (--format csv --table T): one header line, then rows; RFC 4180 quoting;
