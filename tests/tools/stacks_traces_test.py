@@ -11,7 +11,11 @@ For each trace tests/data/stacks/NAME.gpscope it runs `ANALYZE_BIN summary
     `top_rules` and cites `top_site` first (its sites[0]);
   - source_lines ranks `top_site` first (and, when given, its next launch is
     `next_site`); the text section and the CSV table name it;
-  - the finding's summary holds each of `summary_mentions`;
+  - the finding's summary holds each of `summary_mentions`, its first fix
+    each of `fix_mentions`;
+  - `lines_top_site` (default `top_site`) heads source_lines: the table is
+    whole-run, a finding judges its steady window, and the two differ where
+    start-up work cost more than the steady state (JAX's compilation);
   - export writes stackFrames and at least one API event with an `sf`.
 Exit 0 when all hold; 1 with one line per failure naming the trace; 2 on bad
 usage.
@@ -51,22 +55,27 @@ def check(binary, name, want):
         for m in want.get("summary_mentions", []):
             if m not in top["summary"]:
                 failures.append(f"{trace}: {top['rule']}'s summary lacks '{m}': {top['summary']}")
+        for m in want.get("fix_mentions", []):
+            fix = (top.get("fixes") or [""])[0]
+            if m not in fix:
+                failures.append(f"{trace}: {top['rule']}'s first fix lacks '{m}': {fix}")
     sites = s.get("source_lines", {}).get("sites", [])
-    if not sites or sites[0]["label"] != want["top_site"]:
+    lines_top = want.get("lines_top_site", want["top_site"])
+    if not sites or sites[0]["label"] != lines_top:
         failures.append(f"{trace}: source_lines ranks {sites[0]['label'] if sites else None} "
-                        f"first, expected {want['top_site']}")
+                        f"first, expected {lines_top}")
     elif "next_site" in want and (sites[0]["next"] or {}).get("site") != want["next_site"]:
         failures.append(f"{trace}: {want['top_site']}'s next launch is {sites[0]['next']}, "
                         f"expected {want['next_site']}")
     rc, text, err = run(binary, "summary", trace)
     # The text table cuts long labels (file:line first, the function after):
     # its first row must start with the site's file:line.
-    if rc != 0 or f"1. {want['top_site'].split(' ')[0]}" not in text:
+    if rc != 0 or f"1. {lines_top.split(' ')[0]}" not in text:
         failures.append(f"{trace}: the text summary's SOURCE LINES does not list "
-                        f"{want['top_site']} first (exit {rc})")
+                        f"{lines_top} first (exit {rc})")
     rc, csv, err = run(binary, "summary", "--format", "csv", "--table", "lines", trace)
     rows = csv.splitlines()
-    if rc != 0 or len(rows) < 2 or want["top_site"] not in rows[1]:
+    if rc != 0 or len(rows) < 2 or lines_top not in rows[1]:
         failures.append(f"{trace}: --table lines row 1 is {rows[1] if len(rows) > 1 else None}")
     rc, exported, err = run(binary, "export", trace)
     e = json.loads(exported) if rc == 0 else {}

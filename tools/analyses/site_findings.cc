@@ -71,6 +71,15 @@ std::string OtherThreadsText(const model::StackWeights& w) {
                       "a library's) while the main thread waited here");
 }
 
+// What the host code came after: "train.py:42 (step) returned", or, for a
+// site that made no sync (its gaps began when its copy to the host ended),
+// "the copy to the host at train.py:42 (step) ended".
+std::string AfterWhat(const SiteRow& s) {
+  const bool readback = s.w.readback_gaps > 0 && s.w.sync_calls == 0;
+  return readback ? absl::StrCat("the copy to the host at ", s.label, " ended")
+                  : absl::StrCat(s.label, " returned");
+}
+
 std::string Sentence(const SiteRow& s, SiteRole role) {
   const model::StackWeights& w = s.w;
   switch (role) {
@@ -87,10 +96,7 @@ std::string Sentence(const SiteRow& s, SiteRole role) {
                           OtherThreadsText(w), AfterText(s));
     case SiteRole::kHostCode:
       if (w.gpu_host_after_ns >= w.gpu_host_before_ns) {
-        // It made no sync: its gaps after it began when its copy to the host ended.
-        const bool readback = w.readback_gaps > 0 && w.sync_calls == 0;
-        return absl::StrCat(readback ? "after the copy to the host at " : "after ", s.label,
-                            readback ? " ended" : " returned", ", the GPU waited ",
+        return absl::StrCat("after ", AfterWhat(s), ", the GPU waited ",
                             Time(w.gpu_host_after_ns), " for the host's code",
                             s.next_label.empty()
                                 ? std::string()
@@ -125,14 +131,19 @@ std::string Fix(const SiteRow& s, SiteRole role) {
                           ": this line allocates, frees or copies synchronously; hoist it out of "
                           "the loop, reuse the buffer, or make the copy asynchronous from pinned "
                           "memory.");
-    case SiteRole::kHostCode:
-      return absl::StrCat("The host code on the critical path is ",
-                          s.w.gpu_host_after_ns >= s.w.gpu_host_before_ns && !s.next_label.empty()
-                              ? absl::StrCat("between ", s.label, " and ", s.next_label)
-                              : absl::StrCat("before ", s.label),
+    case SiteRole::kHostCode: {
+      // Where the host's code ran: after the call (up to the next launch,
+      // where one is known), or before the launch.
+      std::string span = absl::StrCat("before ", s.label);
+      if (s.w.gpu_host_after_ns >= s.w.gpu_host_before_ns) {
+        span = s.next_label.empty() ? absl::StrCat("after ", AfterWhat(s))
+                                    : absl::StrCat("between ", s.label, " and ", s.next_label);
+      }
+      return absl::StrCat("The host code on the critical path is ", span,
                           " (stack: ", StackLine(s, 4),
                           "); move it off the path (every N steps, a background thread, "
                           "vectorized) or queue the next step's GPU work before it runs.");
+    }
     case SiteRole::kBeforeLaunch:
       return absl::StrCat("The loop waits before ", where,
                           ": what runs before that line (the next batch, its preprocessing) must "
