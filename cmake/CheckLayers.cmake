@@ -14,7 +14,11 @@
 #                     (tools/status_macros.h and the other tools/*.h are
 #                     shared by all)
 #   tools/monitor/    the node monitor, a program of its own beside the
-#                     pipeline: proto/, common/, metrics/ and tools/reader/
+#                     pipeline: proto/, common/ (common/control/ too: the
+#                     capture settings of the traces it follows), metrics/,
+#                     and the pipeline up to analyses/ (its window
+#                     summaries are the analyzer's analyses), never
+#                     render/ or analyze/
 #   tools/gpscope/    the launcher, on top of the pipeline and the monitor:
 #                     proto/, common/ (common/control/ too), metrics/, tools/
 # Nothing outside inject/ includes inject/: it is only the collector, loaded
@@ -76,8 +80,8 @@ function(_allowed unit out_list out_words)
     set(_a proto)
     set(_w "the shared tools/*.h include only proto/")
   elseif(unit STREQUAL "tools/monitor")
-    set(_a proto common metrics tools tools/reader)
-    set(_w "tools/monitor uses only proto/, common/, metrics/ and the reader (inject/ is the collector's, inside the traced process)")
+    set(_a proto common common/control metrics tools tools/reader tools/model tools/analyses)
+    set(_w "tools/monitor uses only proto/, common/, metrics/ and the pipeline up to analyses/ (not render/ or analyze/; inject/ is the collector's, inside the traced process)")
   elseif(unit STREQUAL "tools/gpscope")
     set(_a proto common common/control metrics tools tools/monitor)
     foreach(_l IN LISTS _pipeline)

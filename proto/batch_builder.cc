@@ -34,6 +34,7 @@ enum BatchField : uint32_t {
   kBatchContexts = 5, kBatchMetricDescriptors = 15, kBatchDrops = 16,
   kBatchLostIntervals = 17, kBatchClocks = 18, kBatchCapabilities = 19,
   kBatchCuptiRefusals = 20, kBatchStackFrames = 21, kBatchStacks = 22,
+  kBatchWindowSummaries = 24,
 };
 enum ChunkField : uint32_t {
   kChunkProcessUid = 1, kChunkPid = 2, kChunkSequence = 3,
@@ -59,6 +60,9 @@ void PutFixed64(WireWriter& w, uint32_t field, uint64_t v) {
 }
 void PutStr(WireWriter& w, uint32_t field, StringRef s) {
   if (s.size != 0) w.String(field, s.data, s.size);
+}
+void PutF64(WireWriter& w, uint32_t field, double v) {
+  if (v != 0) w.Double(field, v);
 }
 
 void EncodeClock(WireWriter& w, uint32_t field, const ClockRecord& r) {
@@ -345,6 +349,46 @@ bool BatchBuilder::AddStackFrame(const StackFrameRecord& r) {
     PutU(w, 6, r.qualname_id);
     PutU(w, 7, r.build_id_id);
     PutU(w, 8, r.module_offset);
+    w.EndNested(n);
+  });
+}
+
+bool BatchBuilder::AddWindowSummary(const WindowSummaryRecord& r) {
+  return AddSide([&](WireWriter& w) {
+    auto n = w.BeginNested(kBatchWindowSummaries);
+    PutFixed64(w, 1, r.process_uid);
+    PutU(w, 2, r.pid);
+    PutStr(w, 3, r.hostname);
+    PutStr(w, 4, r.job_id);
+    PutI32(w, 5, r.rank);
+    PutU(w, 6, r.start_realtime_ns);
+    PutU(w, 7, r.end_realtime_ns);
+    PutStr(w, 8, r.close_reason);
+    PutU(w, 9, r.events);
+    PutU(w, 10, r.events_not_analysed);
+    PutU(w, 11, r.events_dropped);
+    for (size_t i = 0; i < r.gpu_count; ++i) {
+      const WindowGpuRecord& g = r.gpus[i];
+      auto gn = w.BeginNested(12);
+      PutU(w, 1, g.device_id);
+      PutStr(w, 2, g.uuid);
+      PutF64(w, 3, g.idle_share);
+      PutF64(w, 4, g.busy_share);
+      PutF64(w, 5, g.sm_util_pct);
+      PutBool(w, 6, g.sm_util_estimated);
+      PutF64(w, 7, g.mem_bw_util_pct);
+      PutU(w, 8, g.kernel_p50_ns);
+      PutU(w, 9, g.kernel_p95_ns);
+      PutU(w, 10, g.kernels);
+      PutU(w, 11, g.traced_ns);
+      w.EndNested(gn);
+    }
+    PutStr(w, 13, r.top_rule);
+    PutStr(w, 14, r.top_severity);
+    PutStr(w, 15, r.top_title);
+    PutU(w, 16, r.top_cost_ns);
+    PutF64(w, 17, r.top_cost_share);
+    PutStr(w, 18, r.trace_path);
     w.EndNested(n);
   });
 }

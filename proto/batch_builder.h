@@ -77,6 +77,8 @@ class BatchBuilder {
   bool AddCuptiRefusal(const CuptiRefusalRecord& r);
   bool AddStackFrame(const StackFrameRecord& r);
   bool AddStack(const StackRecord& r);
+  // Written only by the node monitor (its window summaries, issue 24).
+  bool AddWindowSummary(const WindowSummaryRecord& r);
 
   // Columnar events.
   bool AddKernel(const KernelEvent& e);

@@ -195,6 +195,9 @@ void ChunkWriter::AddStackFrame(const format::StackFrameRecord& r) {
 void ChunkWriter::AddStack(const format::StackRecord& r) {
   AddWith(0, [&](BatchBuilder& b) { return b.AddStack(r); });
 }
+void ChunkWriter::AddWindowSummary(const format::WindowSummaryRecord& r) {
+  AddWith(0, [&](BatchBuilder& b) { return b.AddWindowSummary(r); });
+}
 void ChunkWriter::AddStackSample(const format::StackSampleEvent& e) {
   AddWith(e.timestamp_ns, [&](BatchBuilder& b) { return b.AddStackSample(e); });
 }

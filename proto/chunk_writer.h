@@ -99,6 +99,8 @@ class ChunkWriter {
   void AddStackFrame(const format::StackFrameRecord& r);
   void AddStack(const format::StackRecord& r);
   void AddStackSample(const format::StackSampleEvent& e);
+  // The node monitor's summary of another process's capture window (issue 24).
+  void AddWindowSummary(const format::WindowSummaryRecord& r);
 
   // Ships the open batch if it holds anything. False if the write failed.
   bool Flush();

@@ -133,6 +133,44 @@ struct CuptiRefusalRecord {
   uint32_t result;  // CUptiResult
 };
 
+// A closed capture window of a traced process, summarized by the node
+// monitor (trace.proto WindowSummary / WindowGpu; issue 24).
+struct WindowGpuRecord {
+  uint32_t device_id;
+  StringRef uuid;
+  double idle_share;
+  double busy_share;
+  double sm_util_pct;  // -1: not available
+  bool sm_util_estimated;
+  double mem_bw_util_pct;  // -1: not available
+  uint64_t kernel_p50_ns;
+  uint64_t kernel_p95_ns;
+  uint64_t kernels;
+  uint64_t traced_ns;
+};
+
+struct WindowSummaryRecord {
+  uint64_t process_uid;
+  uint32_t pid;
+  StringRef hostname;
+  StringRef job_id;
+  int32_t rank;  // -1 when unknown
+  uint64_t start_realtime_ns;
+  uint64_t end_realtime_ns;
+  StringRef close_reason;
+  uint64_t events;
+  uint64_t events_not_analysed;
+  uint64_t events_dropped;
+  const WindowGpuRecord* gpus;
+  size_t gpu_count;
+  StringRef top_rule;
+  StringRef top_severity;
+  StringRef top_title;
+  uint64_t top_cost_ns;
+  double top_cost_share;
+  StringRef trace_path;
+};
+
 struct IdentityRecord {
   StringRef job_id;
   int32_t rank;        // -1 when unknown

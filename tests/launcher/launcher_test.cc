@@ -1,5 +1,6 @@
 // Unit tests of the `gpscope` launcher's parts: argument parsing, library
-// lookup, environment, progress rendering over synthetic growing traces,
+// lookup, environment, progress rendering (the trace tail it reads from is
+// tools/reader's: tests/tools/trace_tail_test.cc),
 // window extraction, /proc inspection.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -22,7 +23,6 @@
 #include "tools/gpscope/cli.h"
 #include "tools/gpscope/progress.h"
 #include "tools/gpscope/run.h"
-#include "tools/gpscope/trace_tail.h"
 #include "tools/reader/trace_reader.h"
 
 namespace gpscope::launcher {
@@ -42,11 +42,6 @@ class TempDir {
  private:
   std::string path_;
 };
-
-void AppendBytes(const std::string& path, const uint8_t* data, size_t size) {
-  std::ofstream f(path, std::ios::binary | std::ios::app);
-  f.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-}
 
 // ------------------------------------------------------------------ options --
 
@@ -223,131 +218,6 @@ TEST(ProgressTest, PrinterRewritesOneLineOnlyWhenEnabled) {
   }
   EXPECT_EQ(tty.str(), "\ra\x1b[K\rbb\x1b[K\r\x1b[K");
   EXPECT_EQ(pipe.str(), "");
-}
-
-// ------------------------------------------------------- the trace tail --
-
-// A trace that grows in steps, a frame cut in half between two polls, a
-// second file appearing later, garbage between frames: the tail counts each
-// event once and waits for incomplete frames.
-TEST(TraceTailTest, CountsAGrowingTraceIncrementally) {
-  TempDir tmp;
-  const std::string a = tmp.path() + "/job_a.gpscope", b = tmp.path() + "/job_b.gpscope";
-  TraceBuilder trace;
-  TraceBuilder::Process& p = trace.AddProcess(0xAA, 100);
-  p.WriteHeader();
-  for (int i = 0; i < 5; ++i) p.AddKernel(1'000'000 + i * 10'000, 5'000, "k");
-  p.Flush();
-  std::ofstream(tmp.path() + "/ignored.txt") << "not a trace";
-  AppendBytes(a, trace.bytes().data(), trace.bytes().size());
-  size_t shipped = trace.bytes().size();
-
-  TraceTail tail(tmp.path());
-  tail.Poll();
-  EXPECT_EQ(tail.stats().processes, 1u);
-  EXPECT_EQ(tail.stats().events, 5u);
-  EXPECT_EQ(tail.stats().frames, 2u);
-  EXPECT_EQ(tail.stats().bytes, shipped - format::kFileHeaderBytes);
-
-  // The next frame arrives in two halves.
-  for (int i = 0; i < 7; ++i) p.AddKernel(2'000'000 + i * 10'000, 5'000, "k");
-  proto::DropNotice* drop = p.batch().add_drops();
-  drop->set_reason(proto::DROP_RING_FULL);
-  drop->set_count(3);
-  // The same loss in other units (refused buffer requests, stolen buffers):
-  // not records, not counted again.
-  drop = p.batch().add_drops();
-  drop->set_reason(proto::DROP_CUPTI_BUFFER_POOL_EMPTY);
-  drop->set_count(40);
-  drop = p.batch().add_drops();
-  drop->set_reason(proto::DROP_BUFFER_STOLEN);
-  drop->set_count(2);
-  p.Flush();
-  const size_t half = shipped + (trace.bytes().size() - shipped) / 2;
-  AppendBytes(a, trace.bytes().data() + shipped, half - shipped);
-  tail.Poll();
-  EXPECT_EQ(tail.stats().events, 5u) << "half a frame is not read";
-  AppendBytes(a, trace.bytes().data() + half, trace.bytes().size() - half);
-  shipped = trace.bytes().size();
-  tail.Poll();
-  EXPECT_EQ(tail.stats().events, 12u);
-  EXPECT_EQ(tail.stats().drops, 3u);
-  tail.Poll();
-  EXPECT_EQ(tail.stats().events, 12u) << "nothing new, nothing counted twice";
-
-  // Garbage, then a frame: skipped and counted as damage.
-  const uint8_t junk[40] = {1, 2, 3};
-  AppendBytes(a, junk, sizeof(junk));
-  p.AddKernel(3'000'000, 5'000, "k");
-  p.WriteEnd();
-  AppendBytes(a, trace.bytes().data() + shipped, trace.bytes().size() - shipped);
-  // A second file (another process) appears.
-  TraceBuilder other;
-  other.AddProcess(0xBB, 200).WriteHeader().AddKernel(1'000'000, 1'000, "x").Flush();
-  ASSERT_TRUE(other.WriteFile(b));
-  tail.Poll();
-  EXPECT_EQ(tail.stats().events, 14u);
-  EXPECT_EQ(tail.stats().processes, 2u);
-  EXPECT_EQ(tail.stats().processes_ended, 1u);
-  EXPECT_EQ(tail.stats().damaged_regions, 1u);
-  EXPECT_EQ(tail.stats().files, 2u);
-  EXPECT_EQ(tail.touched_files(), (std::vector<std::string>{a, b}));
-}
-
-TEST(TraceTailTest, SkipExistingCountsOnlyWhatIsAppendedAfterwards) {
-  TempDir tmp;
-  const std::string a = tmp.path() + "/old.gpscope";
-  TraceBuilder trace;
-  TraceBuilder::Process& p = trace.AddProcess(0xAA, 100);
-  p.WriteHeader().AddKernel(1'000'000, 5'000, "k").Flush();
-  AppendBytes(a, trace.bytes().data(), trace.bytes().size());
-  const size_t shipped = trace.bytes().size();
-  std::ofstream(tmp.path() + "/untouched.gpscope") << "GPSCOPE\n";
-
-  TraceTail tail(tmp.path());
-  tail.SkipExisting();
-  tail.Poll();
-  EXPECT_EQ(tail.stats().events, 0u);
-  EXPECT_TRUE(tail.ChangedFiles().empty());
-  p.AddKernel(2'000'000, 5'000, "k").AddKernel(2'100'000, 5'000, "k").Flush();
-  AppendBytes(a, trace.bytes().data() + shipped, trace.bytes().size() - shipped);
-  tail.Poll();
-  EXPECT_EQ(tail.stats().events, 2u);
-  EXPECT_EQ(tail.ChangedFiles(), std::vector<std::string>{a});
-  EXPECT_EQ(tail.touched_files(), std::vector<std::string>{a});
-}
-
-TEST(TraceTailTest, AFrameLargerThanTheWindowIsStillRead) {
-  TempDir tmp;
-  const std::string a = tmp.path() + "/big.gpscope";
-  TraceBuilder trace(/*zstd_level=*/1);
-  TraceBuilder::Process& p = trace.AddProcess(0xAA, 100);
-  p.WriteHeader();
-  for (int i = 0; i < 20'000; ++i) p.AddKernel(1'000'000 + i * 977, 5'000 + i % 13, "k");
-  p.Flush();
-  ASSERT_TRUE(trace.WriteFile(a));
-  struct Count : FrameVisitor {
-    uint64_t kernels = 0, frames = 0;
-    void OnFrame(uint64_t, const uint8_t*, size_t, const proto::Chunk& c) override {
-      ++frames;
-      kernels += static_cast<uint64_t>(c.batch().kernels().start_delta_ns_size());
-    }
-  } count;
-  FrameFollower follower(a, /*window_bytes=*/1024);
-  ASSERT_TRUE(follower.ReadNew(count).ok());
-  EXPECT_EQ(count.frames, 2u);
-  EXPECT_EQ(count.kernels, 20'000u);
-  EXPECT_EQ(follower.offset(), trace.bytes().size());
-}
-
-TEST(TraceTailTest, NotATraceIsReportedOnce) {
-  TempDir tmp;
-  std::ofstream(tmp.path() + "/bad.gpscope") << "this is not a gpscope trace at all";
-  TraceTail tail(tmp.path());
-  tail.Poll();
-  tail.Poll();
-  EXPECT_EQ(tail.stats().unreadable_files, 1u);
-  EXPECT_EQ(tail.stats().frames, 0u);
 }
 
 // ------------------------------------------------------ window extraction --

@@ -241,6 +241,83 @@ TEST(BatchBuilderTest, NothingAllocatesAfterConstruction) {
   EXPECT_GT(total, 3u * 20000u);
 }
 
+// The node monitor's window summaries (issue 24): every field, the
+// nested GPUs, -1 for "not available" and the omitted defaults.
+TEST(BatchBuilderTest, WindowSummariesRoundTripWithTheirGpus) {
+  BatchBuilder b(4096);
+  b.Begin(0);
+  const WindowGpuRecord gpus[2] = {
+      {0, MakeStringRef("GPU-0"), 0.25, 0.7, 88.5, false, 41.0, 12000, 90000, 1000, 2000000000},
+      {3, MakeStringRef(""), 0.9, 0.05, -1, true, -1, 0, 0, 0, 1000000000},
+  };
+  WindowSummaryRecord r{};
+  r.process_uid = 0xfedcba9876543210ull;
+  r.pid = 4242;
+  r.hostname = MakeStringRef("node7");
+  r.job_id = MakeStringRef("job-1");
+  r.rank = -1;
+  r.start_realtime_ns = 1'800'000'000'000'000'000ull;
+  r.end_realtime_ns = 1'800'000'002'000'000'000ull;
+  r.close_reason = MakeStringRef("tracing_disabled");
+  r.events = 12345;
+  r.events_not_analysed = 7;
+  r.events_dropped = 2;
+  r.gpus = gpus;
+  r.gpu_count = 2;
+  r.top_rule = MakeStringRef("host-bound");
+  r.top_severity = MakeStringRef("critical");
+  r.top_title = MakeStringRef("GPU waits for the host");
+  r.top_cost_ns = 1'500'000'000;
+  r.top_cost_share = 0.75;
+  r.trace_path = MakeStringRef("/traces/job-1_node7.gpscope");
+  ASSERT_TRUE(b.AddWindowSummary(r));
+  const proto::Chunk c = Finish(b);
+  ASSERT_EQ(c.batch().window_summaries_size(), 1);
+  const proto::WindowSummary& w = c.batch().window_summaries(0);
+  EXPECT_EQ(w.process_uid(), 0xfedcba9876543210ull);
+  EXPECT_EQ(w.pid(), 4242u);
+  EXPECT_EQ(w.hostname(), "node7");
+  EXPECT_EQ(w.job_id(), "job-1");
+  EXPECT_EQ(w.rank(), -1);
+  EXPECT_EQ(w.start_realtime_ns(), r.start_realtime_ns);
+  EXPECT_EQ(w.end_realtime_ns(), r.end_realtime_ns);
+  EXPECT_EQ(w.close_reason(), "tracing_disabled");
+  EXPECT_EQ(w.events(), 12345u);
+  EXPECT_EQ(w.events_not_analysed(), 7u);
+  EXPECT_EQ(w.events_dropped(), 2u);
+  EXPECT_EQ(w.top_rule(), "host-bound");
+  EXPECT_EQ(w.top_severity(), "critical");
+  EXPECT_EQ(w.top_title(), "GPU waits for the host");
+  EXPECT_EQ(w.top_cost_ns(), 1'500'000'000u);
+  EXPECT_EQ(w.top_cost_share(), 0.75);
+  EXPECT_EQ(w.trace_path(), "/traces/job-1_node7.gpscope");
+  ASSERT_EQ(w.gpus_size(), 2);
+  EXPECT_EQ(w.gpus(0).uuid(), "GPU-0");
+  EXPECT_EQ(w.gpus(0).idle_share(), 0.25);
+  EXPECT_EQ(w.gpus(0).busy_share(), 0.7);
+  EXPECT_EQ(w.gpus(0).sm_util_pct(), 88.5);
+  EXPECT_FALSE(w.gpus(0).sm_util_estimated());
+  EXPECT_EQ(w.gpus(0).mem_bw_util_pct(), 41.0);
+  EXPECT_EQ(w.gpus(0).kernel_p50_ns(), 12000u);
+  EXPECT_EQ(w.gpus(0).kernel_p95_ns(), 90000u);
+  EXPECT_EQ(w.gpus(0).kernels(), 1000u);
+  EXPECT_EQ(w.gpus(0).traced_ns(), 2000000000u);
+  EXPECT_EQ(w.gpus(1).device_id(), 3u);
+  EXPECT_EQ(w.gpus(1).sm_util_pct(), -1.0);
+  EXPECT_TRUE(w.gpus(1).sm_util_estimated());
+  EXPECT_EQ(w.gpus(1).mem_bw_util_pct(), -1.0);
+  EXPECT_EQ(w.gpus(1).kernels(), 0u);
+
+  // What does not fit the chunk is refused, as every sub-message.
+  BatchBuilder small(BatchBuilder::kMinChunkBytes);
+  small.Begin(0);
+  std::string long_title(400, 'x');
+  r.top_title = {long_title.data(), long_title.size()};
+  const size_t before = small.encoded_bytes_estimate();
+  EXPECT_FALSE(small.AddWindowSummary(r));
+  EXPECT_EQ(small.encoded_bytes_estimate(), before);
+}
+
 TEST(BatchBuilderTest, HeaderAndEndChunksCarryTheirRecords) {
   std::vector<uint8_t> out(4096);
   ProcessEndRecord end{};

@@ -20,4 +20,16 @@ void HealthyLoop(Synth& s, const LoopOptions& o, uint64_t t0) {
   }
 }
 
+uint64_t HostBoundLoop(Synth& s, uint64_t t0, int steps) {
+  uint64_t h = t0;
+  for (int step = 0; step < steps; ++step) {
+    const uint64_t start = h;
+    uint64_t t = h;
+    for (int k = 0; k < 4; ++k) t = s.Kernel(t + 2 * kSynthUs, 500 * kSynthUs, "conv_fwd");
+    s.Step(start, t + 50 * kSynthUs, static_cast<uint64_t>(step));
+    h = std::max(t, s.gpu_free_ns()) + 20 * kSynthMs;  // host code, no data moves
+  }
+  return h;
+}
+
 }  // namespace gpscope::testing

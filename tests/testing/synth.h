@@ -189,6 +189,11 @@ struct LoopOptions {
 // kernels well ahead of the GPU, which is never starved.
 void HealthyLoop(Synth& s, const LoopOptions& o, uint64_t t0 = 2'000'000'000);
 
+// A host-bound loop: each step launches 4 kernels of 500 us, then the host
+// runs 20 ms of its own code (no data moves): the GPU idles most of the
+// time (rules.h host-bound, critical). Returns when the last step ends.
+uint64_t HostBoundLoop(Synth& s, uint64_t t0 = 2'000'000'000, int steps = 50);
+
 }  // namespace gpscope::testing
 
 #endif  // GPSCOPE_TESTS_TESTING_SYNTH_H_

@@ -151,14 +151,7 @@ TEST(RulesTest, StarvedLoopYieldsDataStarvation) {
 TEST(RulesTest, HostGapsWithoutInputAreHostBoundNotStarvation) {
   TraceBuilder trace;
   Synth s(trace);
-  uint64_t h = kT0;
-  for (int step = 0; step < 50; ++step) {
-    const uint64_t start = h;
-    uint64_t t = h;
-    for (int k = 0; k < 4; ++k) t = s.Kernel(t + 2 * kUs, 500 * kUs, "conv_fwd");
-    s.Step(start, t + 50 * kUs, static_cast<uint64_t>(step));
-    h = std::max(t, s.gpu_free_ns()) + 20 * kMs;  // host code, no data moves
-  }
+  testing::HostBoundLoop(s, kT0);
   s.p().WriteEnd();
   const Result r = Analyze(trace, "hostbound");
   EXPECT_EQ(WarningRules(r.findings()), std::vector<std::string>{"host-bound"})

@@ -115,6 +115,23 @@ TEST(ChunkLimitsTest, IdsPastTheLimitsAndLongStringsAreCut) {
   EXPECT_EQ(b->metric_descriptors_size(), 1);
 }
 
+// The node monitor's window summaries are checked like every other text
+// field: cut, repaired to UTF-8, their GPU lists capped.
+TEST(ChunkLimitsTest, WindowSummaryTextIsCutAndItsGpusCapped) {
+  proto::Chunk chunk;
+  proto::WindowSummary* w = chunk.mutable_batch()->add_window_summaries();
+  w->set_top_title(std::string(reader::kMaxStringBytes + 5, 'x'));
+  w->set_job_id("bad\xff");
+  for (int i = 0; i < reader::kMaxListEntries + 3; ++i) w->add_gpus()->set_uuid("\xfe");
+  const reader::ChunkCheck check = reader::CheckChunk(&chunk);
+  EXPECT_EQ(check.strings_cut, 1u);
+  EXPECT_EQ(check.entries_dropped, 3u);
+  EXPECT_EQ(w->top_title().size(), reader::kMaxStringBytes);
+  EXPECT_TRUE(render::IsValidUtf8(w->job_id()));
+  ASSERT_EQ(w->gpus_size(), reader::kMaxListEntries);
+  EXPECT_TRUE(render::IsValidUtf8(w->gpus(0).uuid()));
+}
+
 class Collect : public reader::ChunkVisitor {
  public:
   absl::Status OnChunk(const reader::ChunkContext& c, const proto::Chunk& chunk) override {

@@ -62,6 +62,13 @@ class MetricsCollector : public reader::EventSink {
   void OnBatch(const reader::ResolvedBatch& rb) override {
     Process& p = Of(rb.tables);
     const proto::EventBatch& b = rb.batch;
+    for (const proto::WindowSummary& w : b.window_summaries()) {
+      if (window_summaries_.size() < kMaxWindowSummaries) {
+        window_summaries_.push_back(FromProto(w));
+      } else {
+        ++window_summaries_omitted_;
+      }
+    }
     for (const proto::MetricDescriptor& d : b.metric_descriptors()) {
       if (const proto::MetricDescriptor* kept = rb.tables.Metric(d.id())) Define(p, *kept);
     }
@@ -90,6 +97,12 @@ class MetricsCollector : public reader::EventSink {
     r.replayed = std::move(replayed_);
     r.gpus = std::move(gpus_);
     r.processes = std::move(procs_);
+    r.window_summaries = std::move(window_summaries_);
+    r.window_summaries_omitted = window_summaries_omitted_;
+    std::stable_sort(r.window_summaries.begin(), r.window_summaries.end(),
+                     [](const WindowSummary& a, const WindowSummary& b) {
+                       return a.end_realtime_ns < b.end_realtime_ns;
+                     });
     std::sort(r.gpus.begin(), r.gpus.end(), [](const GpuSeries& a, const GpuSeries& b) {
       return std::tie(a.host, a.index, a.uuid) < std::tie(b.host, b.index, b.uuid);
     });
@@ -233,6 +246,8 @@ class MetricsCollector : public reader::EventSink {
   std::set<std::string> replayed_;
   uint64_t sample_count_ = 0;
   uint64_t first_ns_ = 0, last_ns_ = 0;
+  std::vector<WindowSummary> window_summaries_;
+  uint64_t window_summaries_omitted_ = 0;
 };
 
 }  // namespace

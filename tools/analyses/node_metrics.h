@@ -13,6 +13,10 @@
 //   for (const GpuSeries& g : r.gpus) { GpuSummary s = Summarize(g, 5.0); ... }
 //   (render/metrics_render.h writes it as text or JSON)
 //
+// Monitor files written with `--traces` also hold the summaries of the
+// capture windows of the processes the monitor followed (WindowSummary,
+// window_summary.h): they are listed as read, by window end.
+//
 // GPUs are keyed by (host, UUID), processes by (host, GPU, pid, name), so the
 // rotated files of one monitor (a new process_uid each) join into one series.
 // Reading streams the files once; memory grows with windows x series, not
@@ -28,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/analyses/window_summary.h"
 #include "tools/reader/timebase.h"
 #include "tools/reader/trace_index.h"
 
@@ -109,7 +114,12 @@ struct MetricsReport {
   std::set<std::string> replayed;  // monitor files whose GPU readings were replayed (no GPU)
   std::vector<GpuSeries> gpus;          // by host, then GPU index
   std::vector<ProcessSeries> processes;  // by host, GPU, first seen
+  // The monitor's capture-window summaries (--traces), by window end; at
+  // most kMaxWindowSummaries, the rest counted.
+  std::vector<WindowSummary> window_summaries;
+  uint64_t window_summaries_omitted = 0;
 };
+inline constexpr size_t kMaxWindowSummaries = 100000;
 
 MetricsReport CollectMetrics(const std::vector<std::string>& paths, const MetricsOptions& options);
 

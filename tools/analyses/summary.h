@@ -12,6 +12,8 @@
 #ifndef GPSCOPE_TOOLS_ANALYSES_SUMMARY_H_
 #define GPSCOPE_TOOLS_ANALYSES_SUMMARY_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +38,13 @@ struct SummaryResult {
 std::unique_ptr<SummaryResult> ComputeSummaryResult(
     const std::vector<std::string>& paths, const model::ModelOptions& model_options,
     const ReportOptions& options, const std::vector<reader::EventSink*>& more_sinks = {});
+
+// The same for one trace in memory: a capture window that the node monitor
+// cut out of a growing trace (window_summary.h).
+std::unique_ptr<SummaryResult> ComputeSummaryResultFromBuffer(const std::string& name,
+                                                              const uint8_t* data, size_t size,
+                                                              const model::ModelOptions& model_options,
+                                                              const ReportOptions& options);
 
 }  // namespace gpscope::analyses
 

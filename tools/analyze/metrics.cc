@@ -18,7 +18,8 @@ int RunMetrics(const std::vector<std::string>& args, std::ostream& out, std::ost
         << " metrics [--window 60s] [--idle-below PCT] [--format text|json] FILE...\n\n"
            "Per window and GPU: utilization, memory, power, throttling, processes; idle GPUs,\n"
            "shared GPUs and trends. Reads node monitor files (gpscope-monitor) or any trace\n"
-           "with metric samples. --window takes seconds or 30s, 5m, 1h (default 1m).\n";
+           "with metric samples. --window takes seconds or 30s, 5m, 1h (default 1m).\n"
+           "Files of a monitor run with --traces also list the capture windows it summarized.\n";
     return kExitOk;
   }
   MetricsOptions options;

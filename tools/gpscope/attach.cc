@@ -31,7 +31,8 @@
 #include "tools/gpscope/paths.h"
 #include "tools/gpscope/progress.h"
 #include "tools/gpscope/run.h"
-#include "tools/gpscope/trace_tail.h"
+#include "tools/reader/trace_tail.h"
+#include "tools/reader/window_cut.h"
 
 namespace gpscope::launcher {
 namespace {
@@ -144,139 +145,53 @@ ClientError Request(const Endpoint& target, const std::string& line, std::string
 }
 
 // Copies the chunks of one process out of a (node) trace file into a
-// trace of its own. Pass 1 (before the window) keeps the process's header
-// and everything later batches refer to by id (interned strings, launch
-// configs, devices, contexts, metric descriptors); pass 2 writes the header,
-// one batch holding those definitions, then the window's chunks. Sequence
-// numbers are renumbered so the reader sees no gap where the chunks before
-// the window were left out. The copy ends with the process's own end chunk
-// when it exited inside the window, else with one saying END_WINDOW_CUT: the
-// window is whole, the process ran on.
-class WindowExtractor : public FrameVisitor {
+// trace of its own (tools/reader/window_cut.h). Pass 1 (before the window)
+// finds the process's header and keeps what later batches refer to by id;
+// pass 2 writes the window's chunks of that process.
+class WindowExtractor : public reader::FrameVisitor {
  public:
   explicit WindowExtractor(uint32_t pid) : pid_(pid) {}
 
   void OnFrame(uint64_t, const uint8_t*, size_t, const proto::Chunk& c) override {
     if (searching_header_) {
       if (c.pid() != pid_) return;
-      if (c.has_header()) {  // (a reused pid: the latest process wins)
-        header_ = c;
-        uid_ = c.process_uid();
-        definitions_.Clear();
-        strings_.clear();
-        configs_.clear();
-      } else if (c.has_batch() && c.process_uid() == uid_) {
-        KeepDefinitions(c.batch());
-      }
+      if (c.has_header()) uid_ = c.process_uid();  // (a reused pid: the latest process wins)
+      if (c.process_uid() == uid_) cut_.Keep(c);
       return;
     }
     const bool mine = uid_ != 0 ? c.process_uid() == uid_ : c.pid() == pid_;
-    if (!mine || (c.has_header() && header_.has_header())) return;
-    saw_end_ |= c.has_end();
-    for (const proto::ClockSnapshot& clock : c.batch().clocks()) {
-      if (clock.cupti_ns() >= last_clock_.cupti_ns()) last_clock_ = clock;
-    }
-    for (const proto::DropNotice& d : c.batch().drops()) dropped_ += d.count();
-    ++window_chunks_;
-    proto::Chunk copy = c;
-    Emit(copy);
+    if (mine) cut_.Add(c);
   }
 
   bool Open(const std::string& path, std::string* error) {
     fd_ = CreateOwnFile(path, error);
-    if (fd_ < 0) return ok_ = false;
-    uint8_t head[format::kFileHeaderBytes];
-    format::WriteFileHeader(head);
-    ok_ = Write(head, sizeof(head));
-    if (header_.has_header()) Emit(header_);
-    if (header_.has_header() && definitions_.ByteSizeLong() > 0) {
-      proto::Chunk defs;
-      defs.set_process_uid(header_.process_uid());
-      defs.set_pid(header_.pid());
-      *defs.mutable_batch() = definitions_;
-      Emit(defs);
-    }
-    return ok_;
+    if (fd_ < 0) return false;
+    sink_ = std::make_unique<reader::FdCutSink>(fd_);
+    if (cut_.Begin(sink_.get())) return true;
+    *error = absl::StrCat(path, ": ", strerror(errno));
+    close(fd_);
+    fd_ = -1;
+    return false;
   }
   bool Close() {
-    if (!saw_end_ && header_.has_header() && frames_ > 0) {
-      proto::Chunk end;
-      end.set_process_uid(header_.process_uid());
-      end.set_pid(header_.pid());
-      proto::ProcessEnd& e = *end.mutable_end();
-      e.set_reason(proto::END_WINDOW_CUT);
-      e.set_end_ns(last_clock_.cupti_ns());
-      if (last_clock_.cupti_ns() != 0) *e.mutable_clock() = last_clock_;
-      e.set_chunks_written(next_sequence_ + 1);
-      e.set_events_dropped(dropped_);
-      Emit(end);
-    }
-    if (fd_ >= 0 && close(fd_) != 0) ok_ = false;
+    bool ok = cut_.End();
+    if (fd_ >= 0 && close(fd_) != 0) ok = false;
     fd_ = -1;
-    return ok_;
+    return ok;
   }
   bool searching_header_ = true;
-  uint64_t frames_ = 0;
+  uint64_t frames() const { return cut_.frames(); }
   // The process's header was found before the window, and how many of its
   // chunks the window held (header and definitions not counted).
-  bool has_header() const { return header_.has_header(); }
-  uint64_t window_chunks_ = 0;
+  bool has_header() const { return cut_.has_header(); }
+  uint64_t window_chunks() const { return cut_.window_chunks(); }
 
  private:
-  void KeepDefinitions(const proto::EventBatch& b) {
-    for (const proto::InternedString& s : b.strings()) {
-      if (strings_.insert(s.id()).second) *definitions_.add_strings() = s;
-    }
-    for (const proto::LaunchConfig& l : b.launch_configs()) {
-      if (configs_.insert(l.id()).second) *definitions_.add_launch_configs() = l;
-    }
-    for (const proto::DeviceInfo& d : b.devices()) *definitions_.add_devices() = d;
-    for (const proto::ContextInfo& x : b.contexts()) *definitions_.add_contexts() = x;
-    for (const proto::MetricDescriptor& m : b.metric_descriptors()) {
-      *definitions_.add_metric_descriptors() = m;
-    }
-  }
-
-  void Emit(proto::Chunk& chunk) {
-    if (fd_ < 0 || !ok_) return;
-    chunk.set_sequence(next_sequence_++);
-    const std::string raw = chunk.SerializeAsString();
-    if (!encoder_ || raw.size() > encoder_capacity_) {
-      encoder_capacity_ = std::max<size_t>(raw.size(), 1u << 20);
-      encoder_ = std::make_unique<format::FrameEncoder>(encoder_capacity_, 3);
-    }
-    const uint8_t* frame = nullptr;
-    const size_t bytes = encoder_->ok() ? encoder_->Encode(reinterpret_cast<const uint8_t*>(raw.data()),
-                                                           raw.size(), &frame)
-                                        : 0;
-    ok_ = bytes > 0 && Write(frame, bytes);
-    ++frames_;
-  }
-
-  bool Write(const uint8_t* data, size_t bytes) {
-    size_t done = 0;
-    while (done < bytes) {
-      const ssize_t n = write(fd_, data + done, bytes - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      done += static_cast<size_t>(n);
-    }
-    return true;
-  }
-
   uint32_t pid_;
   uint64_t uid_ = 0;
-  proto::Chunk header_;
-  proto::EventBatch definitions_;
-  std::set<uint32_t> strings_, configs_;
-  uint64_t next_sequence_ = 0;
-  bool saw_end_ = false;            // the process's own end chunk was in the window
-  proto::ClockSnapshot last_clock_;  // the window's latest
-  uint64_t dropped_ = 0;            // records its drop notices count
-  std::unique_ptr<format::FrameEncoder> encoder_;
-  size_t encoder_capacity_ = 0;
+  reader::WindowCut cut_;
+  std::unique_ptr<reader::FdCutSink> sink_;
   int fd_ = -1;
-  bool ok_ = true;
 };
 
 }  // namespace
@@ -451,7 +366,7 @@ absl::Status ExtractProcessWindow(const std::string& trace_path, uint32_t pid,
                                   uint64_t from_offset, uint64_t to_offset,
                                   const std::string& out_path, uint64_t* frames) {
   WindowExtractor extractor(pid);
-  FrameFollower follower(trace_path);
+  reader::FrameFollower follower(trace_path);
   absl::Status s = follower.ReadNew(extractor, from_offset);  // finds the header
   if (!s.ok()) return s;
   if (!extractor.has_header()) {
@@ -469,8 +384,8 @@ absl::Status ExtractProcessWindow(const std::string& trace_path, uint32_t pid,
   if (!extractor.Close() && s.ok()) {
     s = absl::DataLossError(absl::StrCat("cannot write ", out_path, ": ", strerror(errno)));
   }
-  *frames = extractor.frames_;
-  if (s.ok() && extractor.window_chunks_ == 0) {
+  *frames = extractor.frames();
+  if (s.ok() && extractor.window_chunks() == 0) {
     return absl::NotFoundError(absl::StrCat(
         trace_path, " got no frames of process ", pid, " during the window (bytes ", from_offset,
         "..", to_offset, "): the process wrote elsewhere or nothing reached the file"));

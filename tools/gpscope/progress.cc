@@ -62,7 +62,7 @@ std::string WindowText(const RunProgress& p) {
 }  // namespace
 
 std::string RenderRunProgress(const RunProgress& p, size_t width) {
-  const TailStats& s = p.stats;
+  const reader::TailStats& s = p.stats;
   std::string line = absl::StrCat("gpscope ", FormatClock(p.elapsed_ms));
   const std::string window = WindowText(p);
   if (!window.empty()) absl::StrAppend(&line, " | ", window);

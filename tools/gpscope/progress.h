@@ -17,7 +17,7 @@
 #include <ostream>
 #include <string>
 
-#include "tools/gpscope/trace_tail.h"
+#include "tools/reader/trace_tail.h"
 
 namespace gpscope::launcher {
 
@@ -33,7 +33,7 @@ struct WindowPlan {
 struct RunProgress {
   uint64_t elapsed_ms = 0;
   WindowPlan window;
-  TailStats stats;
+  reader::TailStats stats;
 };
 
 // "01:23", "1:02:03".

@@ -17,7 +17,7 @@
 #include "tools/gpscope/child.h"
 #include "tools/gpscope/cli.h"
 #include "tools/gpscope/paths.h"
-#include "tools/gpscope/trace_tail.h"
+#include "tools/reader/trace_tail.h"
 
 extern char** environ;
 
@@ -234,7 +234,7 @@ int RunRun(const std::vector<std::string>& args, std::ostream& out, std::ostream
   std::vector<std::string> base;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) base.push_back(*e);
 
-  TraceTail tail(o.output_dir);
+  reader::TraceTail tail(o.output_dir);
   tail.SkipExisting();
   if (!tail.ListTraceFiles().empty()) {
     err << "gpscope run: " << Shown(o.output_dir)
@@ -272,7 +272,7 @@ int RunRun(const std::vector<std::string>& args, std::ostream& out, std::ostream
   printer.Clear();
   tail.Poll();
   const uint64_t elapsed_ms = MsSince(t0);
-  const TailStats& s = tail.stats();
+  const reader::TailStats& s = tail.stats();
   err << "gpscope: '" << Shown(o.command[0]) << "' exited with code " << code << " after "
       << FormatClock(elapsed_ms) << "; " << s.processes
       << (s.processes == 1 ? " process, " : " processes, ") << FormatCount(s.events)

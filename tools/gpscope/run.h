@@ -3,7 +3,7 @@
 // Runs COMMAND with the collector injected (CUDA_INJECTION64_PATH pointing
 // at libgpscope_inject.so, GPSCOPE_* set from the options), shows a live
 // progress line on stderr when stderr is a terminal (tailing the trace files
-// as they grow: trace_tail.h), and when COMMAND exits writes the HTML report
+// as they grow: tools/reader/trace_tail.h), and when COMMAND exits writes the HTML report
 // and prints the findings (analysis.h). Exits with COMMAND's exit code
 // (128 + signal when a signal killed it).
 //

@@ -2146,4 +2146,14 @@ TraceModel BuildModel(const std::vector<std::string>& paths, const ModelOptions&
   return builder.Finish(reader::ReadEvents(paths, sinks, ReadOptionsFor(options)));
 }
 
+TraceModel BuildModelFromBuffer(const std::string& name, const uint8_t* data, size_t size,
+                                const ModelOptions& options) {
+  ModelBuilder builder(options);
+  reader::ReadOptions read_options = ReadOptionsFor(options);
+  read_options.decode_threads = 1;  // one window: no pool to start and join
+  reader::EventReader reader({&builder}, read_options);
+  (void)reader.ReadBuffer(name, data, size);  // what cannot be read is recorded in the index
+  return builder.Finish(reader.Finish());
+}
+
 }  // namespace gpscope::model

@@ -70,6 +70,11 @@ reader::ReadOptions ReadOptionsFor(const ModelOptions& options);
 // timeline) see the same pass.
 TraceModel BuildModel(const std::vector<std::string>& paths, const ModelOptions& options = {},
                       const std::vector<reader::EventSink*>& more_sinks = {});
+// The same for one trace in memory (`name` in its messages), read on the
+// caller's thread: a capture window cut out of a growing trace
+// (reader/window_cut.h) by the node monitor.
+TraceModel BuildModelFromBuffer(const std::string& name, const uint8_t* data, size_t size,
+                                const ModelOptions& options = {});
 
 // Whether an NVTX range name marks a training step: "step 12", "Step#3",
 // "ProfilerStep#7", "iteration 5", "iter_9", "train_step", "training step 4",

@@ -298,4 +298,95 @@ ExpositionFormat NegotiateFormat(std::string_view accept_header) {
              : ExpositionFormat::kPrometheusText;
 }
 
+// ------------------------------------------------------- window gauges --
+
+namespace {
+
+FamilySpec WindowFamily(const char* name, const char* help) {
+  FamilySpec f{name, help, MetricType::kGauge, 1, /*never_stale=*/true};
+  return f;
+}
+
+}  // namespace
+
+void WindowGauges::Publish(const analyses::WindowSummary& s) {
+  Forget(s.process_uid);
+  std::vector<uint32_t>& handles = handles_[s.process_uid];
+  const Labels process = {{"job", s.job_id},
+                          {"host", s.hostname},
+                          {"rank", s.rank >= 0 ? std::to_string(s.rank) : ""},
+                          {"pid", std::to_string(s.pid)}};
+  auto set = [&](const FamilySpec& family, const Labels& labels, double value) {
+    const uint32_t h = store_->AddSeries(family, labels);
+    store_->Stage(h, value);
+    handles.push_back(h);
+  };
+  static const FamilySpec kIdle = WindowFamily(
+      "gpscope_window_idle_share",
+      "Idle-gap share of the latest capture window: GPU time idle in gaps of 5 ms or more over "
+      "the traced window (gpscope-analyze summary's idle-gap share), 0..1.");
+  static const FamilySpec kBusy = WindowFamily(
+      "gpscope_window_busy_share",
+      "Share of the latest capture window in which kernels, copies or memsets ran, 0..1.");
+  static const FamilySpec kSm = WindowFamily(
+      "gpscope_window_sm_utilization_percent",
+      "SM utilization over the latest capture window: measured (source=gpm, gpm.sm_util) or "
+      "estimated from launch shapes (source=estimate).");
+  static const FamilySpec kDram = WindowFamily(
+      "gpscope_window_mem_bw_utilization_percent",
+      "DRAM bandwidth utilization over the latest capture window (gpm.dram_bw_util; only when "
+      "the traced process sampled GPM).");
+  static const FamilySpec kP50 = WindowFamily(
+      "gpscope_window_kernel_p50_seconds", "Median kernel duration in the latest capture window.");
+  static const FamilySpec kP95 = WindowFamily(
+      "gpscope_window_kernel_p95_seconds",
+      "95th percentile kernel duration in the latest capture window.");
+  static const FamilySpec kStart = WindowFamily(
+      "gpscope_window_start_timestamp_seconds",
+      "Unix time of the latest summarized capture window's first activity.");
+  static const FamilySpec kEnd = WindowFamily("gpscope_window_end_timestamp_seconds",
+                                              "Unix time of the latest summarized window's end.");
+  static const FamilySpec kTop = WindowFamily(
+      "gpscope_window_top_finding",
+      "The latest capture window's top finding (gpscope-analyze's rules; rule, severity): its "
+      "estimated cost over the traced window.");
+  static const FamilySpec kNotAnalysed = WindowFamily(
+      "gpscope_window_events_not_analysed",
+      "Events of the latest capture window past the monitor's cap (--window-max-events): its "
+      "numbers undercount when above 0.");
+  for (const analyses::WindowGpuSummary& g : s.gpus) {
+    Labels labels = process;
+    labels.emplace_back("gpu", std::to_string(g.device_id));
+    labels.emplace_back("uuid", g.uuid);
+    set(kIdle, labels, g.idle_share);
+    set(kBusy, labels, g.busy_share);
+    if (g.sm_util_pct >= 0) {
+      Labels sm = labels;
+      sm.emplace_back("source", g.sm_util_estimated ? "estimate" : "gpm");
+      set(kSm, sm, g.sm_util_pct);
+    }
+    if (g.mem_bw_util_pct >= 0) set(kDram, labels, g.mem_bw_util_pct);
+    if (g.kernels > 0) {
+      set(kP50, labels, static_cast<double>(g.kernel_p50_ns) * 1e-9);
+      set(kP95, labels, static_cast<double>(g.kernel_p95_ns) * 1e-9);
+    }
+  }
+  set(kStart, process, static_cast<double>(s.start_realtime_ns) * 1e-9);
+  set(kEnd, process, static_cast<double>(s.end_realtime_ns) * 1e-9);
+  set(kNotAnalysed, process, static_cast<double>(s.events_not_analysed));
+  if (!s.top_rule.empty()) {
+    Labels top = process;
+    top.emplace_back("rule", s.top_rule);
+    top.emplace_back("severity", s.top_severity);
+    set(kTop, top, s.top_cost_share);
+  }
+}
+
+void WindowGauges::Forget(uint64_t process_uid) {
+  auto it = handles_.find(process_uid);
+  if (it == handles_.end()) return;
+  for (uint32_t h : it->second) store_->RemoveSeries(h);
+  handles_.erase(it);
+}
+
 }  // namespace gpscope::monitor

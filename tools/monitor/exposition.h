@@ -27,11 +27,14 @@
 #define GPSCOPE_TOOLS_MONITOR_EXPOSITION_H_
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "tools/analyses/window_summary.h"
 
 namespace gpscope::monitor {
 
@@ -120,6 +123,34 @@ class MetricStore {
   std::vector<uint32_t> free_;    // removed slots; guarded by mu_
   uint64_t round_ = 0;            // guarded by mu_
   uint64_t scrapes_ = 0;          // guarded by mu_
+};
+
+// The latest capture-window summary of each traced process
+// (window_tracker.h) as gauges (README "Node monitor" lists them). Per GPU,
+// labels job, host, rank, pid, gpu, uuid:
+//   gpscope_window_idle_share, gpscope_window_busy_share (0..1),
+//   gpscope_window_sm_utilization_percent{source="gpm"|"estimate"},
+//   gpscope_window_mem_bw_utilization_percent (only with GPM samples),
+//   gpscope_window_kernel_p50_seconds, gpscope_window_kernel_p95_seconds;
+// per process, labels job, host, rank, pid:
+//   gpscope_window_start_timestamp_seconds, gpscope_window_end_timestamp_seconds,
+//   gpscope_window_top_finding{rule, severity} = its cost share (none
+//   without a finding), gpscope_window_events_not_analysed.
+// A new summary of a process replaces its series; Forget() removes them.
+// Thread model: the store's writer thread (the monitor's sampling thread).
+class WindowGauges {
+ public:
+  explicit WindowGauges(MetricStore* store) : store_(store) {}
+  WindowGauges(const WindowGauges&) = delete;
+  WindowGauges& operator=(const WindowGauges&) = delete;
+
+  void Publish(const analyses::WindowSummary& summary);
+  void Forget(uint64_t process_uid);
+  size_t processes() const { return handles_.size(); }
+
+ private:
+  MetricStore* store_;
+  std::map<uint64_t, std::vector<uint32_t>> handles_;  // by process_uid
 };
 
 // Content-Type header values.

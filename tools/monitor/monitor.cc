@@ -11,9 +11,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "common/env_values.h"
 #include "common/identity.h"
@@ -29,6 +33,7 @@
 #include "proto/metric_names.h"
 #include "tools/monitor/exposition.h"
 #include "tools/monitor/http_server.h"
+#include "tools/monitor/window_tracker.h"
 
 #include "gpscope_version.h"  // GPSCOPE_VERSION, from git describe (cmake/Version.cmake)
 
@@ -54,6 +59,12 @@ constexpr char kUsage[] =
     "  --replay FILE         replay recorded NVML readings instead of NVML (no GPU needed)\n"
     "  --nvml-library PATH   NVML library to load (default libnvidia-ml.so.1)\n"
     "  --zstd-level N        compression level 1..19 (default 3)\n"
+    "  --traces DIR          also follow the traces collectors write to DIR (their\n"
+    "                        GPSCOPE_OUTPUT; repeatable) and summarize each capture window\n"
+    "                        that closes (GPSCOPE_DUTY=2s/60s): gpscope_window_* on /metrics,\n"
+    "                        WindowSummary records in the trace (default: off)\n"
+    "  --window-ttl T        drop the window series of a process silent for T (default 10m)\n"
+    "  --window-max-events N analyse at most N events of a window (default 2000000)\n"
     "  --version             print the version and exit\n"
     "\n"
     "Exit status: 0 stopped cleanly, 1 could not start, 2 bad usage.\n";
@@ -181,6 +192,14 @@ class Monitor : public FileStarter {
   void SetupMonitorSeries();
   void StageMonitorSeries();
   std::string BackendText() const;
+  // --traces: the window thread's loop, and what the sampling thread does
+  // with its results every round.
+  void StartWindows();
+  void StopWindows();
+  void WindowLoop();
+  void AppendLocked(WindowTracker::Result r);
+  void DrainWindows();
+  void WriteWindowSummary(const analyses::WindowSummary& s);
 
   MonitorOptions options_;
   std::ostream& err_;
@@ -213,7 +232,17 @@ class Monitor : public FileStarter {
   // Monitor's own series (store handles).
   uint32_t h_rounds_ = 0, h_up_ = 0, h_losses_ = 0, h_init_failures_ = 0, h_read_failures_ = 0;
   uint32_t h_files_ = 0, h_write_errors_ = 0, h_bytes_ = 0, h_dropped_ = 0, h_scrapes_ = 0;
-  uint32_t h_info_ = 0;
+  uint32_t h_info_ = 0, h_windows_ = 0;
+
+  // --traces. tracker_ belongs to the window thread while it runs, then to
+  // the sampling thread (the last Poll after the join).
+  std::unique_ptr<WindowTracker> tracker_;
+  std::thread window_thread_;
+  std::mutex window_mu_;
+  std::condition_variable window_cv_;
+  bool window_stop_ = false;               // guarded by window_mu_
+  WindowTracker::Result window_pending_;   // guarded by window_mu_
+  WindowGauges window_gauges_{&store_};    // sampling thread
 };
 
 bool Monitor::Sink::OnDescriptor(const gm::MetricDef& def) {
@@ -544,6 +573,7 @@ void Monitor::OnFileStart(format::ChunkWriter& w, uint64_t process_uid) {
                    std::to_string(options_.limits.max_file_age_ns / 1000000000ull));
   header.AddConfig("listen", options_.listen);
   if (!options_.replay_path.empty()) header.AddConfig("replay", options_.replay_path);
+  for (const std::string& dir : options_.trace_dirs) header.AddConfig("traces", dir);
   if (gpu_ != nullptr) {
     for (const format::DeviceRecord& d : DeviceRecords(*gpu_)) header.AddDevice(d);
   }
@@ -578,6 +608,116 @@ void Monitor::OnFileStart(format::ChunkWriter& w, uint64_t process_uid) {
   }
 }
 
+// ------------------------------------------------------ window summaries --
+
+void Monitor::StartWindows() {
+  if (options_.trace_dirs.empty()) return;
+  WindowTrackerOptions o;
+  o.dirs = options_.trace_dirs;
+  o.max_window_events = options_.window_max_events;
+  o.settle_ns = options_.window_settle_ns;
+  o.ttl_ns = options_.window_ttl_ns;
+  o.uid = geteuid();
+  tracker_ = std::make_unique<WindowTracker>(o);
+  // Created after RunMonitor blocked SIGTERM/SIGINT: the thread inherits the mask.
+  window_thread_ = std::thread([this] { WindowLoop(); });
+}
+
+// Window thread: reads and analyses; hands the results over.
+void Monitor::WindowLoop() {
+  std::unique_lock<std::mutex> lock(window_mu_);
+  while (!window_stop_) {
+    lock.unlock();
+    WindowTracker::Result r =
+        tracker_->Poll(common::ClockNs(CLOCK_REALTIME), common::ClockNs(CLOCK_MONOTONIC));
+    lock.lock();
+    AppendLocked(std::move(r));
+    window_cv_.wait_for(lock, std::chrono::milliseconds(options_.window_poll_ms),
+                        [this] { return window_stop_; });
+  }
+}
+
+// With window_mu_ held: a Poll's results join those not yet drained.
+void Monitor::AppendLocked(WindowTracker::Result r) {
+  auto append = [](auto& to, auto& from) {
+    to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+  };
+  append(window_pending_.summaries, r.summaries);
+  append(window_pending_.gone, r.gone);
+  append(window_pending_.log, r.log);
+}
+
+void Monitor::StopWindows() {
+  if (tracker_ == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(window_mu_);
+    window_stop_ = true;
+  }
+  window_cv_.notify_all();
+  window_thread_.join();
+  // What was written until now, read once more on this thread.
+  WindowTracker::Result r =
+      tracker_->Poll(common::ClockNs(CLOCK_REALTIME), common::ClockNs(CLOCK_MONOTONIC));
+  {
+    std::lock_guard<std::mutex> lock(window_mu_);
+    AppendLocked(std::move(r));
+  }
+  DrainWindows();
+  stats_.trace_files_refused = tracker_->stats().files_refused;
+}
+
+// Sampling thread, every round: the window thread's results into the log,
+// the trace file and the store.
+void Monitor::DrainWindows() {
+  if (tracker_ == nullptr) return;
+  WindowTracker::Result r;
+  {
+    std::lock_guard<std::mutex> lock(window_mu_);
+    std::swap(r, window_pending_);
+  }
+  for (const std::string& line : r.log) Log(line);
+  for (const analyses::WindowSummary& s : r.summaries) {
+    WriteWindowSummary(s);
+    window_gauges_.Publish(s);
+    ++stats_.windows_summarized;
+  }
+  for (uint64_t uid : r.gone) window_gauges_.Forget(uid);
+}
+
+void Monitor::WriteWindowSummary(const analyses::WindowSummary& s) {
+  auto ref = [](const std::string& text) { return format::StringRef{text.data(), text.size()}; };
+  std::vector<format::WindowGpuRecord> gpus;
+  gpus.reserve(s.gpus.size());
+  for (const analyses::WindowGpuSummary& g : s.gpus) {
+    gpus.push_back(format::WindowGpuRecord{g.device_id, ref(g.uuid),
+                                           g.idle_share, g.busy_share, g.sm_util_pct,
+                                           g.sm_util_estimated, g.mem_bw_util_pct,
+                                           g.kernel_p50_ns, g.kernel_p95_ns, g.kernels,
+                                           g.traced_ns});
+  }
+  format::WindowSummaryRecord r{};
+  r.process_uid = s.process_uid;
+  r.pid = s.pid;
+  r.hostname = ref(s.hostname);
+  r.job_id = ref(s.job_id);
+  r.rank = s.rank;
+  r.start_realtime_ns = s.start_realtime_ns;
+  r.end_realtime_ns = s.end_realtime_ns;
+  r.close_reason = ref(s.close_reason);
+  r.events = s.events;
+  r.events_not_analysed = s.events_not_analysed;
+  r.events_dropped = s.events_dropped;
+  r.gpus = gpus.data();
+  r.gpu_count = gpus.size();
+  r.top_rule = ref(s.top_rule);
+  r.top_severity = ref(s.top_severity);
+  r.top_title = ref(s.top_title);
+  r.top_cost_ns = s.top_cost_ns;
+  r.top_cost_share = s.top_cost_share;
+  r.trace_path = ref(s.trace_path);
+  if (format::ChunkWriter* w = files_->Room()) w->AddWindowSummary(r);
+}
+
 void Monitor::SetupMonitorSeries() {
   auto counter = [this](const char* name, const char* help) {
     return store_.AddSeries(FamilySpec{name, help, MetricType::kCounter, 1, true}, {});
@@ -601,6 +741,10 @@ void Monitor::SetupMonitorSeries() {
   h_dropped_ = counter("gpscope_monitor_trace_records_dropped_total",
                        "Records not written because no trace file could be opened.");
   h_scrapes_ = counter("gpscope_monitor_scrapes_total", "Pages served on /metrics.");
+  if (!options_.trace_dirs.empty()) {
+    h_windows_ = counter("gpscope_monitor_windows_summarized_total",
+                         "Capture windows of traced processes summarized (--traces).");
+  }
   h_info_ = store_.AddSeries(
       FamilySpec{"gpscope_monitor_info", "The monitor's version and GPU backend (value 1).",
                  MetricType::kGauge, 1, true},
@@ -620,6 +764,9 @@ void Monitor::StageMonitorSeries() {
   store_.Stage(h_dropped_, static_cast<double>(files_->records_dropped()));
   store_.Stage(h_scrapes_, static_cast<double>(store_.scrapes()));
   store_.Stage(h_info_, 1);
+  if (!options_.trace_dirs.empty()) {
+    store_.Stage(h_windows_, static_cast<double>(stats_.windows_summarized));
+  }
   if (gpu_ != nullptr) {
     for (uint32_t h : gpu_->info_handles) store_.Stage(h, 1);
   }
@@ -681,13 +828,18 @@ int Monitor::Run(MonitorStats* stats) {
                           store_.Render(f)};
     });
   }
+  std::string traces_text;
+  for (const std::string& dir : options_.trace_dirs) {
+    traces_text += (traces_text.empty() ? "; summarizing the capture windows of the traces in "
+                                        : ", ") + dir;
+  }
   Log(std::string("sampling every ") + std::to_string(options_.interval_ms) + " ms into " +
       files_->current_path() +
       (options_.listen != "none"
            ? "; serving http://" + options_.listen.substr(0, options_.listen.rfind(':')) + ":" +
                  std::to_string(server.port()) + "/metrics"
            : "; no HTTP endpoint") +
-      (options_.replay_path.empty() ? "" : "; " + BackendText()));
+      (options_.replay_path.empty() ? "" : "; " + BackendText()) + traces_text);
   if (options_.on_listening) options_.on_listening(server.port());
 
   host_ = NewGeneration(false);
@@ -696,6 +848,7 @@ int Monitor::Run(MonitorStats* stats) {
   }
   host_->initializing = false;
   for (const Notice& n : host_->notices) WriteNotice(n);
+  StartWindows();
 
   const uint64_t interval_ns = uint64_t{options_.interval_ms} * 1000000ull;
   const uint64_t flush_ns = uint64_t{std::max(options_.flush_interval_ms, options_.interval_ms)} *
@@ -718,6 +871,7 @@ int Monitor::Run(MonitorStats* stats) {
       gpu_->sampler->SampleOnce(ts, gpu_->sink.get());
       CheckGpuHealth(common::ClockNs(CLOCK_MONOTONIC));
     }
+    DrainWindows();
     StageMonitorSeries();
     store_.Commit();
     files_->MaybeRotateByAge();
@@ -752,6 +906,7 @@ int Monitor::Run(MonitorStats* stats) {
   }
 
   server.Stop();
+  StopWindows();
   format::ProcessEndRecord end{};
   end.reason = signal_number != 0 ? wire::END_SIGNAL : wire::END_EXIT;
   end.signal = signal_number;
@@ -898,6 +1053,19 @@ int ParseMonitorArgs(const std::vector<std::string>& args, MonitorOptions* o, st
       o->replay_path = value;
     } else if (name == "--nvml-library") {
       o->nvml_library = value;
+    } else if (name == "--traces") {
+      if (value.empty()) return bad("--traces needs a directory");
+      o->trace_dirs.push_back(value);
+    } else if (name == "--window-ttl") {
+      if (!ParseDurationNs(value, &ns) || ns < 1000000000ull) {
+        return bad("--window-ttl '" + value + "' is not a duration >= 1s (e.g. 90s, 15m, 1h)");
+      }
+      o->window_ttl_ns = ns;
+    } else if (name == "--window-max-events") {
+      if (!ParseUint(value, &u) || u < 1000 || u > 1000000000) {
+        return bad("--window-max-events '" + value + "' is not a number in 1000..1000000000");
+      }
+      o->window_max_events = u;
     } else if (name == "--zstd-level") {
       if (!ParseUint(value, &u) || u < 1 || u > 19) {
         return bad("--zstd-level '" + value + "' is not a number in 1..19");

@@ -15,13 +15,23 @@
 // in the trace (a CapabilityNotice, then a LostInterval). Host metrics go on
 // meanwhile. Repeated failures are logged once per distinct reason.
 //
+// With --traces DIR it also follows the trace files that collectors write
+// there and summarizes each capture window that closes (the always-on duty
+// cycle, GPSCOPE_DUTY: window_tracker.h), with the analyzer's own summary
+// analyses; the summaries go into the monitor's trace (WindowSummary) and
+// onto /metrics as gpscope_window_* gauges (exposition.h WindowGauges).
+//
 // Thread model: RunMonitor() runs the sampling loop on the calling thread:
 // sampling, file writing and logging all happen there. It blocks SIGTERM
 // and SIGINT on that thread and waits for them with sigtimedwait() between
 // samples, so call it from the main thread before any other thread exists
 // (threads created earlier would keep the signals unblocked and take them).
 // The HTTP server runs on one more thread (all signals blocked) and reads
-// only the MetricStore. A driver call that hangs blocks the sampling loop
+// only the MetricStore. With --traces, a window thread (signals blocked)
+// reads the traces and analyses closed windows; it hands summaries and log
+// lines to the sampling thread through one mutex-guarded queue, which the
+// sampling thread drains every round (it alone writes the file, the store
+// and the log), so an analysis never delays a sample. A driver call that hangs blocks the sampling loop
 // (not the HTTP thread) until it returns.
 #ifndef GPSCOPE_TOOLS_MONITOR_MONITOR_H_
 #define GPSCOPE_TOOLS_MONITOR_MONITOR_H_
@@ -46,6 +56,12 @@ struct MonitorOptions {
   std::string replay_path;                // non-empty: ReplayBackend (no GPU)
   std::string nvml_library;               // "": libnvidia-ml.so.1
   int zstd_level = 3;
+  // --traces: directories the collectors write to (their GPSCOPE_OUTPUT);
+  // each closed capture window there is summarized (window_tracker.h).
+  // Empty: off.
+  std::vector<std::string> trace_dirs;
+  uint64_t window_ttl_ns = 600ull * 1000000000ull;  // --window-ttl
+  uint64_t window_max_events = 2000000;              // --window-max-events
 
   // Not on the command line: tests shorten these.
   uint32_t flush_interval_ms = 1000;
@@ -56,6 +72,8 @@ struct MonitorOptions {
   const std::atomic<bool>* stop = nullptr;          // checked every 50 ms when set
   std::function<void(uint16_t port)> on_listening;  // called on the sampling thread
   std::string hostname;                             // "": gethostname()
+  uint32_t window_poll_ms = 1000;       // how often the window thread reads the traces
+  uint64_t window_settle_ns = 2000000000ull;  // WindowTrackerOptions::settle_ns
 };
 
 inline constexpr uint32_t kMinIntervalMs = 100;
@@ -73,6 +91,8 @@ struct MonitorStats {
   uint64_t files_deleted = 0;
   uint64_t records_dropped = 0;
   uint64_t scrapes = 0;
+  uint64_t windows_summarized = 0;  // --traces: window summaries written
+  uint64_t trace_files_refused = 0;
   uint16_t http_port = 0;
   int stop_signal = 0;
 };

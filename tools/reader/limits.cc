@@ -128,6 +128,17 @@ void CheckBatch(proto::EventBatch* b, ChunkCheck* check) {
     Cut(r.mutable_api(), check);
     Cut(r.mutable_caller(), check);
   }
+  // The node monitor's window summaries (issue 24).
+  CapMessages(b->mutable_window_summaries(), check);
+  for (proto::WindowSummary& w : *b->mutable_window_summaries()) {
+    for (std::string* text : {w.mutable_hostname(), w.mutable_job_id(), w.mutable_close_reason(),
+                              w.mutable_top_rule(), w.mutable_top_severity(),
+                              w.mutable_top_title(), w.mutable_trace_path()}) {
+      Cut(text, check);
+    }
+    CapMessages(w.mutable_gpus(), check);
+    for (proto::WindowGpu& g : *w.mutable_gpus()) Cut(g.mutable_uuid(), check);
+  }
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "tools/render/json_writer.h"
 #include "tools/render/read_status.h"
+#include "tools/render/text_format.h"
 #include "tools/render/text_sanitize.h"
 #include "tools/render/time_origin.h"
 
@@ -58,6 +59,58 @@ std::string GpuName(const GpuSeries& g, bool many_hosts) {
 }
 
 std::string PidList(const std::set<uint32_t>& pids) { return absl::StrJoin(pids, ", "); }
+
+// A window summary's utilization: "-" when not available, "~" marks an
+// estimate from launch shapes.
+std::string UtilText(double pct, bool estimated) {
+  if (pct < 0) return "-";
+  return absl::StrFormat("%s%.0f", estimated ? "~" : "", pct);
+}
+
+// The monitor's capture-window summaries (--traces): one line per window
+// and GPU, the most recent last.
+std::string WindowSummariesText(const MetricsReport& r) {
+  constexpr size_t kShown = 60;
+  std::string out =
+      "\nCapture windows summarized by the monitor (--traces; idle = idle-gap share, ~ = "
+      "estimated)\n";
+  out += absl::StrFormat("  %-8s %-16s %-12s %4s %8s %3s %5s %5s %4s %5s %9s %9s  %s\n",
+                         "end UTC", "job", "host", "rank", "pid", "gpu", "idle%", "busy%", "sm%",
+                         "dram%", "p50", "p95", "top finding (cost share)");
+  const size_t n = r.window_summaries.size();
+  if (n > kShown || r.window_summaries_omitted > 0) {
+    out += absl::StrFormat("  ... %d earlier window(s) (--format json has the first %d)\n",
+                           n - std::min(n, kShown) + r.window_summaries_omitted, n);
+  }
+  for (size_t i = n - std::min(n, kShown); i < n; ++i) {
+    const analyses::WindowSummary& w = r.window_summaries[i];
+    std::string top = w.top_rule.empty()
+                          ? "none"
+                          : absl::StrFormat("%s (%s, %.0f%%)", w.top_rule, w.top_severity,
+                                            100 * w.top_cost_share);
+    if (w.events_not_analysed > 0) {
+      absl::StrAppend(&top, "; ", Count(w.events_not_analysed), " events not analysed");
+    }
+    const std::string rank = w.rank >= 0 ? absl::StrCat(w.rank) : "-";
+    if (w.gpus.empty()) {
+      out += absl::StrFormat("  %-8s %-16s %-12s %4s %8d %3s %5s %5s %4s %5s %9s %9s  %s\n",
+                             Clock(w.end_realtime_ns), Ellipsize(w.job_id, 16),
+                             Ellipsize(w.hostname, 12), rank, w.pid, "-", "-", "-", "-", "-", "-",
+                             "-", top);
+    }
+    for (size_t g = 0; g < w.gpus.size(); ++g) {
+      const analyses::WindowGpuSummary& x = w.gpus[g];
+      out += absl::StrFormat(
+          "  %-8s %-16s %-12s %4s %8d %3d %5.1f %5.1f %4s %5s %9s %9s  %s\n",
+          Clock(w.end_realtime_ns), Ellipsize(w.job_id, 16), Ellipsize(w.hostname, 12), rank,
+          w.pid, x.device_id, 100 * x.idle_share, 100 * x.busy_share,
+          UtilText(x.sm_util_pct, x.sm_util_estimated), UtilText(x.mem_bw_util_pct, false),
+          x.kernels ? Time(x.kernel_p50_ns) : "-", x.kernels ? Time(x.kernel_p95_ns) : "-",
+          g == 0 ? top : "");
+    }
+  }
+  return out;
+}
 
 
 }  // namespace
@@ -188,6 +241,7 @@ std::string RenderMetricsText(const MetricsReport& r) {
                              gw.pids.empty() ? "-" : PidList(gw.pids));
     }
   }
+  if (!r.window_summaries.empty()) out += WindowSummariesText(r);
   return out;
 }
 
@@ -344,6 +398,53 @@ std::string RenderMetricsJson(const MetricsReport& r) {
     j.EndArray().EndObject();
   }
   j.EndArray();
+  if (!r.window_summaries.empty()) {
+    // Only in monitor files written with --traces (older outputs stay as they were).
+    j.Key("capture_windows").BeginArray();
+    for (const analyses::WindowSummary& w : r.window_summaries) {
+      j.BeginObject();
+      j.Key("job").String(w.job_id).Key("host").String(w.hostname).Key("rank").Int(w.rank);
+      j.Key("pid").Uint(w.pid).Key("process_uid").Uint(w.process_uid);
+      j.Key("start_ns").Uint(w.start_realtime_ns).Key("end_ns").Uint(w.end_realtime_ns);
+      j.Key("start").String(Iso(w.start_realtime_ns)).Key("end").String(Iso(w.end_realtime_ns));
+      j.Key("close_reason").String(w.close_reason).Key("trace").String(w.trace_path);
+      j.Key("events").Uint(w.events).Key("events_not_analysed").Uint(w.events_not_analysed);
+      j.Key("events_dropped").Uint(w.events_dropped);
+      j.Key("gpus").BeginArray();
+      for (const analyses::WindowGpuSummary& g : w.gpus) {
+        j.BeginObject().Key("gpu").Uint(g.device_id).Key("uuid").String(g.uuid);
+        j.Key("idle_share").Double(g.idle_share).Key("busy_share").Double(g.busy_share);
+        j.Key("sm_util_pct");
+        if (g.sm_util_pct >= 0) {
+          j.Double(g.sm_util_pct);
+        } else {
+          j.Null();
+        }
+        j.Key("sm_util_estimated").Bool(g.sm_util_estimated);
+        j.Key("mem_bw_util_pct");
+        if (g.mem_bw_util_pct >= 0) {
+          j.Double(g.mem_bw_util_pct);
+        } else {
+          j.Null();
+        }
+        j.Key("kernels").Uint(g.kernels).Key("kernel_p50_ns").Uint(g.kernel_p50_ns);
+        j.Key("kernel_p95_ns").Uint(g.kernel_p95_ns).Key("traced_ns").Uint(g.traced_ns);
+        j.EndObject();
+      }
+      j.EndArray();
+      j.Key("top_finding");
+      if (w.top_rule.empty()) {
+        j.Null();
+      } else {
+        j.BeginObject().Key("rule").String(w.top_rule).Key("severity").String(w.top_severity);
+        j.Key("title").String(w.top_title).Key("cost_ns").Uint(w.top_cost_ns);
+        j.Key("cost_share").Double(w.top_cost_share).EndObject();
+      }
+      j.EndObject();
+    }
+    j.EndArray();
+    j.Key("capture_windows_omitted").Uint(r.window_summaries_omitted);
+  }
   j.EndObject();
   out += "\n";
   return out;

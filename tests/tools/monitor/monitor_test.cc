@@ -20,6 +20,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -29,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/tools/monitor/duty_trace.h"
 #include "tools/analyze/metrics.h"
 #include "tools/monitor/trace_files.h"
 #include "tools/reader/batch_decode.h"
@@ -607,6 +610,181 @@ TEST(MonitorProcessTest, SigkillLeavesAReadableFileThatTheAnalyzerReads) {
   EXPECT_EQ(analyze::RunMetrics({"--format", "json", "--window", "1s", files[0]}, json, err), 0);
   EXPECT_NE(json.str().find("\"pid\": 4242"), std::string::npos);
   EXPECT_NE(json.str().find("\"gpu_readings\": \"replayed (no GPU)\""), std::string::npos);
+}
+
+// ------------------------------------------------------------- --traces --
+
+// The value of one series on a /metrics page; NaN when it is not there.
+double Gauge(const std::string& page, const std::string& series) {
+  const std::string line = "\n" + series + " ";
+  const size_t at = page.find(line);
+  if (at == std::string::npos) return std::nan("");
+  return std::strtod(page.c_str() + at + line.size(), nullptr);
+}
+
+// The window summaries in the monitor's files.
+std::vector<proto::WindowSummary> Summaries(const std::vector<std::string>& paths) {
+  struct Collect : reader::ChunkVisitor {
+    std::vector<proto::WindowSummary> summaries;
+    absl::Status OnChunk(const reader::ChunkContext&, const proto::Chunk& c) override {
+      for (const auto& w : c.batch().window_summaries()) summaries.push_back(w);
+      return absl::OkStatus();
+    }
+  } collect;
+  EXPECT_TRUE(reader::ReadTraces(paths, collect).ok());
+  return collect.summaries;
+}
+
+// Issue 24: a job under GPSCOPE_DUTY=1s/10s writes its trace in two steps
+// (window 1, compute-bound; then the time off, window 2, idle-heavy, its
+// end). With --traces on that directory the monitor summarizes each window
+// when it closes, with the analyzer's analyses: the latest per process on
+// /metrics (scraped over HTTP), every one in its own file, which
+// `gpscope-analyze metrics` shows. A symbolic link and another user's file
+// beside it are one log line each, and the monitor runs on.
+TEST(MonitorRunTest, TracesSummarizesEachCaptureWindowOnMetricsAndInItsFile) {
+  TempDir dir;
+  const std::string traces = dir.path() + "/traces";
+  ASSERT_EQ(mkdir(traces.c_str(), 0750), 0);
+  const std::string job = traces + "/job-42_node7.gpscope";
+  testing::DutyTrace d;
+  testing::BuildDutyTrace(&d, "1s/10s");
+  auto append = [&job](const uint8_t* data, size_t size) {
+    std::ofstream f(job, std::ios::binary | std::ios::app);
+    f.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  };
+  append(d.bytes().data(), d.first_window_bytes);
+  ASSERT_EQ(symlink(job.c_str(), (traces + "/link.gpscope").c_str()), 0);
+  const bool root = geteuid() == 0;  // another user's file needs chown
+  if (root) {
+    const std::string other = traces + "/other.gpscope";
+    std::ofstream(other, std::ios::binary)
+        .write(reinterpret_cast<const char*>(d.bytes().data()),
+               static_cast<std::streamsize>(d.bytes().size()));
+    ASSERT_EQ(chown(other.c_str(), 12345, 12345), 0);
+  }
+
+  MonitorOptions o = ReplayOptions(dir.path() + "/out");
+  o.listen = "127.0.0.1:0";
+  o.trace_dirs = {traces};
+  o.window_poll_ms = 50;
+  o.window_settle_ns = 200000000;  // the synthetic windows lie in the past: closed 0.2 s after
+  std::atomic<uint16_t> port{0};
+  o.on_listening = [&port](uint16_t p) { port.store(p); };
+  std::atomic<bool> stop{false};
+  o.stop = &stop;
+  std::ostringstream out, err;
+  MonitorStats stats;
+  int code = -1;
+  std::thread run([&] { code = RunMonitorWithOptions(o, out, err, &stats); });
+  auto page_with = [&port](const std::string& what) {
+    for (int i = 0; i < 400; ++i) {
+      if (port.load() != 0) {
+        const std::string page = Scrape(port.load());
+        if (page.find(what) != std::string::npos) return page;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return std::string();
+  };
+  const std::string process = "job=\"job-42\",host=\"node7\",rank=\"3\",pid=\"4242\"";
+  const std::string gpu = process + ",gpu=\"0\",uuid=\"GPU-00000000-1111-2222-3333-444444444444\"";
+
+  // Window 1: its GPSCOPE_DUTY time is over, nothing came after it.
+  const std::string busy = page_with("gpscope_window_idle_share{" + gpu + "}");
+  ASSERT_FALSE(busy.empty()) << err.str();
+  EXPECT_LT(Gauge(busy, "gpscope_window_idle_share{" + gpu + "}"), 0.01) << busy;
+  EXPECT_GT(Gauge(busy, "gpscope_window_busy_share{" + gpu + "}"), 0.95);
+  EXPECT_NEAR(Gauge(busy, "gpscope_window_kernel_p50_seconds{" + gpu + "}"), 0.0019, 0.0002);
+  EXPECT_GT(Gauge(busy, "gpscope_window_sm_utilization_percent{" + gpu + ",source=\"estimate\"}"),
+            95);
+  EXPECT_EQ(busy.find("gpscope_window_mem_bw_utilization_percent{"), std::string::npos)
+      << "no GPM samples in the job's trace: not exposed";
+  EXPECT_EQ(Gauge(busy, "gpscope_window_events_not_analysed{" + process + "}"), 0);
+  EXPECT_NEAR(Gauge(busy, "gpscope_window_start_timestamp_seconds{" + process + "}"), 1.7e9 + 1,
+              0.01);
+  EXPECT_EQ(busy.find("severity=\"critical\""), std::string::npos) << busy;
+  EXPECT_NE(busy.find("# TYPE gpscope_window_idle_share gauge"), std::string::npos);
+
+  // Window 2 and the process's end arrive.
+  append(d.bytes().data() + d.first_window_bytes, d.bytes().size() - d.first_window_bytes);
+  const std::string top = "gpscope_window_top_finding{" + process +
+                          ",rule=\"host-bound\",severity=\"critical\"}";
+  const std::string idle = page_with(top);
+  ASSERT_FALSE(idle.empty()) << err.str();
+  EXPECT_GT(Gauge(idle, top), 0.8);
+  EXPECT_GT(Gauge(idle, "gpscope_window_idle_share{" + gpu + "}"), 0.85);
+  EXPECT_NEAR(Gauge(idle, "gpscope_window_kernel_p50_seconds{" + gpu + "}"), 0.0005, 0.00005);
+  EXPECT_NEAR(Gauge(idle, "gpscope_window_start_timestamp_seconds{" + process + "}"), 1.7e9 + 19,
+              0.01);
+  EXPECT_EQ(CountOf(idle, "\ngpscope_window_idle_share{"), 1) << "only the latest window";
+  EXPECT_EQ(Gauge(idle, "gpscope_monitor_windows_summarized_total"), 2);
+
+  stop.store(true);
+  run.join();
+  ASSERT_EQ(code, 0) << err.str();
+  EXPECT_EQ(stats.windows_summarized, 2u);
+  EXPECT_EQ(stats.trace_files_refused, root ? 2u : 1u);
+  EXPECT_EQ(CountOf(err.str(), "--traces: skipping"), root ? 2 : 1) << err.str();
+  EXPECT_EQ(CountOf(err.str(), "link.gpscope: a symbolic link"), 1) << err.str();
+  if (root) {
+    EXPECT_EQ(CountOf(err.str(), "other.gpscope: belongs to uid 12345"), 1) << err.str();
+  }
+
+  // Both windows are in the monitor's file, in the order they closed.
+  const std::vector<std::string> files = TraceFiles(dir.path() + "/out");
+  const std::vector<proto::WindowSummary> written = Summaries(files);
+  ASSERT_EQ(written.size(), 2u);
+  EXPECT_EQ(written[0].close_reason(), "duty_schedule");
+  EXPECT_EQ(written[0].job_id(), "job-42");
+  EXPECT_EQ(written[0].rank(), 3);
+  EXPECT_EQ(written[0].trace_path(), job);
+  ASSERT_EQ(written[0].gpus_size(), 1);
+  EXPECT_LT(written[0].gpus(0).idle_share(), 0.01);
+  EXPECT_EQ(written[0].gpus(0).kernels(), 500u);
+  EXPECT_NE(written[0].top_severity(), "critical");
+  EXPECT_EQ(written[1].close_reason(), "process_end");
+  EXPECT_EQ(written[1].top_rule(), "host-bound");
+  EXPECT_EQ(written[1].top_severity(), "critical");
+  ASSERT_EQ(written[1].gpus_size(), 1);
+  EXPECT_GT(written[1].gpus(0).idle_share(), 0.85);
+  EXPECT_EQ(written[1].gpus(0).kernels(), 200u);
+  EXPECT_EQ(written[1].gpus(0).sm_util_pct() >= 0, true);
+
+  // `gpscope-analyze metrics` lists them.
+  std::ostringstream text, json, merr;
+  EXPECT_EQ(analyze::RunMetrics(files, text, merr), 0) << merr.str();
+  EXPECT_NE(text.str().find("Capture windows summarized by the monitor"), std::string::npos)
+      << text.str();
+  EXPECT_NE(text.str().find("host-bound (critical, "), std::string::npos) << text.str();
+  EXPECT_EQ(CountOf(text.str(), " job-42 "), 2) << text.str();
+  EXPECT_EQ(analyze::RunMetrics({"--format", "json", files[0]}, json, merr), 0);
+  EXPECT_NE(json.str().find("\"capture_windows\": ["), std::string::npos);
+  EXPECT_NE(json.str().find("\"close_reason\": \"duty_schedule\""), std::string::npos);
+  EXPECT_NE(json.str().find("\"rule\": \"host-bound\""), std::string::npos);
+}
+
+TEST(MonitorArgsTest, TracesOptions) {
+  MonitorOptions o;
+  std::ostringstream out, err;
+  ASSERT_EQ(ParseMonitorArgs({"--traces", "/a", "--traces=/b", "--window-ttl", "15m",
+                              "--window-max-events", "5000"},
+                             &o, out, err),
+            0)
+      << err.str();
+  EXPECT_EQ(o.trace_dirs, (std::vector<std::string>{"/a", "/b"}));
+  EXPECT_EQ(o.window_ttl_ns, 900ull * 1000000000ull);
+  EXPECT_EQ(o.window_max_events, 5000u);
+  MonitorOptions defaults;
+  EXPECT_TRUE(defaults.trace_dirs.empty()) << "off unless asked for";
+  for (const std::vector<std::string>& bad :
+       std::vector<std::vector<std::string>>{{"--traces", ""},
+                                             {"--window-ttl", "0s"},
+                                             {"--window-max-events", "10"}}) {
+    std::ostringstream e;
+    EXPECT_EQ(ParseMonitorArgs(bad, &o, out, e), 2) << bad[0];
+    EXPECT_EQ(CountOf(e.str(), "\n"), 1) << e.str();
+  }
 }
 
 TEST(MetricsCommandTest, BadUsageAndMissingFiles) {

@@ -1,25 +1,32 @@
-// tools/gpscope/trace_tail.h: reads trace files while they grow.
+// tools/reader/trace_tail.h: reads trace files while they grow.
 //
 // FrameFollower reads one file from a byte offset on and hands every
 // complete frame appended since the last call to a FrameVisitor, decoded by
-// tools/reader (TraceReader::ReadBuffer over a window of whole frames, so
+// the reader (TraceReader::ReadBuffer over a window of whole frames, so
 // checksums, decompression and parsing are the reader's). A frame still
 // being written is left for the next call; damage is skipped to the next
 // valid frame and counted. Memory is one window (4 MiB, grown only to fit
 // the largest frame), whatever the file size.
 //
 // TraceTail follows every *.gpscope file of an output directory (files that
-// appear later included) and keeps the numbers of the live progress line:
-// processes, events, bytes, drops.
+// appear later included) and keeps the numbers of the launcher's live
+// progress line: processes, events, bytes, drops.
 //
 //   TraceTail tail("/out");
 //   tail.SkipExisting();            // count only what this run appends
 //   while (running) { tail.Poll(); Render(tail.stats()); sleep(500 ms); }
 //   std::vector<std::string> files = tail.touched_files();
 //
-// Thread model: single-threaded (the launcher's main thread).
-#ifndef GPSCOPE_TOOLS_GPSCOPE_TRACE_TAIL_H_
-#define GPSCOPE_TOOLS_GPSCOPE_TRACE_TAIL_H_
+// Used by the launcher (`gpscope run` / `attach`: its own output) and the
+// node monitor (`--traces DIR`: directories other jobs write to, read with
+// FollowPolicy::trusted_only, docs/security.md).
+//
+// Thread model: single-threaded (the launcher's main thread; the monitor's
+// window thread).
+#ifndef GPSCOPE_TOOLS_READER_TRACE_TAIL_H_
+#define GPSCOPE_TOOLS_READER_TRACE_TAIL_H_
+
+#include <sys/types.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -32,7 +39,7 @@
 #include "absl/status/status.h"
 #include "gpscope/trace.pb.h"
 
-namespace gpscope::launcher {
+namespace gpscope::reader {
 
 class FrameVisitor {
  public:
@@ -43,9 +50,20 @@ class FrameVisitor {
                        const proto::Chunk& chunk) = 0;
 };
 
+// Which files a follower reads. The launcher reads what its own run wrote.
+// The node monitor reads a directory that jobs of any user may write to:
+// with trusted_only, a symbolic link (O_NOFOLLOW), anything but a regular
+// file, or a file that belongs to neither `uid` nor root is refused, as the
+// writers refuse such files (common/safe_path.h), before any byte is read.
+struct FollowPolicy {
+  bool trusted_only = false;
+  uid_t uid = 0;  // trusted_only: the reader's euid
+};
+
 class FrameFollower {
  public:
-  explicit FrameFollower(std::string path, size_t window_bytes = 4u << 20);
+  explicit FrameFollower(std::string path, size_t window_bytes = 4u << 20,
+                         FollowPolicy policy = {});
   ~FrameFollower();
   FrameFollower(const FrameFollower&) = delete;
   FrameFollower& operator=(const FrameFollower&) = delete;
@@ -69,6 +87,7 @@ class FrameFollower {
 
   std::string path_;
   size_t window_bytes_;
+  FollowPolicy policy_;
   uint64_t offset_ = 0;
   uint64_t damaged_regions_ = 0;
   absl::Status sticky_error_;
@@ -76,6 +95,10 @@ class FrameFollower {
   std::unique_ptr<uint8_t[]> buffer_;
   size_t capacity_ = 0;
 };
+
+// Paths of the *.gpscope files in `dir` (not hidden ones), sorted; empty
+// when it cannot be listed.
+std::vector<std::string> ListTraceFilesIn(const std::string& dir);
 
 struct TailStats {
   uint64_t files = 0;            // trace files that received frames
@@ -122,6 +145,6 @@ class TraceTail {
   TailStats stats_;
 };
 
-}  // namespace gpscope::launcher
+}  // namespace gpscope::reader
 
-#endif  // GPSCOPE_TOOLS_GPSCOPE_TRACE_TAIL_H_
+#endif  // GPSCOPE_TOOLS_READER_TRACE_TAIL_H_

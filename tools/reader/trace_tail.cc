@@ -1,5 +1,5 @@
-// tools/gpscope/trace_tail.cc: see trace_tail.h.
-#include "tools/gpscope/trace_tail.h"
+// tools/reader/trace_tail.cc: see trace_tail.h.
+#include "tools/reader/trace_tail.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 #include "proto/framing.h"
 #include "tools/reader/trace_reader.h"
 
-namespace gpscope::launcher {
+namespace gpscope::reader {
 namespace {
 
 using format::FrameStatus;
@@ -28,11 +28,11 @@ using format::kFrameHeaderBytes;
 // Adapts the reader's ChunkVisitor to FrameVisitor: the reader parses
 // [file header][frames] from our buffer, so a chunk's offset in that buffer
 // maps back to the file and to the frame's bytes.
-class Adapter : public reader::ChunkVisitor {
+class Adapter : public ChunkVisitor {
  public:
   Adapter(FrameVisitor& visitor, const uint8_t* buffer, uint64_t file_offset_of_first_frame)
       : visitor_(visitor), buffer_(buffer), base_(file_offset_of_first_frame) {}
-  absl::Status OnChunk(const reader::ChunkContext& c, const proto::Chunk& chunk) override {
+  absl::Status OnChunk(const ChunkContext& c, const proto::Chunk& chunk) override {
     visitor_.OnFrame(base_ + (c.offset - kFileHeaderBytes), buffer_ + c.offset, c.frame_bytes,
                      chunk);
     return absl::OkStatus();
@@ -61,8 +61,8 @@ ssize_t ReadAt(int fd, uint8_t* out, size_t bytes, uint64_t offset) {
 
 // ---------------------------------------------------------- FrameFollower --
 
-FrameFollower::FrameFollower(std::string path, size_t window_bytes)
-    : path_(std::move(path)), window_bytes_(std::max<size_t>(window_bytes, 256)) {}
+FrameFollower::FrameFollower(std::string path, size_t window_bytes, FollowPolicy policy)
+    : path_(std::move(path)), window_bytes_(std::max<size_t>(window_bytes, 256)), policy_(policy) {}
 
 FrameFollower::~FrameFollower() = default;
 
@@ -92,10 +92,15 @@ absl::Status FrameFollower::CheckHeader(int fd, uint64_t size) {
 
 absl::Status FrameFollower::ReadNew(FrameVisitor& visitor, uint64_t limit) {
   if (!sticky_error_.ok()) return sticky_error_;
-  // O_NONBLOCK: a FIFO named like a trace must not block the launcher.
-  const int fd = open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  // O_NONBLOCK: a FIFO named like a trace must not block the reader.
+  const int fd = open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK |
+                                         (policy_.trusted_only ? O_NOFOLLOW : 0));
   if (fd < 0) {
     if (errno == ENOENT) return absl::OkStatus();  // not there (yet, or any more)
+    if (errno == ELOOP && policy_.trusted_only) {
+      return sticky_error_ = absl::PermissionDeniedError(
+                 absl::StrCat(path_, ": a symbolic link, not followed (docs/security.md)"));
+    }
     return sticky_error_ = absl::PermissionDeniedError(
                absl::StrCat(path_, ": cannot open: ", std::strerror(errno)));
   }
@@ -104,6 +109,12 @@ absl::Status FrameFollower::ReadNew(FrameVisitor& visitor, uint64_t limit) {
     close(fd);
     return sticky_error_ =
                absl::InvalidArgumentError(absl::StrCat(path_, ": not a regular file"));
+  }
+  if (policy_.trusted_only && st.st_uid != policy_.uid && st.st_uid != 0) {
+    close(fd);
+    return sticky_error_ = absl::PermissionDeniedError(
+               absl::StrCat(path_, ": belongs to uid ", st.st_uid, ", not to uid ", policy_.uid,
+                            " or root: not read (docs/security.md)"));
   }
   uint64_t size = std::min<uint64_t>(static_cast<uint64_t>(st.st_size), limit);
   absl::Status status;
@@ -159,12 +170,12 @@ absl::Status FrameFollower::ReadNew(FrameVisitor& visitor, uint64_t limit) {
     if (pos > 0) {
       // Everything before `pos` is whole frames (and skipped damage, which
       // the reader skips again and reports to nobody).
-      reader::ReadOptions options;
+      ReadOptions options;
       options.max_warnings = 0;
       options.decode_threads = 1;  // a few fresh frames per poll: no pool to start and join
       Adapter adapter(visitor, buffer_.get(), offset_);
-      reader::TraceReader reader(adapter, options);
-      reader.ReadBuffer(path_, buffer_.get(), kFileHeaderBytes + pos).IgnoreError();
+      TraceReader trace_reader(adapter, options);
+      trace_reader.ReadBuffer(path_, buffer_.get(), kFileHeaderBytes + pos).IgnoreError();
       offset_ += pos;
       continue;
     }
@@ -229,19 +240,21 @@ TraceTail::TraceTail(std::string dir)
 
 TraceTail::~TraceTail() = default;
 
-std::vector<std::string> TraceTail::ListTraceFiles() const {
+std::vector<std::string> ListTraceFilesIn(const std::string& dir) {
   std::vector<std::string> files;
-  DIR* d = opendir(dir_.c_str());
+  DIR* d = opendir(dir.c_str());
   if (d == nullptr) return files;
   while (dirent* e = readdir(d)) {
     const std::string name = e->d_name;
     if (name.empty() || name[0] == '.' || !absl::EndsWith(name, ".gpscope")) continue;
-    files.push_back(dir_ + "/" + name);
+    files.push_back(dir + "/" + name);
   }
   closedir(d);
   std::sort(files.begin(), files.end());
   return files;
 }
+
+std::vector<std::string> TraceTail::ListTraceFiles() const { return ListTraceFilesIn(dir_); }
 
 void TraceTail::SkipExisting() {
   for (const std::string& path : ListTraceFiles()) {
@@ -291,4 +304,4 @@ std::vector<std::string> TraceTail::touched_files() const {
   return {touched_.begin(), touched_.end()};
 }
 
-}  // namespace gpscope::launcher
+}  // namespace gpscope::reader
