@@ -106,7 +106,14 @@ void CUPTIAPI SubscriberCallback(void*, CUpti_CallbackDomain domain, CUpti_Callb
       g_stacks.OnEnter(runtime, ClassifyApi(domain, cbid), static_cast<uint8_t>(domain), cbid,
                        d->correlationId);
     } else {
-      g_stacks.OnExit(runtime);
+      // Valid at exit only: a cudaError_t for the runtime, a CUresult for
+      // the driver (CUpti_CallbackData::functionReturnValue).
+      uint32_t result = 0;
+      if (const void* v = d->functionReturnValue) {
+        result = runtime ? static_cast<uint32_t>(*static_cast<const cudaError_t*>(v))
+                         : static_cast<uint32_t>(*static_cast<const CUresult*>(v));
+      }
+      g_stacks.OnExit(d->correlationId, result);
     }
     return;
   }
