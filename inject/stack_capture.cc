@@ -330,6 +330,11 @@ bool StackCapturer::MainThreadStack(Thread* t, StackCapture* c, uint64_t now_ns)
   return true;
 }
 
+void StackCapturer::MarkApiRows(ApiRowMarks* marks) const {
+  marks->states = states_ != nullptr ? high_water_.load(std::memory_order_acquire) : 0;
+  for (uint32_t i = 0; i < marks->states; ++i) marks->head[i] = ThreadAt(i)->rows.published_head();
+}
+
 void StackCapturer::FreeIfExited(Thread* t) {
   if (t->state.load(std::memory_order_acquire) != kThreadExited) return;
   if (t->captures.pending() != 0 || t->rows.pending() != 0) return;

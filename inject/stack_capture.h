@@ -193,9 +193,17 @@ class StackCapturer {
   size_t Drain(Fn fn);
   // Writer thread: hands every published row to fn(uint32_t thread_id,
   // const ApiCallRow&) in each thread's order (the order its calls
-  // returned), and frees the states of exited threads.
+  // returned), and frees the states of exited threads. With marks: only
+  // the rows published when MarkApiRows() filled them (so the writer can
+  // drain the captures in between: a call's capture is published at its
+  // entry, before its row, and is then drained no later than the row).
+  struct ApiRowMarks {
+    uint32_t states = 0;  // states [0, states) were marked
+    uint32_t head[kMaxThreads];
+  };
+  void MarkApiRows(ApiRowMarks* marks) const;
   template <typename Fn>
-  size_t DrainApiRows(Fn fn);
+  size_t DrainApiRows(Fn fn, const ApiRowMarks* marks = nullptr);
 
   // Cumulative counts (writer thread, or any thread; relaxed).
   uint64_t ring_drops() const;          // captures lost to a full ring
@@ -319,17 +327,20 @@ size_t StackCapturer::Drain(Fn fn) {
 }
 
 template <typename Fn>
-size_t StackCapturer::DrainApiRows(Fn fn) {
+size_t StackCapturer::DrainApiRows(Fn fn, const ApiRowMarks* marks) {
   if (states_ == nullptr) return 0;
   size_t n = 0;
-  const uint32_t hw = high_water_.load(std::memory_order_acquire);
+  const uint32_t hw =
+      marks != nullptr ? marks->states : high_water_.load(std::memory_order_acquire);
   ApiCallRow r;
   for (uint32_t i = 0; i < hw; ++i) {
     Thread* t = ThreadAt(i);
     if (t->state.load(std::memory_order_acquire) == kThreadFree) continue;
+    // A state freed and taken again since the mark: its tail is that mark.
+    const uint32_t mark = marks != nullptr ? marks->head[i] : t->rows.published_head();
     // tid is written before the owner's first publication: read after a pop.
     uint32_t tid = 0;
-    for (bool first = true; t->rows.Pop(&r, row_slots_); first = false) {
+    for (bool first = true; t->rows.PopBefore(&r, row_slots_, mark); first = false) {
       if (first) tid = t->tid;
       fn(tid, static_cast<const ApiCallRow&>(r));
       ++n;

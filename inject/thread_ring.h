@@ -13,7 +13,8 @@
 //
 //   ThreadRing<ApiRow, 4096>& r = state->rows;    // producer:
 //   if (ApiRow* row = r.Claim(size)) { *row = ...; if (r.Publish(size)) wake(); }
-//   ApiRow out;  while (r.Pop(&out, size)) ...    // consumer
+//   ApiRow out;  while (r.Pop(&out, size)) ...    // consumer (or up to a mark:
+//   const uint32_t mark = r.published_head(); ...; while (r.PopBefore(&out, size, mark)) ...)
 //
 // The counters have one writer each (dropped and published: the producer),
 // so they are updated with a load and a store, never a locked instruction;
@@ -64,12 +65,19 @@ struct ThreadRing {
   }
   // Consumer: the oldest published record into *out; false when empty.
   bool Pop(T* out, uint32_t size) {
+    return PopBefore(out, size, head.load(std::memory_order_acquire));
+  }
+  // Consumer: the same, but only records published before head was `mark`
+  // (a value head() had; later ones stay).
+  bool PopBefore(T* out, uint32_t size, uint32_t mark) {
     const uint32_t t = tail.load(std::memory_order_relaxed);
-    if (t == head.load(std::memory_order_acquire)) return false;
+    if (t == mark) return false;
     *out = slots[t & (size - 1)];
     tail.store(t + 1, std::memory_order_release);
     return true;
   }
+  // Consumer: what head is now (for PopBefore).
+  uint32_t published_head() const { return head.load(std::memory_order_acquire); }
   // Consumer (or a thread that owns the consumer's state): records
   // published and not drained.
   uint32_t pending() const {

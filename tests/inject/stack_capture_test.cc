@@ -460,6 +460,47 @@ TEST(ApiRowsTest, StacksSwitchedOffLeaveTheRowsAndEnableForgetsCallsInFlight) {
   for (uint32_t corr : {1u, 4u, 5u, 6u}) EXPECT_TRUE(stacks.count(corr)) << corr;
 }
 
+// The writer marks the rows, drains the captures, then the marked rows:
+// later rows (a new thread's, or one that took a freed state in between)
+// wait for the next drain.
+TEST(ApiRowsTest, AMarkedDrainTakesOnlyTheRowsPublishedByTheMark) {
+  StackCapturer c;
+  std::string why;
+  ASSERT_TRUE(c.Init(RowOpts(), &why));
+  auto corr_of = [&](const StackCapturer::ApiRowMarks* marks) {
+    std::vector<uint32_t> out;
+    c.DrainApiRows([&](uint32_t, const ApiCallRow& r) { out.push_back(r.correlation_id); },
+                   marks);
+    return out;
+  };
+  StackCapturer::ApiRowMarks marks;
+  std::thread([&] {
+    Call(c, true, ApiClass::kLaunch, 1);
+    Call(c, true, ApiClass::kLaunch, 2);
+  }).join();
+  c.MarkApiRows(&marks);
+  std::thread([&] { Call(c, true, ApiClass::kLaunch, 3); }).join();  // a second state
+  EXPECT_EQ(corr_of(&marks), (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(corr_of(nullptr), (std::vector<uint32_t>{3}));
+  // A thread whose rows were drained exits: marked (empty), freed by the
+  // captures' drain, then taken by a new thread before the rows' drain.
+  std::atomic<int> step{0};
+  std::thread a([&] {
+    Call(c, true, ApiClass::kLaunch, 5);
+    step.store(1);
+    while (step.load() != 2) SleepMs(1);
+  });
+  while (step.load() != 1) SleepMs(1);
+  EXPECT_EQ(corr_of(nullptr), (std::vector<uint32_t>{5}));
+  step.store(2);
+  a.join();
+  c.MarkApiRows(&marks);
+  DrainAll(c);
+  std::thread([&] { Call(c, true, ApiClass::kLaunch, 6); }).join();
+  EXPECT_TRUE(corr_of(&marks).empty());
+  EXPECT_EQ(corr_of(nullptr), (std::vector<uint32_t>{6}));
+}
+
 // Four threads make runtime calls with an inner driver call each into
 // 64-slot rings while the writer drains: every row is drained once, in its
 // thread's exit order, or counted as a drop.
