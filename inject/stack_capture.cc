@@ -32,6 +32,15 @@ void ThreadExited(void* value) {
 }
 
 constexpr size_t kThreadBytes = (sizeof(StackCapturer::Thread) + 63) & ~size_t{63};
+constexpr size_t kRowRingBytes = (sizeof(StackCapturer::RowRing) + 63) & ~size_t{63};
+
+// Zero-filled memory for n objects of `bytes` each, touched only as used
+// (nullptr when it cannot be mapped).
+uint8_t* MapStates(size_t bytes) {
+  void* p = mmap(nullptr, bytes * StackCapturer::kMaxThreads, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
+}
 
 }  // namespace
 
@@ -53,23 +62,27 @@ bool StackCapturer::Init(const Options& o, std::string* why) {
   if (!stacks && !o.api_rows) return false;
   sample_ns_ = uint64_t{o.settings.sample_interval_ms} * 1000000ull;
   ring_slots_ = decltype(Thread::captures)::UsableSize(o.ring_slots);
-  row_slots_ = decltype(Thread::rows)::UsableSize(o.api_row_slots);
+  row_slots_ = RowRing::UsableSize(o.api_row_slots);
   gate_ = o.gate;
   wake_ = o.wake;
   // Virtual memory only: a state's pages are touched by the thread that
-  // takes it (and the rings' slots as they fill).
-  void* p = mmap(nullptr, kThreadBytes * kMaxThreads, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) {
+  // takes it (and the rings' slots as they fill). Rows: 128 MiB of address
+  // space, mapped only when they are on.
+  uint8_t* states = MapStates(kThreadBytes);
+  uint8_t* rows = o.api_rows && states != nullptr ? MapStates(kRowRingBytes) : nullptr;
+  if (states == nullptr || (o.api_rows && rows == nullptr)) {
+    if (states != nullptr) munmap(states, kThreadBytes * kMaxThreads);
     *why = "cannot map the per-thread rings";
     return false;
   }
   if (pthread_key_create(&key_, ThreadExited) != 0) {
-    munmap(p, kThreadBytes * kMaxThreads);
+    munmap(states, kThreadBytes * kMaxThreads);
+    if (rows != nullptr) munmap(rows, kRowRingBytes * kMaxThreads);
     *why = "no pthread key left";
     return false;
   }
-  states_ = static_cast<uint8_t*>(p);  // zero-filled: every state kThreadFree
+  states_ = states;  // zero-filled: every state kThreadFree, every ring empty
+  row_rings_ = rows;
   stacks_ = stacks;
   rows_ = o.api_rows;
   on_.store((stacks_ ? kStacksOn : 0) | (rows_ ? kRowsOn : 0), std::memory_order_release);
@@ -103,6 +116,15 @@ void StackCapturer::SetStacks(bool on) {
 
 StackCapturer::Thread* StackCapturer::ThreadAt(uint32_t i) const {
   return reinterpret_cast<Thread*>(states_ + size_t{i} * kThreadBytes);
+}
+
+StackCapturer::RowRing* StackCapturer::RowsAt(uint32_t i) const {
+  return reinterpret_cast<RowRing*>(row_rings_ + size_t{i} * kRowRingBytes);
+}
+
+StackCapturer::RowRing* StackCapturer::RowsOf(const Thread* t) const {
+  return RowsAt(static_cast<uint32_t>((reinterpret_cast<const uint8_t*>(t) - states_) /
+                                      kThreadBytes));
 }
 
 // A thread's first callback: the only cold work on an application thread.
@@ -226,14 +248,15 @@ void StackCapturer::OnExit(uint32_t correlation, uint32_t return_value) {
   if (c.flags & kOpenRow) {
     --rows_open;
     end = common::ClockNs(CLOCK_REALTIME);
-    if (ApiCallRow* r = t->rows.Claim(row_slots_)) {
+    RowRing* rows = RowsOf(t);
+    if (ApiCallRow* r = rows->Claim(row_slots_)) {
       r->start_ns = c.start_ns;
       r->end_ns = end;
       r->correlation_id = correlation;
       r->return_value = return_value;
       r->cbid = c.cbid;
       r->domain = c.domain;
-      if (t->rows.Publish(row_slots_) && wake_ != nullptr) wake_->Wake();
+      if (rows->Publish(row_slots_) && wake_ != nullptr) wake_->Wake();
     }
   }
   t->open_rows.store(rows_open, std::memory_order_relaxed);
@@ -331,13 +354,13 @@ bool StackCapturer::MainThreadStack(Thread* t, StackCapture* c, uint64_t now_ns)
 }
 
 void StackCapturer::MarkApiRows(ApiRowMarks* marks) const {
-  marks->states = states_ != nullptr ? high_water_.load(std::memory_order_acquire) : 0;
-  for (uint32_t i = 0; i < marks->states; ++i) marks->head[i] = ThreadAt(i)->rows.published_head();
+  marks->states = row_rings_ != nullptr ? high_water_.load(std::memory_order_acquire) : 0;
+  for (uint32_t i = 0; i < marks->states; ++i) marks->head[i] = RowsAt(i)->published_head();
 }
 
 void StackCapturer::FreeIfExited(Thread* t) {
   if (t->state.load(std::memory_order_acquire) != kThreadExited) return;
-  if (t->captures.pending() != 0 || t->rows.pending() != 0) return;
+  if (t->captures.pending() != 0 || (row_rings_ != nullptr && RowsOf(t)->pending() != 0)) return;
   t->state.store(kThreadFree, std::memory_order_release);
 }
 
@@ -346,7 +369,7 @@ uint64_t StackCapturer::Sum(Count count) const {
   if (states_ == nullptr) return 0;
   uint64_t n = 0;
   const uint32_t hw = high_water_.load(std::memory_order_acquire);
-  for (uint32_t i = 0; i < hw; ++i) n += count(*ThreadAt(i));
+  for (uint32_t i = 0; i < hw; ++i) n += count(i);
   return n;
 }
 
@@ -355,35 +378,42 @@ uint64_t Load(const std::atomic<uint64_t>& n) { return n.load(std::memory_order_
 }  // namespace
 
 uint64_t StackCapturer::ring_drops() const {
-  return Sum([](const Thread& t) { return Load(t.captures.dropped); });
+  return Sum([this](uint32_t i) { return Load(ThreadAt(i)->captures.dropped); });
 }
 uint64_t StackCapturer::captures() const {
-  return Sum([](const Thread& t) { return Load(t.captures.published); });
+  return Sum([this](uint32_t i) { return Load(ThreadAt(i)->captures.published); });
 }
 uint64_t StackCapturer::main_thread_reused() const {
-  return Sum([](const Thread& t) { return Load(t.main_reused); });
+  return Sum([this](uint32_t i) { return Load(ThreadAt(i)->main_reused); });
 }
 uint64_t StackCapturer::main_thread_captures() const {
-  return Sum([](const Thread& t) { return Load(t.main_thread); });
+  return Sum([this](uint32_t i) { return Load(ThreadAt(i)->main_thread); });
 }
 uint64_t StackCapturer::native_slow_path() const {
-  return Sum([](const Thread& t) { return Load(t.slow); });
+  return Sum([this](uint32_t i) { return Load(ThreadAt(i)->slow); });
 }
 uint64_t StackCapturer::api_rows() const {
-  return Sum([](const Thread& t) { return Load(t.rows.published); });
+  if (row_rings_ == nullptr) return 0;
+  return Sum([this](uint32_t i) { return Load(RowsAt(i)->published); });
 }
 uint64_t StackCapturer::api_row_drops() const {
-  return Sum([](const Thread& t) { return Load(t.rows.dropped) + Load(t.rows_lost); });
+  if (row_rings_ == nullptr) return 0;
+  return Sum([this](uint32_t i) {
+    return Load(RowsAt(i)->dropped) + Load(ThreadAt(i)->rows_lost);
+  });
 }
 uint64_t StackCapturer::api_rows_pending() const {
-  return Sum([](const Thread& t) -> uint64_t {
-    return t.state.load(std::memory_order_acquire) == kThreadFree ? 0 : t.rows.pending();
+  if (row_rings_ == nullptr) return 0;
+  return Sum([this](uint32_t i) -> uint64_t {
+    return ThreadAt(i)->state.load(std::memory_order_acquire) == kThreadFree ? 0
+                                                                            : RowsAt(i)->pending();
   });
 }
 uint64_t StackCapturer::api_calls_in_flight() const {
-  return Sum([](const Thread& t) -> uint64_t {
-    return t.state.load(std::memory_order_acquire) == kThreadInUse
-               ? t.open_rows.load(std::memory_order_relaxed)
+  return Sum([this](uint32_t i) -> uint64_t {
+    const Thread* t = ThreadAt(i);
+    return t->state.load(std::memory_order_acquire) == kThreadInUse
+               ? t->open_rows.load(std::memory_order_relaxed)
                : 0;
   });
 }

@@ -139,9 +139,10 @@ class StackCapturer {
   // (touched only as it fills).
   static constexpr uint32_t kRingSlots = 128;
   // API call rows per thread between drains: 16384 x 32 B = 512 KiB
-  // (touched as it fills). An empty-kernel loop makes ~230,000 calls per
-  // second on the H200 (4.3 us each): 70 ms of them, three of the writer's
-  // 20 ms ticks, and the writer is woken at half.
+  // (touched as it fills; the 256 rings, 128 MiB of address space, are
+  // mapped only with rows on). An empty-kernel loop makes ~230,000 calls
+  // per second on the H200 (4.3 us each): 70 ms of them, three of the
+  // writer's 20 ms ticks, and the writer is woken at half.
   static constexpr uint32_t kApiRowSlots = 16384;
   // Calls a thread is inside at once (a runtime call and its driver call:
   // 2); deeper ones get no row (counted) and no stack.
@@ -225,6 +226,9 @@ class StackCapturer {
   uint64_t api_calls_in_flight() const;
 
   struct Thread;  // defined below
+  // A thread's API call rows, mapped apart (only with rows on): state i's
+  // is RowsAt(i).
+  using RowRing = ThreadRing<ApiCallRow, kApiRowSlots>;
 
  private:
   // on_: the parts that run, and (above them) the epoch Enable() bumps.
@@ -235,6 +239,8 @@ class StackCapturer {
   // (walked, or the last walk's again); false when there is none.
   bool MainThreadStack(Thread* t, stacks::StackCapture* c, uint64_t now_ns);
   Thread* ThreadAt(uint32_t i) const;
+  RowRing* RowsAt(uint32_t i) const;
+  RowRing* RowsOf(const Thread* t) const;
   void StackEntry(Thread* t, ApiClass cls, uint8_t domain, uint32_t cbid, uint32_t correlation,
                   uint64_t now_ns);
   void Capture(Thread* t, stacks::StackTrigger trigger, uint8_t domain, uint32_t cbid,
@@ -258,6 +264,7 @@ class StackCapturer {
   WakeWord* wake_ = nullptr;
   pthread_key_t key_ = 0;
   uint8_t* states_ = nullptr;  // kMaxThreads Thread objects
+  uint8_t* row_rings_ = nullptr;  // kMaxThreads RowRing objects (rows on only)
   std::atomic<uint32_t> high_water_{0};  // states [0, high_water_) were ever used
   std::atomic<uint32_t> threads_seen_{0};
   std::atomic<uint64_t> thread_drops_{0};
@@ -303,7 +310,6 @@ struct StackCapturer::Thread {
   uint8_t main_flags;
   stacks::FrameRef main_frames[stacks::kMaxStackDepth];
   ThreadRing<stacks::StackCapture, kRingSlots> captures;
-  ThreadRing<ApiCallRow, kApiRowSlots> rows;
 };
 
 enum : uint32_t { kThreadFree = 0, kThreadInUse = 1, kThreadExited = 2 };
@@ -328,7 +334,7 @@ size_t StackCapturer::Drain(Fn fn) {
 
 template <typename Fn>
 size_t StackCapturer::DrainApiRows(Fn fn, const ApiRowMarks* marks) {
-  if (states_ == nullptr) return 0;
+  if (row_rings_ == nullptr) return 0;
   size_t n = 0;
   const uint32_t hw =
       marks != nullptr ? marks->states : high_water_.load(std::memory_order_acquire);
@@ -337,10 +343,11 @@ size_t StackCapturer::DrainApiRows(Fn fn, const ApiRowMarks* marks) {
     Thread* t = ThreadAt(i);
     if (t->state.load(std::memory_order_acquire) == kThreadFree) continue;
     // A state freed and taken again since the mark: its tail is that mark.
-    const uint32_t mark = marks != nullptr ? marks->head[i] : t->rows.published_head();
+    RowRing* rows = RowsAt(i);
+    const uint32_t mark = marks != nullptr ? marks->head[i] : rows->published_head();
     // tid is written before the owner's first publication: read after a pop.
     uint32_t tid = 0;
-    for (bool first = true; t->rows.PopBefore(&r, row_slots_, mark); first = false) {
+    for (bool first = true; rows->PopBefore(&r, row_slots_, mark); first = false) {
       if (first) tid = t->tid;
       fn(tid, static_cast<const ApiCallRow&>(r));
       ++n;
