@@ -154,6 +154,17 @@ class CollectorStacksTest : public CollectorCuptiTest {
     return nullptr;
   }
 
+  // The callbacks of exactly gpscope's call list were enabled.
+  static void ExpectTheListedCallbacksEnabled(const FakeStats& stats) {
+    size_t runtime = 0, driver = 0;
+    for (const auto& c : stats.Calls("enable_callback")) {
+      runtime += (c.arg >> 16) == CUPTI_CB_DOMAIN_RUNTIME_API && c.value == 1;
+      driver += (c.arg >> 16) == CUPTI_CB_DOMAIN_DRIVER_API && c.value == 1;
+    }
+    EXPECT_EQ(runtime, std::size(inject::kRuntimeCbids));
+    EXPECT_EQ(driver, std::size(inject::kDriverCbids));
+  }
+
   std::string Config(const Trace& t, const std::string& key) {
     for (const auto& kv : t.header->config()) {
       if (kv.key() == key) return kv.value();
@@ -220,16 +231,9 @@ TEST_F(CollectorStacksTest, SyncCallsCarryNativeStacksThatJoinTheirApiRecordsAnd
   EXPECT_EQ(py[0]->reason(), "no CPython in this process");
   EXPECT_EQ(t.Dropped(proto::DROP_STACKS), 0u);
   EXPECT_TRUE(StderrLines().empty()) << Stderr();
-  // The callbacks of exactly gpscope's call list were enabled.
   FakeStats stats;
   ASSERT_NO_FATAL_FAILURE(ReadStats(&stats));
-  size_t runtime = 0, driver = 0;
-  for (const auto& c : stats.Calls("enable_callback")) {
-    runtime += (c.arg >> 16) == CUPTI_CB_DOMAIN_RUNTIME_API && c.value == 1;
-    driver += (c.arg >> 16) == CUPTI_CB_DOMAIN_DRIVER_API && c.value == 1;
-  }
-  EXPECT_EQ(runtime, std::size(inject::kRuntimeCbids));
-  EXPECT_EQ(driver, std::size(inject::kDriverCbids));
+  ExpectTheListedCallbacksEnabled(stats);
 }
 
 TEST_F(CollectorStacksTest, AnUnsupportedCPythonIsOneInfoLineANoticeAndNativeStacks) {
@@ -652,13 +656,7 @@ TEST_F(CollectorApiCallbackTest, WithStacksOffTheCallbacksStillGiveTheRows) {
   EXPECT_EQ(off[0]->reason(), "GPSCOPE_STACKS=0");
   FakeStats stats;
   ASSERT_NO_FATAL_FAILURE(ReadStats(&stats));
-  size_t runtime = 0, driver = 0;
-  for (const auto& c : stats.Calls("enable_callback")) {
-    runtime += (c.arg >> 16) == CUPTI_CB_DOMAIN_RUNTIME_API && c.value == 1;
-    driver += (c.arg >> 16) == CUPTI_CB_DOMAIN_DRIVER_API && c.value == 1;
-  }
-  EXPECT_EQ(runtime, std::size(inject::kRuntimeCbids));
-  EXPECT_EQ(driver, std::size(inject::kDriverCbids));
+  ExpectTheListedCallbacksEnabled(stats);
   EXPECT_TRUE(stats.Set("runtime_cbids").empty());
 }
 

@@ -386,18 +386,27 @@ TEST_F(RecordConverterTest, SynchronizationBecomesASyncWithItsKindStreamAndEvent
   EXPECT_EQ(e.correlation_id, 31u);
 }
 
+CUpti_ActivityAPI ApiRecord(CUpti_ActivityKind kind, CUpti_CallbackId cbid, uint64_t start,
+                            uint64_t end, uint32_t thread_id, uint32_t correlation,
+                            uint32_t result) {
+  CUpti_ActivityAPI a{};
+  a.kind = kind;
+  a.cbid = cbid;
+  a.start = start;
+  a.end = end;
+  a.threadId = thread_id;
+  a.correlationId = correlation;
+  a.returnValue = result;
+  return a;
+}
+
 TEST_F(RecordConverterTest, ApiRecordsOfTheListedCallsKeepTheirNameOthersAreDropped) {
   names_.names[{wire::API_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000}] =
       "cudaLaunchKernel_v7000";
   names_.names[{wire::API_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2}] = "cuMemAlloc_v2";
-  CUpti_ActivityAPI a{};
-  a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
-  a.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
-  a.start = kT0 + 1;
-  a.end = kT0 + 4;
-  a.threadId = 1234;
-  a.correlationId = 8;
-  a.returnValue = 0;
+  CUpti_ActivityAPI a = ApiRecord(CUPTI_ACTIVITY_KIND_RUNTIME,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, kT0 + 1,
+                                  kT0 + 4, 1234, 8, 0);
   Convert(Rec(a));
   a.start = kT0 + 5;
   a.end = kT0 + 7;
@@ -408,15 +417,9 @@ TEST_F(RecordConverterTest, ApiRecordsOfTheListedCallsKeepTheirNameOthersAreDrop
   other.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020;
   other.correlationId = 10;
   Convert(Rec(other));
-  CUpti_ActivityAPI d{};
-  d.kind = CUPTI_ACTIVITY_KIND_DRIVER;
-  d.cbid = CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2;
-  d.start = kT0 + 10;
-  d.end = kT0 + 30;
-  d.threadId = 1235;
-  d.correlationId = 11;
-  d.returnValue = 2;  // CUDA_ERROR_OUT_OF_MEMORY
-  Convert(Rec(d));
+  // CUDA_ERROR_OUT_OF_MEMORY (2).
+  Convert(Rec(ApiRecord(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
+                        kT0 + 10, kT0 + 30, 1235, 11, 2)));
   Readback r;
   ASSERT_NO_FATAL_FAILURE(Finish(&r));
 
@@ -467,15 +470,8 @@ TEST_F(RecordConverterTest, ApiCallsFromTheCallbacksBecomeTheEventsTheirRecordsW
   converter_->ConvertApiCall(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,
                              kT0 + 1, kT0 + 5, 4321, 20, 11);
   // The same call as an activity record: the same event.
-  CUpti_ActivityAPI a{};
-  a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
-  a.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020;
-  a.start = kT0 + 1;
-  a.end = kT0 + 5;
-  a.threadId = 4321;
-  a.correlationId = 20;
-  a.returnValue = 11;
-  Convert(Rec(a));
+  Convert(Rec(ApiRecord(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,
+                        kT0 + 1, kT0 + 5, 4321, 20, 11)));
   Readback r;
   ASSERT_NO_FATAL_FAILURE(Finish(&r));
   ASSERT_EQ(r.events.api_calls.size(), 3u);

@@ -65,6 +65,16 @@ void Call(StackCapturer& c, bool runtime, ApiClass cls, uint32_t corr, int busy_
   c.OnExit(corr, 0);
 }
 
+// kMaxThreads + 10 threads, one after another, never drained: two syncs each.
+void TwoSyncsOnThreadsPastTheLimit(StackCapturer& c) {
+  for (uint32_t i = 0; i < StackCapturer::kMaxThreads + 10; ++i) {
+    std::thread([&] {
+      Call(c, true, ApiClass::kSync, i);
+      Call(c, true, ApiClass::kSync, i + 100000);
+    }).join();
+  }
+}
+
 std::map<uint32_t, StackCapture> DrainAll(StackCapturer& c) {
   std::map<uint32_t, StackCapture> out;
   c.Drain([&](const StackCapture& s) { out[static_cast<uint32_t>(s.correlation_id)] = s; });
@@ -243,12 +253,7 @@ TEST(StackCaptureTest, ExitedThreadsStatesAreReusedAndBeyondTheLimitCounted) {
 
   StackCapturer d;
   ASSERT_TRUE(d.Init(Opts(stacks::StackMode::kNative, 1), &why)) << why;
-  for (uint32_t i = 0; i < StackCapturer::kMaxThreads + 10; ++i) {
-    std::thread([&] {
-      Call(d, true, ApiClass::kSync, i);
-      Call(d, true, ApiClass::kSync, i + 100000);
-    }).join();
-  }
+  TwoSyncsOnThreadsPastTheLimit(d);
   EXPECT_EQ(DrainAll(d).size(), 2u * StackCapturer::kMaxThreads);
   EXPECT_EQ(d.thread_drops(), 20u);
 }
@@ -572,12 +577,7 @@ TEST(ApiRowsTest, ExitedThreadsStatesAreReusedAfterTheirRowsAndBeyondTheLimitCou
 
   StackCapturer d;
   ASSERT_TRUE(d.Init(RowOpts(), &why));
-  for (uint32_t i = 0; i < StackCapturer::kMaxThreads + 10; ++i) {
-    std::thread([&] {
-      Call(d, true, ApiClass::kLaunch, i);
-      Call(d, false, ApiClass::kSync, i + 100000);
-    }).join();
-  }
+  TwoSyncsOnThreadsPastTheLimit(d);
   EXPECT_EQ(DrainRows(d).size(), 2u * StackCapturer::kMaxThreads);
   EXPECT_EQ(d.api_thread_drops(), 20u);
 }
