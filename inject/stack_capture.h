@@ -10,15 +10,15 @@
 // calls it is inside (a small stack, innermost last: a runtime call's inner
 // driver calls nest in it), matched at exit by correlation id.
 //
-// API call rows: every listed call at every depth (an inner driver call
-// gets its own row and correlation id, as CUPTI's API records do) that
-// starts while tracing is on (the capture gate's word) gets one ApiCallRow
+// API call rows: every listed call, outside runtime calls (a runtime call's
+// own driver calls get no row: CUPTI's API records leave them out too, seen
+// on the H100 in session 12; a driver call made directly, as JAX and CuPy
+// make them, gets one), that starts while tracing is on (the capture gate's word) gets one ApiCallRow
 // at its exit: start (CLOCK_REALTIME at entry), end (at exit), CUPTI's
 // correlation id (the one its API record and its kernel/copy records
 // carry), callback id and domain, the return value (cudaError_t or
 // CUresult). Rows are pushed at exit, so a thread's rows come in the order
-// its calls returned (CUPTI's own order for API records: an inner call
-// before the call that made it). A full ring drops the row and counts it;
+// its calls returned. A full ring drops the row and counts it;
 // so do calls deeper than kMaxOpenCalls and calls whose exit never came
 // (their entry was seen and a call outside them returned). The writer
 // drains the rows (DrainApiRows) and writes them like API records.

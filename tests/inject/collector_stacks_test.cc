@@ -466,13 +466,15 @@ void ApiRowsWorkload(void* fake) {
   fclose(f);
 }
 
-// One expected row: what its activity record would say.
+// One expected row: what its activity record would say. A runtime call's
+// inner driver call has none: CUPTI's activity kinds do not record it (seen
+// on the H100 in session 12: cudaLaunchKernel's cuLaunchKernel, cudaMemcpy's
+// cuMemcpy*), so the callback rows leave it out too.
 struct WantRow {
   uint32_t domain;  // wire::API_*
   uint32_t cbid;
   uint32_t return_value;
   const char* name;
-  uint32_t outer = 0;  // an inner call: the correlation id of the call it is in
 };
 
 std::map<uint32_t, WantRow> WantedRows(const std::multimap<std::string, uint32_t>& calls) {
@@ -482,16 +484,12 @@ std::map<uint32_t, WantRow> WantedRows(const std::multimap<std::string, uint32_t
     if (label == "launch") {
       want[corr] = {wire::API_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0,
                     "cudaLaunchKernel_v7000"};
-      want[corr + 1] = {wire::API_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0,
-                        "cuLaunchKernel", corr};
     } else if (label == "sync") {
       want[corr] = {wire::API_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, 0,
                     "cudaStreamSynchronize_v3020"};
     } else if (label == "copy") {
       want[corr] = {wire::API_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,
                     copy++ == 1 ? 1u : 0u, "cudaMemcpy_v3020"};
-      want[corr + 1] = {wire::API_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, 0,
-                        "cuMemcpyHtoD_v2", corr};
     } else if (label == "driver") {
       want[corr] = {wire::API_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, 700,
                     "cuCtxSynchronize"};
@@ -533,7 +531,7 @@ class CollectorApiCallbackTest : public CollectorStacksTest {
   }
 
   // Checks the trace's API calls are exactly the wanted rows, of the child's
-  // main thread, with times that nest as the calls did.
+  // main thread.
   void ExpectRows(const Trace& t, const std::map<uint32_t, WantRow>& want) {
     std::map<uint32_t, const format::ApiCallEvent*> by_corr;
     for (const auto& a : t.api_calls) {
@@ -553,11 +551,6 @@ class CollectorApiCallbackTest : public CollectorStacksTest {
       EXPECT_GT(a.end_ns, a.start_ns);
       EXPECT_GE(a.start_ns, start_ns_);
       EXPECT_LE(a.end_ns, end_ns_);
-      if (w.outer != 0) {
-        const format::ApiCallEvent& o = *by_corr.at(w.outer);
-        EXPECT_GT(a.start_ns, o.start_ns) << "inside the call that made it";
-        EXPECT_LT(a.end_ns, o.end_ns);
-      }
     }
   }
 
@@ -582,7 +575,7 @@ TEST_F(CollectorApiCallbackTest, EveryCallAtEveryDepthGivesTheRowItsRecordWouldA
   const auto calls = ReadCalls();
   ASSERT_EQ(calls.size(), 30u);
   const std::map<uint32_t, WantRow> want = WantedRows(calls);
-  ASSERT_EQ(want.size(), 53u);  // 20 x 2 + 5 + 3 x 2 + 2
+  ASSERT_EQ(want.size(), 30u);  // 20 launches + 5 + 3 copies + 2 (no inner driver calls)
   ASSERT_NO_FATAL_FAILURE(ExpectRows(t, want));
   // Each kernel carries its launch's correlation id.
   ASSERT_EQ(t.kernels.size(), 20u);
@@ -620,25 +613,23 @@ TEST_F(CollectorApiCallbackTest, EveryCallAtEveryDepthGivesTheRowItsRecordWouldA
   for (const std::string& l : Lines(dump)) {
     api_lines += l.find("\"type\":\"api\"") != std::string::npos;
   }
-  EXPECT_EQ(api_lines, 53u) << dump.substr(0, 2000);
+  EXPECT_EQ(api_lines, 30u) << dump.substr(0, 2000);
   EXPECT_NE(dump.find("\"name\":\"cuCtxSynchronize\""), std::string::npos);
   EXPECT_NE(dump.find("\"return_value\":700"), std::string::npos);
 #endif
 }
 
-// The same workload through the activity kinds (the stand-in recording an
-// inner driver call too, as CUPTI does): the same rows, the same joins.
+// The same workload through the activity kinds (the stand-in, like CUPTI,
+// recording no inner driver call): the same rows, the same joins.
 TEST_F(CollectorApiCallbackTest, TheActivityKindsGiveTheSameRowsForTheSameCalls) {
   Trace activity, callback;
-  ASSERT_NO_FATAL_FAILURE(RunWorkload({{"FAKE_CUPTI_INNER_RECORDS", "1"}}, ApiRowsWorkload,
-                                      &activity));
+  ASSERT_NO_FATAL_FAILURE(RunWorkload({}, ApiRowsWorkload, &activity));
   const std::map<uint32_t, WantRow> want = WantedRows(ReadCalls());
   ASSERT_NO_FATAL_FAILURE(ExpectRows(activity, want));
   EXPECT_EQ(Config(activity, "GPSCOPE_API_SOURCE"), "activity");
   const auto activity_joins = AnalyzerJoins();
-  ASSERT_NO_FATAL_FAILURE(RunWorkload(
-      {{"FAKE_CUPTI_INNER_RECORDS", "1"}, {"GPSCOPE_API_SOURCE", "callback"}}, ApiRowsWorkload,
-      &callback));
+  ASSERT_NO_FATAL_FAILURE(RunWorkload({{"GPSCOPE_API_SOURCE", "callback"}}, ApiRowsWorkload,
+                                      &callback));
   EXPECT_EQ(WantedRows(ReadCalls()).size(), want.size());
   ASSERT_NO_FATAL_FAILURE(ExpectRows(callback, want));
   EXPECT_EQ(AnalyzerJoins(), activity_joins);
