@@ -208,11 +208,11 @@ __attribute__((noinline)) int NestCollector(int n, bool sync, benchmark::State& 
   uint32_t corr = 0;
   size_t drained = 0;
   c->OnEnter(true, ApiClass::kLaunch, 2, 13, ++corr);  // the thread's first: attaches
-  c->OnExit(true);
+  c->OnExit(corr, 0);
   c->Drain([&](const StackCapture&) { ++drained; });
   for (auto _ : state) {
     c->OnEnter(true, sync ? ApiClass::kSync : ApiClass::kLaunch, 2, sync ? 131 : 13, ++corr);
-    c->OnExit(true);
+    c->OnExit(corr, 0);
     if (sync) c->Drain([&](const StackCapture&) { ++drained; });
   }
   state.counters["captured"] = static_cast<double>(drained);

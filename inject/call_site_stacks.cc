@@ -28,6 +28,14 @@ void CallSiteStacks::ApplySwitch() {
   const int request = switch_request_.exchange(kNoSwitch, std::memory_order_acq_rel);
   if (request == kNoSwitch || !active() || (request == kSwitchOff) == switched_off_) return;
   switched_off_ = request == kSwitchOff;
+  if (api_rows_) {
+    // The callbacks give the API records too: they stay on.
+    capturer_->SetStacks(!switched_off_);
+    GPSCOPE_LOG_INFO("call-site stacks switched %s on request (the API callbacks stay on: they "
+                     "give the API records)",
+                     switched_off_ ? "off" : "on");
+    return;
+  }
   size_t asked = 0;
   const size_t changed = session_->SetApiCallbacks(!switched_off_, launches_, &asked);
   if (switched_off_) {
@@ -41,20 +49,27 @@ void CallSiteStacks::ApplySwitch() {
 
 void CallSiteStacks::Start(const Options& options, CuptiSession* session, WakeWord* wake) {
   const stacks::StackSettings& s = options.settings;
-  if (!s.enabled()) return Off("GPSCOPE_STACKS=0");
-  if (session->subscriber() == nullptr) {
-    return Off("no CUPTI subscriber of our own: CUPTI's API callbacks are unavailable");
+  api_rows_ = options.api_rows;
+  // Why the stacks cannot start ("" when they may). With API rows the
+  // subscriber is ours and GPSCOPE_API=1 (the session decided so).
+  std::string stacks_off;
+  if (!s.enabled()) {
+    stacks_off = "GPSCOPE_STACKS=0";
+  } else if (session->subscriber() == nullptr) {
+    stacks_off = "no CUPTI subscriber of our own: CUPTI's API callbacks are unavailable";
+  } else if (!options.api_records) {
+    stacks_off = "GPSCOPE_API=0: stacks are joined to the API records";
   }
-  if (!options.api_records) return Off("GPSCOPE_API=0: stacks are joined to the API records");
+  if (!stacks_off.empty() && !api_rows_) return Off(stacks_off);
   bool python = false;
-  if (s.python()) {
+  if (stacks_off.empty() && s.python()) {
     py_info_ = stacks::InitPythonStacks();
     python = py_info_.enabled;
     GPSCOPE_LOG_INFO("python stacks: %s", py_info_.reason.c_str());
     writer_->AddCapability({format::MakeStringRef("stacks.python"), python,
                             {py_info_.reason.data(), py_info_.reason.size()}});
   }
-  if (s.native()) {
+  if (stacks_off.empty() && s.native()) {
     std::string why;
     if (!stacks::InitFastUnwind(&why)) {
       why = "fast unwinder unavailable (" + why + "): native stacks through libgcc, slower";
@@ -65,20 +80,43 @@ void CallSiteStacks::Start(const Options& options, CuptiSession* session, WakeWo
   }
   StackCapturer::Options o;
   o.settings = s;
+  if (!stacks_off.empty()) o.settings.mode = stacks::StackMode::kOff;
   o.python = python;
+  o.api_rows = api_rows_;
   o.gate = session->tracing_flag();
   o.wake = wake;
   o.ring_slots = options.ring_slots;
+  o.api_row_slots = options.api_row_slots;
   std::string why;
-  if (!capturer_->Init(o, &why)) return Off(why);
+  if (!capturer_->Init(o, &why)) {
+    if (api_rows_) {
+      api_rows_ = false;
+      session->ApiCallbacksUnavailable(why);
+    }
+    return Off(stacks_off.empty() ? why : stacks_off);
+  }
+  const bool stacks = capturer_->stacks_on();
+  if (!stacks) Off(why);  // API rows only
   size_t asked = 0;
   session_ = session;
-  launches_ = options.launches;
-  const size_t enabled = session->EnableApiCallbacks(options.launches, &asked);
+  // The rows need every listed call's callbacks, launches included.
+  launches_ = options.launches || api_rows_;
+  const size_t enabled = session->EnableApiCallbacks(launches_, &asked);
   if (enabled == 0) {
     capturer_->Disable();
-    return Off("CUPTI refused the API callbacks");
+    if (api_rows_) {
+      api_rows_ = false;
+      session->ApiCallbacksUnavailable("CUPTI refused the API callbacks");
+    }
+    if (stacks) Off("CUPTI refused the API callbacks");
+    return;
   }
+  if (api_rows_) {
+    GPSCOPE_LOG_INFO("API records from CUPTI's API callbacks (GPSCOPE_API_SOURCE=callback): %zu "
+                     "of %zu callbacks enabled",
+                     enabled, asked);
+  }
+  if (!stacks) return;
   memory_ = std::make_unique<stacks::SelfMemoryReader>();
   if (python) {
     python_resolver_ = std::make_unique<stacks::PythonResolver>(*py_info_.layout, py_info_.types,
@@ -161,6 +199,17 @@ void CallSiteStacks::Drain(const CaptureGate& gate) {
 }
 
 void CallSiteStacks::LogSummary() const {
+  if (api_rows_) {
+    GPSCOPE_LOG_INFO("API call rows from the callbacks: %llu on %u threads, %llu lost to full "
+                     "rings or nesting, %llu of threads past the limit, %llu calls in flight at "
+                     "the end",
+                     static_cast<unsigned long long>(capturer_->api_rows()),
+                     capturer_->threads_seen(),
+                     static_cast<unsigned long long>(capturer_->api_row_drops()),
+                     static_cast<unsigned long long>(capturer_->api_thread_drops()),
+                     static_cast<unsigned long long>(capturer_->api_calls_in_flight()));
+  }
+  if (!active()) return;
   GPSCOPE_LOG_INFO("call-site stacks: %llu captured on %u threads (%llu the main Python "
                    "thread's, at syncs of threads without Python, %llu of them a walk's again; "
                    "%llu native ones through "

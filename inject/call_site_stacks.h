@@ -1,18 +1,26 @@
-// inject/call_site_stacks.h: call-site stacks in the collector (issue 20,
-// docs/stacks.md): switched on at start-up, drained by the writer.
+// inject/call_site_stacks.h: CUPTI's API callbacks in the collector:
+// call-site stacks (issue 20, docs/stacks.md) and, with
+// GPSCOPE_API_SOURCE=callback, the API call rows (issue 24): switched on at
+// start-up, drained by the writer.
 //
 // The application threads capture into per-thread rings from CUPTI's API
 // callbacks (inject/stack_capture.h: the StackCapturer, a constant-
 // initialized global the callbacks reach); this unit sets that up, then, on
 // the writer thread, interns the published captures into stacks of frames
-// (inject/stacks: Python and native resolution) and writes their rows.
+// (inject/stacks: Python and native resolution) and writes their rows, and
+// hands the API call rows to the writer loop, which writes them as API
+// records (RecordConverter::ConvertApiCall).
 //
 //   CallSiteStacks stacks(&g_stacks, writer, &finisher);
 //   stacks.Start(options, &session, &wake);   // start-up, before CUDA runs
-//   stacks.Drain(gate);                       // writer, at every drain
+//   stacks.MarkApiRows();                     // writer, at every drain: the rows so far,
+//   stacks.Drain(gate);                       // the stacks (each row's sample was
+//   stacks.DrainApiRows(fn);                  // published before the row), the rows
 //
 // Every outcome of Start() is one line at info level and a capability
-// notice in the trace.
+// notice in the trace. When the rows cannot start (no subscriber, the
+// callbacks refused, no memory) the session takes the API records from the
+// activity kinds instead (CuptiSession::ApiCallbacksUnavailable).
 //
 // Thread model: Start() on the start-up thread (inside InitializeInjection);
 // everything else on the writer thread, except the drop counts, which the
@@ -55,6 +63,11 @@ class CallSiteStacks {
     // (0: the default), and the launches' callbacks left off.
     uint32_t ring_slots = 0;
     bool launches = true;
+    // GPSCOPE_API_SOURCE=callback and the session takes the API records
+    // from the callbacks (CuptiSession::api_from_callbacks()): API call
+    // rows, with or without stacks, and the launches' callbacks always on.
+    bool api_rows = false;
+    uint32_t api_row_slots = 0;  // diagnosis: API row ring slots (0: the default)
   };
 
   CallSiteStacks(StackCapturer* capturer, format::ChunkWriter* writer, ExitFinisher* finisher)
@@ -67,6 +80,20 @@ class CallSiteStacks {
   void Start(const Options& options, CuptiSession* session, WakeWord* wake);
   // On: capturing, and the writer drains.
   bool active() const { return table_ != nullptr; }
+  // API call rows on (the session takes the API records from them).
+  bool api_rows() const { return api_rows_; }
+
+  // Writer thread, at every drain: MarkApiRows() before Drain(), then
+  // DrainApiRows(fn) hands the rows published by the mark to
+  // fn(uint32_t thread_id, const ApiCallRow&) in each thread's order. So a
+  // row's stack sample, published at its call's entry, is written first.
+  void MarkApiRows() {
+    if (api_rows_) capturer_->MarkApiRows(&row_marks_);
+  }
+  template <typename Fn>
+  void DrainApiRows(Fn fn) {
+    if (api_rows_) capturer_->DrainApiRows(fn, &row_marks_);
+  }
 
   // Writer thread, at every drain, before the CUPTI buffers: the captures
   // the application threads published, interned, then their rows (frames,
@@ -77,7 +104,8 @@ class CallSiteStacks {
 
   // Control thread (`stacks on|off`, a switch for A/B measurements of the
   // stacks' cost): asks the writer to switch the API callbacks and the
-  // captures on or off; false when the stacks are not active.
+  // captures on or off (with API rows: the captures only, the callbacks
+  // stay on for the rows); false when the stacks are not active.
   bool RequestSwitch(bool on);
   // Writer thread, at every drain: applies a requested switch.
   void ApplySwitch();
@@ -87,7 +115,14 @@ class CallSiteStacks {
   uint64_t ring_drops() const { return capturer_->ring_drops(); }
   uint64_t table_drops() const { return table_drops_; }
   uint64_t thread_drops() const { return capturer_->thread_drops(); }
-  // Writer thread, at the end: one info line of counts (active() only).
+  // The same for API call rows (api_rows() only): lost to full rings,
+  // nesting or missed exits; of threads beyond the limit; calls still in
+  // flight (the end of the trace); published and not drained (a takeover).
+  uint64_t api_row_drops() const { return capturer_->api_row_drops(); }
+  uint64_t api_thread_drops() const { return capturer_->api_thread_drops(); }
+  uint64_t api_calls_in_flight() const { return capturer_->api_calls_in_flight(); }
+  uint64_t api_rows_pending() const { return capturer_->api_rows_pending(); }
+  // Writer thread, at the end: one info line of counts per part that is on.
   void LogSummary() const;
 
  private:
@@ -96,6 +131,8 @@ class CallSiteStacks {
   StackCapturer* capturer_;
   CuptiSession* session_ = nullptr;
   bool launches_ = true;
+  bool api_rows_ = false;
+  StackCapturer::ApiRowMarks row_marks_;  // writer thread
   bool switched_off_ = false;                  // writer thread
   std::atomic<int> switch_request_{kNoSwitch};  // control -> writer
   static constexpr int kNoSwitch = 0, kSwitchOn = 1, kSwitchOff = 2;

@@ -90,12 +90,14 @@ constexpr uint32_t kSamplerStopTimeoutMs = 500;
 std::atomic<uint64_t> g_context_devices{0};
 std::atomic<decltype(&::cuptiGetDeviceId)> g_get_device_id{nullptr};
 
-// Call-site stacks (inject/stack_capture.h): CUPTI's API callbacks capture
-// into per-thread rings, the writer drains them. Constant-initialized.
+// Call-site stacks and API call rows (inject/stack_capture.h): CUPTI's API
+// callbacks capture into per-thread rings, the writer drains them.
+// Constant-initialized.
 StackCapturer g_stacks;
 
 // Application threads: a CUDA call's entry and exit (runtime and driver
-// API domains, for call-site stacks), a context's creation (resource domain).
+// API domains, for call-site stacks and API call rows), a context's
+// creation (resource domain).
 void CUPTIAPI SubscriberCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                  const void* data) {
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
@@ -106,7 +108,14 @@ void CUPTIAPI SubscriberCallback(void*, CUpti_CallbackDomain domain, CUpti_Callb
       g_stacks.OnEnter(runtime, ClassifyApi(domain, cbid), static_cast<uint8_t>(domain), cbid,
                        d->correlationId);
     } else {
-      g_stacks.OnExit(runtime);
+      // Valid at exit only: a cudaError_t for the runtime, a CUresult for
+      // the driver (CUpti_CallbackData::functionReturnValue).
+      uint32_t result = 0;
+      if (const void* v = d->functionReturnValue) {
+        result = runtime ? static_cast<uint32_t>(*static_cast<const cudaError_t*>(v))
+                         : static_cast<uint32_t>(*static_cast<const CUresult*>(v));
+      }
+      g_stacks.OnExit(d->correlationId, result);
     }
     return;
   }
@@ -251,6 +260,7 @@ bool Collector::EnableCupti(std::string* error) {
   options.nvtx = config.nvtx && !diag::kNoMarkers;
   options.markers_throughout = gate->uses_nvtx();
   options.api_records = config.api_records;
+  options.api_from_callbacks = config.api_source == ApiSource::kCallback;
   options.kinds_off = diag::kEnvSwitches ? diag_.off_kinds : 0;
   options.system_thread_ids = !diag::kProcessThreadIds;
   const CuptiSession::Callbacks callbacks{BufferRequested, BufferCompleted, SubscriberCallback};
@@ -448,6 +458,7 @@ void Collector::StartStacks() {
   CallSiteStacks::Options o;
   o.settings = config.stacks;
   o.api_records = config.api_records;
+  o.api_rows = session->api_from_callbacks();
   o.cupti_path = api.path;
   Dl_info self{};
   if (dladdr(reinterpret_cast<void*>(&SubscriberCallback), &self) != 0 && self.dli_fname) {
@@ -456,8 +467,12 @@ void Collector::StartStacks() {
   if (diag::kEnvSwitches) {
     o.ring_slots = diag_.stack_ring_slots;  // tests: a smaller ring, to see it fill
     o.launches = !diag_.stack_no_launch;    // bench: the launch callbacks' cost apart
+    o.api_row_slots = diag_.api_row_slots;  // tests: a smaller API row ring
   }
   stacks->Start(o, session.get(), &wake);
+  // A forked child has no writer: its callbacks stop filling rings nobody
+  // drains (it never writes to our file either).
+  if (g_stacks.enabled()) pthread_atfork(nullptr, nullptr, [] { g_stacks.Disable(); });
 }
 
 void Collector::GetStatus(control::ControlStatus* status) {

@@ -85,6 +85,7 @@ std::string OctalText(uint32_t bits) {
 
 constexpr const char* kFileModes[] = {"node", "process"};
 constexpr const char* kCuptiModes[] = {"hold", "yield"};
+constexpr const char* kApiSources[] = {"activity", "callback"};
 constexpr const char* kOpenAt[] = {"context", "start"};
 constexpr const char* kLogLevels[] = {"error", "warning", "info", "debug"};
 
@@ -102,6 +103,7 @@ Config ParseConfig(GetEnvFn get_env, std::vector<std::string>* problems) {
   p.WholeNumber("GPSCOPE_BUFFER_KB", 64, 65536, &c.buffer_kb);
   p.WholeNumber("GPSCOPE_MAX_BUFFER_MB", 4, 4096, &c.max_buffer_mb);
   p.Bool("GPSCOPE_API", &c.api_records);
+  c.api_source = static_cast<ApiSource>(p.Choice("GPSCOPE_API_SOURCE", kApiSources, 0));
   p.Bool("GPSCOPE_NVTX", &c.nvtx);
   p.WholeNumber("GPSCOPE_EXIT_TIMEOUT_MS", 100, 60000, &c.exit_timeout_ms);
   c.cupti_mode = static_cast<CuptiMode>(p.Choice("GPSCOPE_CUPTI_MODE", kCuptiModes, 0));
@@ -153,6 +155,7 @@ std::vector<std::pair<std::string, std::string>> Config::AsKeyValues() const {
       {"GPSCOPE_BUFFER_KB", std::to_string(buffer_kb)},
       {"GPSCOPE_MAX_BUFFER_MB", std::to_string(max_buffer_mb)},
       {"GPSCOPE_API", api_records ? "1" : "0"},
+      {"GPSCOPE_API_SOURCE", kApiSources[static_cast<int>(api_source)]},
       {"GPSCOPE_NVTX", nvtx ? "1" : "0"},
       {"GPSCOPE_EXIT_TIMEOUT_MS", std::to_string(exit_timeout_ms)},
       {"GPSCOPE_CUPTI_MODE", kCuptiModes[static_cast<int>(cupti_mode)]},

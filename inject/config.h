@@ -21,6 +21,10 @@
 //                             held; 256 KiB ones for more threads: inject/buffer_pool.h)
 //   GPSCOPE_MAX_BUFFER_MB     4..4096              default 64 (all CUPTI buffers)
 //   GPSCOPE_API               1|0                  default 1 (runtime/driver call records)
+//   GPSCOPE_API_SOURCE        activity|callback    default activity: those records from
+//                             CUPTI's RUNTIME/DRIVER activity kinds; callback: from the
+//                             API callbacks gpscope holds anyway (inject/stack_capture.h;
+//                             cheaper per call), activity when the callbacks are unavailable
 //   GPSCOPE_NVTX              1|0                  default 1
 //   GPSCOPE_EXIT_TIMEOUT_MS   100..60000           default 4000
 //   GPSCOPE_CUPTI_MODE        hold|yield           default hold (see inject/collector.h)
@@ -59,6 +63,7 @@ namespace gpscope::inject {
 using common::FileMode;  // GPSCOPE_FILE_MODE (it names the trace file: common/identity.h)
 using common::GetEnvFn;
 enum class CuptiMode { kHold, kYield };
+enum class ApiSource { kActivity, kCallback };  // GPSCOPE_API_SOURCE
 
 struct Config {
   bool enabled = true;
@@ -71,6 +76,7 @@ struct Config {
   uint32_t buffer_kb = 4096;
   uint32_t max_buffer_mb = 64;
   bool api_records = true;
+  ApiSource api_source = ApiSource::kActivity;
   bool nvtx = true;
   uint32_t exit_timeout_ms = 4000;
   CuptiMode cupti_mode = CuptiMode::kHold;

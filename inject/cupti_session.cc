@@ -75,6 +75,12 @@ bool CuptiSession::Open(const Options& options, const Callbacks& callbacks, std:
                                                  CUPTI_CBID_RESOURCE_CONTEXT_CREATED) ==
                         CUPTI_SUCCESS;
   }
+  if (options_.api_records && options_.api_from_callbacks) {
+    api_from_callbacks_ = subscriber_ != nullptr;
+    if (!api_from_callbacks_) {
+      ApiCallbacksUnavailable("no CUPTI subscriber of our own, so no API callbacks");
+    }
+  }
   if (options_.system_thread_ids) {
     api_.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
   }
@@ -195,7 +201,7 @@ bool CuptiSession::SetTracingCalls(bool on, std::string* error) {
       api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER);
     }
   }
-  if (options_.api_records) SetApiRecords(on);
+  if (options_.api_records && !api_from_callbacks_) SetApiRecords(on);
   tracing_.store(on, std::memory_order_relaxed);
   return true;
 }
@@ -239,6 +245,19 @@ void CuptiSession::SetApiRecords(bool on) {
   }
   for (CUpti_CallbackId id = 1; id < CUPTI_DRIVER_TRACE_CBID_SIZE; ++id) {
     if (!kListedApiIds.driver[id]) api_.cuptiActivityEnableDriverApi(id, 0);
+  }
+}
+
+void CuptiSession::ApiCallbacksUnavailable(const std::string& why) {
+  api_from_callbacks_ = false;
+  const std::string text =
+      "GPSCOPE_API_SOURCE=callback: " + why + "; API records from CUPTI's activity kinds instead";
+  GPSCOPE_LOG_INFO("%s", text.c_str());
+  writer_->AddCapability(
+      {format::MakeStringRef("api_callbacks"), false, {text.data(), text.size()}});
+  if (tracing_.load(std::memory_order_relaxed)) {
+    BlockingSection section(finisher_);
+    SetApiRecords(true);
   }
 }
 

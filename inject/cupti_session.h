@@ -48,6 +48,10 @@ class CuptiSession : public RecordConverter::ApiNames {
     // follow SetTracing).
     bool markers_throughout = false;
     bool api_records = true;  // GPSCOPE_API: runtime/driver call records
+    // GPSCOPE_API_SOURCE=callback: those records come from our API
+    // callbacks (inject/stack_capture.h), not the RUNTIME/DRIVER activity
+    // kinds; only when the subscriber is ours (api_from_callbacks()).
+    bool api_from_callbacks = false;
     // Diagnosis (inject/diag_switches.h): optional kinds left off
     // (diag::OffKind bits), and gettid() thread ids (off: CUPTI's default).
     uint32_t kinds_off = 0;
@@ -95,12 +99,23 @@ class CuptiSession : public RecordConverter::ApiNames {
   // The word SetTracing keeps (call-site stacks capture only while it is set).
   const std::atomic<bool>* tracing_flag() const { return &tracing_; }
 
-  // Call-site stacks: CUPTI's API callbacks for the recorded calls (all, or
-  // all but the launches). Returns how many CUPTI accepted; *asked how many
-  // were asked for.
+  // Call-site stacks and API call rows: CUPTI's API callbacks for the
+  // recorded calls (all, or all but the launches). Returns how many CUPTI
+  // accepted; *asked how many were asked for.
   size_t EnableApiCallbacks(bool launches, size_t* asked) { return SetApiCallbacks(true, launches, asked); }
-  // Switches them on or off (`stacks on|off` on the control socket).
+  // Switches them on or off (`stacks on|off` on the control socket, when
+  // they serve the stacks only).
   size_t SetApiCallbacks(bool on, bool launches, size_t* asked);
+
+  // The API records come from our API callbacks (GPSCOPE_API_SOURCE=
+  // callback with GPSCOPE_API=1 and the subscriber ours): SetTracing leaves
+  // the RUNTIME/DRIVER activity kinds off. Decided in Open().
+  bool api_from_callbacks() const { return api_from_callbacks_; }
+  // Start-up thread, inside InitializeInjection (before CUDA runs): the
+  // callbacks cannot give the API records (why: one line, also a notice
+  // in the trace); they come from the activity kinds after all, switched
+  // on now if tracing.
+  void ApiCallbacksUnavailable(const std::string& why);
 
   // Writer thread: CUPTI hands back its buffers (flag 0: completed ones;
   // CUPTI_ACTIVITY_FLAG_FLUSH_FORCED: partly filled too), through the
@@ -151,6 +166,7 @@ class CuptiSession : public RecordConverter::ApiNames {
   std::atomic<bool> tracing_{false};  // GPU activity kinds enabled
   std::string api_refusal_;  // SetApiRecords: the API kinds refused (written once)
   bool api_refusal_written_ = false;
+  bool api_from_callbacks_ = false;  // set in Open(), cleared by ApiCallbacksUnavailable()
 };
 
 }  // namespace gpscope::inject

@@ -44,11 +44,15 @@ Switches ParseSwitches(GetEnvFn get_env, std::vector<std::string>* problems) {
   Switches s;
   s.off_kinds = ParseOffKinds(env.Get("GPSCOPE_DIAG_OFF"), &env);
   s.gate_kernels = IsOne(env.Get("GPSCOPE_DIAG_GATE_KERNELS"));
-  // Range-checked by the capturer (0 or above its ring: the default).
+  // Range-checked by the capturer (0 or above its ring: the default; else
+  // rounded down to a power of two).
   if (const char* ring = env.Get("GPSCOPE_DIAG_STACK_RING")) {
     s.stack_ring_slots = static_cast<uint32_t>(strtoul(ring, nullptr, 10));
   }
   s.stack_no_launch = IsOne(env.Get("GPSCOPE_DIAG_STACK_NO_LAUNCH"));
+  if (const char* ring = env.Get("GPSCOPE_DIAG_API_ROW_RING")) {
+    s.api_row_slots = static_cast<uint32_t>(strtoul(ring, nullptr, 10));
+  }
   return s;
 }
 

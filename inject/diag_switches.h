@@ -25,7 +25,12 @@
 //   GPSCOPE_DIAG_STACK_RING=N       capture ring slots per thread, 1..64
 //                                   (tests fill a ring with it)
 //   GPSCOPE_DIAG_STACK_NO_LAUNCH=1  no API callbacks for launches (the
-//                                   launch stacks' cost shows apart)
+//                                   launch stacks' cost shows apart; not
+//                                   with GPSCOPE_API_SOURCE=callback, whose
+//                                   API records need them)
+//   GPSCOPE_DIAG_API_ROW_RING=N     API call row slots per thread with
+//                                   GPSCOPE_API_SOURCE=callback, 1..16384
+//                                   (tests fill a ring with it)
 //
 //   diag::Switches d = diag::ReadSwitches(getenv_fn, &problems);  // start-up
 //   if (diag::kEnvSwitches && d.gate_kernels) ...   // folded away when off
@@ -79,6 +84,7 @@ struct Switches {
   bool gate_kernels = false;       // GPSCOPE_DIAG_GATE_KERNELS=1
   uint32_t stack_ring_slots = 0;   // GPSCOPE_DIAG_STACK_RING (0: the default)
   bool stack_no_launch = false;    // GPSCOPE_DIAG_STACK_NO_LAUNCH=1
+  uint32_t api_row_slots = 0;      // GPSCOPE_DIAG_API_ROW_RING (0: the default)
 };
 
 using common::GetEnvFn;  // getenv, or a test's fake environment

@@ -233,16 +233,31 @@ void RecordConverter::ConvertApi(const CUpti_Activity* record) {
   // Only the listed calls: with the whole kinds on (a window opened
   // mid-run, CuptiSession::SetTracing) a few others can slip in.
   if (!kListedApiIds.Listed(record->kind, a.cbid)) return;
-  if (Skip(a.start, a.end, a.correlationId)) return;
+  AddApiCall(record->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? wire::API_RUNTIME : wire::API_DRIVER,
+             a.cbid, a.start, a.end, a.threadId, a.correlationId, a.returnValue);
+}
+
+// The callbacks are enabled for the listed calls only.
+void RecordConverter::ConvertApiCall(uint32_t domain, uint32_t cbid, uint64_t start_ns,
+                                     uint64_t end_ns, uint32_t thread_id, uint32_t correlation_id,
+                                     uint32_t return_value) {
+  AddApiCall(domain == CUPTI_CB_DOMAIN_RUNTIME_API ? wire::API_RUNTIME : wire::API_DRIVER, cbid,
+             start_ns, end_ns, thread_id, correlation_id, return_value);
+}
+
+void RecordConverter::AddApiCall(uint32_t domain, uint32_t cbid, uint64_t start_ns,
+                                 uint64_t end_ns, uint32_t thread_id, uint32_t correlation_id,
+                                 uint32_t return_value) {
+  if (Skip(start_ns, end_ns, correlation_id)) return;
   format::ApiCallEvent e{};
-  e.start_ns = a.start;
-  e.end_ns = a.end;
-  e.domain = record->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? wire::API_RUNTIME : wire::API_DRIVER;
-  e.cbid = a.cbid;
-  e.thread_id = a.threadId;
-  e.correlation_id = a.correlationId;
-  e.return_value = a.returnValue;
-  e.api_name_id = ApiNameId(e.domain, a.cbid);
+  e.start_ns = start_ns;
+  e.end_ns = end_ns;
+  e.domain = domain;
+  e.cbid = cbid;
+  e.thread_id = thread_id;
+  e.correlation_id = correlation_id;
+  e.return_value = return_value;
+  e.api_name_id = ApiNameId(domain, cbid);
   writer_->AddApiCall(e);
 }
 

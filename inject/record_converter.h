@@ -3,9 +3,11 @@
 // Convert() turns one CUpti_Activity (kernel, memcpy, peer copy, memset,
 // synchronization, runtime/driver API call, NVTX marker, overhead, device,
 // context) into our event or record on the ChunkWriter, interning names and
-// launch shapes there. It makes no CUPTI call and reads no clock: the names
-// of API calls come from an ApiNames (the CUPTI session, or a test's table),
-// and what is kept is the capture gate's decision. So it is unit-tested
+// launch shapes there; ConvertApiCall() does the same for an API call taken
+// from CUPTI's callbacks instead (GPSCOPE_API_SOURCE=callback). It makes no
+// CUPTI call and reads no clock: the names of API calls come from an
+// ApiNames (the CUPTI session, or a test's table), and what is kept is the
+// capture gate's decision. So it is unit-tested
 // with synthetic records built in memory (tests/inject/record_converter_test.cc).
 //
 //   RecordConverter conv(writer, &gate, &session, &context_devices);
@@ -74,6 +76,11 @@ class RecordConverter {
   RecordConverter& operator=(const RecordConverter&) = delete;
 
   void Convert(const CUpti_Activity* record);
+  // One API call from CUPTI's API callbacks (GPSCOPE_API_SOURCE=callback,
+  // inject/stack_capture.h): kept, counted and written exactly as its
+  // RUNTIME/DRIVER record would be. domain: the CUpti_CallbackDomain.
+  void ConvertApiCall(uint32_t domain, uint32_t cbid, uint64_t start_ns, uint64_t end_ns,
+                      uint32_t thread_id, uint32_t correlation_id, uint32_t return_value);
 
   // Around a flush's conversions: defer_untimed (a forced flush outside a
   // window) holds records without timestamps until EndFlush() sorts them
@@ -106,6 +113,9 @@ class RecordConverter {
   void ConvertCopy(const CUpti_Activity* record);
   void ConvertKernel(const CUpti_Activity* record);
   void ConvertApi(const CUpti_Activity* record);
+  // Both sources of API calls; domain: wire::API_RUNTIME or wire::API_DRIVER.
+  void AddApiCall(uint32_t domain, uint32_t cbid, uint64_t start_ns, uint64_t end_ns,
+                  uint32_t thread_id, uint32_t correlation_id, uint32_t return_value);
   void ConvertMarker(const CUpti_Activity* record);
   void ConvertOverhead(const CUpti_Activity* record);
   void ConvertDevice(const CUpti_Activity* record);

@@ -32,6 +32,15 @@ void ThreadExited(void* value) {
 }
 
 constexpr size_t kThreadBytes = (sizeof(StackCapturer::Thread) + 63) & ~size_t{63};
+constexpr size_t kRowRingBytes = (sizeof(StackCapturer::RowRing) + 63) & ~size_t{63};
+
+// Zero-filled memory for n objects of `bytes` each, touched only as used
+// (nullptr when it cannot be mapped).
+uint8_t* MapStates(size_t bytes) {
+  void* p = mmap(nullptr, bytes * StackCapturer::kMaxThreads, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
+}
 
 }  // namespace
 
@@ -40,41 +49,82 @@ bool StackCapturer::Init(const Options& o, std::string* why) {
     *why = "already initialized";
     return false;
   }
-  if (!o.settings.enabled()) {
-    *why = "GPSCOPE_STACKS=0";
-    return false;
-  }
+  why->clear();
+  bool stacks = o.settings.enabled();
+  if (!stacks) *why = "GPSCOPE_STACKS=0";
   python_ = o.python && o.settings.python();
   native_ = o.settings.mode == stacks::StackMode::kNative;
   native_fallback_ = o.settings.native_when_no_python();
-  if (!python_ && !native_ && !native_fallback_) {
+  if (stacks && !python_ && !native_ && !native_fallback_) {
     *why = "GPSCOPE_STACKS=python and Python stacks are unavailable";
-    return false;
+    stacks = false;
   }
+  if (!stacks && !o.api_rows) return false;
   sample_ns_ = uint64_t{o.settings.sample_interval_ms} * 1000000ull;
-  ring_slots_ = o.ring_slots == 0 || o.ring_slots > kRingSlots ? kRingSlots : o.ring_slots;
+  ring_slots_ = decltype(Thread::captures)::UsableSize(o.ring_slots);
+  row_slots_ = RowRing::UsableSize(o.api_row_slots);
   gate_ = o.gate;
   wake_ = o.wake;
   // Virtual memory only: a state's pages are touched by the thread that
-  // takes it (and the ring's slots as they fill).
-  void* p = mmap(nullptr, kThreadBytes * kMaxThreads, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) {
-    *why = "cannot map the capture rings";
+  // takes it (and the rings' slots as they fill). Rows: 128 MiB of address
+  // space, mapped only when they are on.
+  uint8_t* states = MapStates(kThreadBytes);
+  uint8_t* rows = o.api_rows && states != nullptr ? MapStates(kRowRingBytes) : nullptr;
+  if (states == nullptr || (o.api_rows && rows == nullptr)) {
+    if (states != nullptr) munmap(states, kThreadBytes * kMaxThreads);
+    *why = "cannot map the per-thread rings";
     return false;
   }
   if (pthread_key_create(&key_, ThreadExited) != 0) {
-    munmap(p, kThreadBytes * kMaxThreads);
+    munmap(states, kThreadBytes * kMaxThreads);
+    if (rows != nullptr) munmap(rows, kRowRingBytes * kMaxThreads);
     *why = "no pthread key left";
     return false;
   }
-  states_ = static_cast<uint8_t*>(p);  // zero-filled: every state kThreadFree
-  enabled_.store(true, std::memory_order_release);
+  states_ = states;  // zero-filled: every state kThreadFree, every ring empty
+  row_rings_ = rows;
+  stacks_ = stacks;
+  rows_ = o.api_rows;
+  on_.store((stacks_ ? kStacksOn : 0) | (rows_ ? kRowsOn : 0), std::memory_order_release);
   return true;
+}
+
+void StackCapturer::Disable() {
+  uint32_t on = on_.load(std::memory_order_relaxed);
+  while (!on_.compare_exchange_weak(on, on & ~(kStacksOn | kRowsOn), std::memory_order_acq_rel)) {
+  }
+}
+
+void StackCapturer::Enable() {
+  if (states_ == nullptr) return;
+  uint32_t on = on_.load(std::memory_order_relaxed);
+  uint32_t next;
+  do {
+    next = (((on >> kEpochShift) + 1) << kEpochShift) | (stacks_ ? kStacksOn : 0) |
+           (rows_ ? kRowsOn : 0);
+  } while (!on_.compare_exchange_weak(on, next, std::memory_order_acq_rel));
+}
+
+void StackCapturer::SetStacks(bool on) {
+  if (!stacks_) return;
+  if (on) {
+    on_.fetch_or(kStacksOn, std::memory_order_acq_rel);
+  } else {
+    on_.fetch_and(~kStacksOn, std::memory_order_acq_rel);
+  }
 }
 
 StackCapturer::Thread* StackCapturer::ThreadAt(uint32_t i) const {
   return reinterpret_cast<Thread*>(states_ + size_t{i} * kThreadBytes);
+}
+
+StackCapturer::RowRing* StackCapturer::RowsAt(uint32_t i) const {
+  return reinterpret_cast<RowRing*>(row_rings_ + size_t{i} * kRowRingBytes);
+}
+
+StackCapturer::RowRing* StackCapturer::RowsOf(const Thread* t) const {
+  return RowsAt(static_cast<uint32_t>((reinterpret_cast<const uint8_t*>(t) - states_) /
+                                      kThreadBytes));
 }
 
 // A thread's first callback: the only cold work on an application thread.
@@ -85,7 +135,7 @@ StackCapturer::Thread* StackCapturer::Attach() {
     if (!t->state.compare_exchange_strong(expected, kThreadInUse, std::memory_order_acq_rel)) {
       continue;
     }
-    // A recycled state: the writer emptied its ring (head == tail) before
+    // A recycled state: the writer emptied its rings (head == tail) before
     // freeing it; the counters stay (they are cumulative per state).
     t->tid = static_cast<uint32_t>(syscall(SYS_gettid));
     t->bounds = stacks::StackBounds{};
@@ -94,9 +144,10 @@ StackCapturer::Thread* StackCapturer::Attach() {
     t->last_sample_ns = 0;
     t->last_main_ns = 0;
     t->main_depth = 0;
-    t->enter_ns = 0;
-    t->runtime_depth = 0;
-    t->blocking = false;
+    t->epoch = on_.load(std::memory_order_relaxed) >> kEpochShift;
+    t->open_count = 0;
+    t->runtime_open = 0;
+    t->open_rows.store(0, std::memory_order_relaxed);
     uint32_t hw = high_water_.load(std::memory_order_relaxed);
     while (hw < i + 1 &&
            !high_water_.compare_exchange_weak(hw, i + 1, std::memory_order_acq_rel)) {
@@ -111,26 +162,55 @@ StackCapturer::Thread* StackCapturer::Attach() {
 
 void StackCapturer::OnEnter(bool runtime, ApiClass cls, uint8_t domain, uint32_t cbid,
                             uint32_t correlation) {
-  if (!enabled_.load(std::memory_order_relaxed)) return;
+  const uint32_t on = on_.load(std::memory_order_relaxed);
+  if ((on & (kStacksOn | kRowsOn)) == 0) return;
+  const bool open = gate_ == nullptr || gate_->load(std::memory_order_relaxed);
   void* v = pthread_getspecific(key_);
-  if (v == kNoState) {
-    if (cls == ApiClass::kSync) thread_drops_.fetch_add(1, std::memory_order_relaxed);
+  Thread* t = v == kNoState ? nullptr : v != nullptr ? static_cast<Thread*>(v) : Attach();
+  if (t == nullptr) {  // beyond kMaxThreads
+    if ((on & kStacksOn) && cls == ApiClass::kSync) {
+      thread_drops_.fetch_add(1, std::memory_order_relaxed);
+    }
+    if ((on & kRowsOn) && open) api_thread_drops_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  Thread* t = v != nullptr ? static_cast<Thread*>(v) : Attach();
-  if (t == nullptr) {
-    if (cls == ApiClass::kSync) thread_drops_.fetch_add(1, std::memory_order_relaxed);
+  if (t->epoch != on >> kEpochShift) {
+    // The callbacks were off meanwhile (Enable()): the calls this thread
+    // was inside then will not exit here.
+    t->epoch = on >> kEpochShift;
+    t->open_count = 0;
+    t->runtime_open = 0;
+    t->open_rows.store(0, std::memory_order_relaxed);
+  }
+  // As CUPTI's API records (seen on the H100, session 12): a runtime call's
+  // own driver calls give no record of their own; a driver call made
+  // directly (JAX's, CuPy's kernels) does.
+  const bool row = (on & kRowsOn) && open && (runtime || t->runtime_open == 0);
+  if (t->open_count == kMaxOpenCalls) {  // no frame: its exit will not match
+    if (row) BumpOwnCounter(&t->rows_lost);
     return;
   }
-  if (runtime) {
-    if (t->runtime_depth++ > 0) return;
-  } else if (t->runtime_depth > 0) {
-    return;  // the runtime call's own driver call
-  }
+  // Outer for the stacks: not inside a runtime call (a runtime call's own
+  // driver calls are part of it).
+  const bool stacks = (on & kStacksOn) && t->runtime_open == 0;
+  OpenApiCall& c = t->open[t->open_count++];
+  c.correlation = correlation;
+  c.cbid = static_cast<uint16_t>(cbid);
+  c.domain = domain;
+  c.flags = static_cast<uint8_t>((runtime ? kOpenRuntime : 0) | (row ? kOpenRow : 0) |
+                                 (stacks ? kOpenStacks : 0) |
+                                 (stacks && cls == ApiClass::kSync ? kOpenBlocking : 0));
+  if (runtime) ++t->runtime_open;
+  if (row) t->open_rows.store(t->open_rows.load(std::memory_order_relaxed) + 1,
+                              std::memory_order_relaxed);
+  if (!row && !stacks) return;
   const uint64_t now = common::ClockNs(CLOCK_REALTIME);
-  t->enter_ns = now;
-  t->blocking = cls == ApiClass::kSync;
-  if (gate_ != nullptr && !gate_->load(std::memory_order_relaxed)) return;
+  c.start_ns = now;
+  if (stacks && open) StackEntry(t, cls, domain, cbid, correlation, now);
+}
+
+void StackCapturer::StackEntry(Thread* t, ApiClass cls, uint8_t domain, uint32_t cbid,
+                               uint32_t correlation, uint64_t now) {
   if (cls == ApiClass::kSync) {
     Capture(t, StackTrigger::kSync, domain, cbid, correlation, now);
   } else if (cls == ApiClass::kLaunch) {
@@ -145,29 +225,56 @@ void StackCapturer::OnEnter(bool runtime, ApiClass cls, uint8_t domain, uint32_t
   }
 }
 
-void StackCapturer::OnExit(bool runtime) {
-  if (!enabled_.load(std::memory_order_relaxed)) return;
+void StackCapturer::OnExit(uint32_t correlation, uint32_t return_value) {
+  const uint32_t on = on_.load(std::memory_order_relaxed);
+  if ((on & (kStacksOn | kRowsOn)) == 0) return;
   void* v = pthread_getspecific(key_);
   if (v == nullptr || v == kNoState) return;
   Thread* t = static_cast<Thread*>(v);
-  if (runtime) {
-    if (t->runtime_depth == 0 || --t->runtime_depth > 0) return;
-  } else if (t->runtime_depth > 0) {
-    return;
+  if (t->epoch != on >> kEpochShift) return;  // entered before Enable(): forgotten
+  // The call is the innermost one in flight, unless exits were missed.
+  uint32_t i = t->open_count;
+  while (i > 0 && t->open[i - 1].correlation != correlation) --i;
+  if (i == 0) return;  // its entry was not seen (the callbacks came on meanwhile)
+  uint32_t rows_open = t->open_rows.load(std::memory_order_relaxed);
+  while (t->open_count > i) {  // inside it, exits never seen: their rows are lost
+    const OpenApiCall& lost = t->open[--t->open_count];
+    if (lost.flags & kOpenRuntime) --t->runtime_open;
+    if (lost.flags & kOpenRow) {
+      --rows_open;
+      BumpOwnCounter(&t->rows_lost);
+    }
   }
-  // A launch returns within microseconds: its entry time will do.
-  t->last_exit_ns = t->blocking ? common::ClockNs(CLOCK_REALTIME) : t->enter_ns;
+  const OpenApiCall c = t->open[--t->open_count];
+  if (c.flags & kOpenRuntime) --t->runtime_open;
+  uint64_t end = 0;
+  if (c.flags & kOpenRow) {
+    --rows_open;
+    end = common::ClockNs(CLOCK_REALTIME);
+    RowRing* rows = RowsOf(t);
+    if (ApiCallRow* r = rows->Claim(row_slots_)) {
+      r->start_ns = c.start_ns;
+      r->end_ns = end;
+      r->correlation_id = correlation;
+      r->return_value = return_value;
+      r->cbid = c.cbid;
+      r->domain = c.domain;
+      if (rows->Publish(row_slots_) && wake_ != nullptr) wake_->Wake();
+    }
+  }
+  t->open_rows.store(rows_open, std::memory_order_relaxed);
+  if (c.flags & kOpenStacks) {
+    // A launch returns within microseconds: its entry time will do.
+    t->last_exit_ns = (c.flags & kOpenBlocking) == 0 ? c.start_ns
+                      : end != 0                     ? end
+                                                     : common::ClockNs(CLOCK_REALTIME);
+  }
 }
 
 void StackCapturer::Capture(Thread* t, StackTrigger trigger, uint8_t domain, uint32_t cbid,
                             uint32_t correlation, uint64_t now_ns) {
-  const uint32_t head = t->head.load(std::memory_order_relaxed);
-  const uint32_t tail = t->tail.load(std::memory_order_acquire);
-  if (head - tail >= ring_slots_) {
-    t->dropped.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  StackCapture* c = &t->slots[head % ring_slots_];
+  StackCapture* c = t->captures.Claim(ring_slots_);
+  if (c == nullptr) return;  // full: counted
   c->correlation_id = correlation;
   c->timestamp_ns = now_ns;
   c->thread_id = t->tid;
@@ -210,9 +317,7 @@ void StackCapturer::Capture(Thread* t, StackTrigger trigger, uint8_t domain, uin
     if (n.slow_path) t->slow.fetch_add(1, std::memory_order_relaxed);
   }
   if (c->depth == 0) return;  // nothing to attribute (GPSCOPE_STACKS=python off Python)
-  t->head.store(head + 1, std::memory_order_release);
-  t->captured.fetch_add(1, std::memory_order_relaxed);
-  if (wake_ != nullptr && head + 1 - tail == ring_slots_ / 2) wake_->Wake();
+  if (t->captures.Publish(ring_slots_) && wake_ != nullptr) wake_->Wake();
 }
 
 bool StackCapturer::MainThreadStack(Thread* t, StackCapture* c, uint64_t now_ns) {
@@ -251,53 +356,69 @@ bool StackCapturer::MainThreadStack(Thread* t, StackCapture* c, uint64_t now_ns)
   return true;
 }
 
-bool StackCapturer::PopOne(Thread* t, StackCapture* out) {
-  const uint32_t tail = t->tail.load(std::memory_order_relaxed);
-  if (tail == t->head.load(std::memory_order_acquire)) return false;
-  *out = t->slots[tail % ring_slots_];
-  t->tail.store(tail + 1, std::memory_order_release);
-  return true;
+void StackCapturer::MarkApiRows(ApiRowMarks* marks) const {
+  marks->states = row_rings_ != nullptr ? high_water_.load(std::memory_order_acquire) : 0;
+  for (uint32_t i = 0; i < marks->states; ++i) marks->head[i] = RowsAt(i)->published_head();
 }
 
 void StackCapturer::FreeIfExited(Thread* t) {
   if (t->state.load(std::memory_order_acquire) != kThreadExited) return;
-  if (t->tail.load(std::memory_order_relaxed) != t->head.load(std::memory_order_acquire)) return;
+  if (t->captures.pending() != 0 || (row_rings_ != nullptr && RowsOf(t)->pending() != 0)) return;
   t->state.store(kThreadFree, std::memory_order_release);
 }
 
+template <typename Count>
+uint64_t StackCapturer::Sum(Count count) const {
+  if (states_ == nullptr) return 0;
+  uint64_t n = 0;
+  const uint32_t hw = high_water_.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i < hw; ++i) n += count(i);
+  return n;
+}
+
+namespace {
+uint64_t Load(const std::atomic<uint64_t>& n) { return n.load(std::memory_order_relaxed); }
+}  // namespace
+
 uint64_t StackCapturer::ring_drops() const {
-  uint64_t n = 0;
-  const uint32_t hw = high_water_.load(std::memory_order_acquire);
-  for (uint32_t i = 0; i < hw; ++i) n += ThreadAt(i)->dropped.load(std::memory_order_relaxed);
-  return n;
+  return Sum([this](uint32_t i) { return Load(ThreadAt(i)->captures.dropped); });
 }
-
 uint64_t StackCapturer::captures() const {
-  uint64_t n = 0;
-  const uint32_t hw = high_water_.load(std::memory_order_acquire);
-  for (uint32_t i = 0; i < hw; ++i) n += ThreadAt(i)->captured.load(std::memory_order_relaxed);
-  return n;
+  return Sum([this](uint32_t i) { return Load(ThreadAt(i)->captures.published); });
 }
-
 uint64_t StackCapturer::main_thread_reused() const {
-  uint64_t n = 0;
-  const uint32_t hw = high_water_.load(std::memory_order_acquire);
-  for (uint32_t i = 0; i < hw; ++i) n += ThreadAt(i)->main_reused.load(std::memory_order_relaxed);
-  return n;
+  return Sum([this](uint32_t i) { return Load(ThreadAt(i)->main_reused); });
 }
-
 uint64_t StackCapturer::main_thread_captures() const {
-  uint64_t n = 0;
-  const uint32_t hw = high_water_.load(std::memory_order_acquire);
-  for (uint32_t i = 0; i < hw; ++i) n += ThreadAt(i)->main_thread.load(std::memory_order_relaxed);
-  return n;
+  return Sum([this](uint32_t i) { return Load(ThreadAt(i)->main_thread); });
 }
-
 uint64_t StackCapturer::native_slow_path() const {
-  uint64_t n = 0;
-  const uint32_t hw = high_water_.load(std::memory_order_acquire);
-  for (uint32_t i = 0; i < hw; ++i) n += ThreadAt(i)->slow.load(std::memory_order_relaxed);
-  return n;
+  return Sum([this](uint32_t i) { return Load(ThreadAt(i)->slow); });
+}
+uint64_t StackCapturer::api_rows() const {
+  if (row_rings_ == nullptr) return 0;
+  return Sum([this](uint32_t i) { return Load(RowsAt(i)->published); });
+}
+uint64_t StackCapturer::api_row_drops() const {
+  if (row_rings_ == nullptr) return 0;
+  return Sum([this](uint32_t i) {
+    return Load(RowsAt(i)->dropped) + Load(ThreadAt(i)->rows_lost);
+  });
+}
+uint64_t StackCapturer::api_rows_pending() const {
+  if (row_rings_ == nullptr) return 0;
+  return Sum([this](uint32_t i) -> uint64_t {
+    return ThreadAt(i)->state.load(std::memory_order_acquire) == kThreadFree ? 0
+                                                                            : RowsAt(i)->pending();
+  });
+}
+uint64_t StackCapturer::api_calls_in_flight() const {
+  return Sum([this](uint32_t i) -> uint64_t {
+    const Thread* t = ThreadAt(i);
+    return t->state.load(std::memory_order_acquire) == kThreadInUse
+               ? t->open_rows.load(std::memory_order_relaxed)
+               : 0;
+  });
 }
 
 }  // namespace gpscope::inject

@@ -105,7 +105,7 @@ void WriterLoop::LogSummary() {
                    static_cast<long long>(pool.peak_outstanding()),
                    static_cast<unsigned long long>(pool.acquire_failures()),
                    static_cast<unsigned long long>(pressure_flushes_));
-  if (p_.stacks->active()) p_.stacks->LogSummary();
+  p_.stacks->LogSummary();
 }
 
 void WriterLoop::FlushCupti(uint32_t flag) {
@@ -130,7 +130,14 @@ void WriterLoop::ConvertBuffer(uint8_t* buffer, size_t valid_bytes) {
 
 void WriterLoop::Drain() {
   DrainMetrics();
+  // The API call rows published by now, after the stacks: a row's stack
+  // sample was published at its call's entry, so it is drained no later.
+  p_.stacks->MarkApiRows();
   p_.stacks->Drain(*p_.gate);
+  p_.stacks->DrainApiRows([this](uint32_t thread_id, const ApiCallRow& r) {
+    p_.converter->ConvertApiCall(r.domain, r.cbid, r.start_ns, r.end_ns, thread_id,
+                                 r.correlation_id, r.return_value);
+  });
   BufferPool& pool = *p_.pool;
   uint8_t* buffer;
   size_t valid;
@@ -207,6 +214,23 @@ void WriterLoop::ReportLosses(bool final) {
     report(wire::DROP_STACKS, p_.stacks->thread_drops(), &reported_thread_drops_,
            "call stacks not taken at synchronizing calls of threads beyond the collector's "
            "thread limit (256)");
+  }
+  if (p_.stacks->api_rows()) {
+    report(wire::DROP_RING_FULL, p_.stacks->api_row_drops(), &reported_api_row_drops_,
+           "API call records lost: a thread's API call ring was full (the writer fell behind), "
+           "or the calls nested deeper than the collector follows");
+    report(wire::DROP_RING_FULL, p_.stacks->api_thread_drops(), &reported_api_thread_drops_,
+           "API call records lost: calls of threads beyond the collector's thread limit (256)");
+    const uint64_t in_flight = final ? p_.stacks->api_calls_in_flight() : 0;
+    if (in_flight > 0) {
+      format::DropRecord d{};
+      d.reason = wire::DROP_CUPTI_INCOMPLETE_RECORD;
+      d.count = in_flight;
+      d.last_ns = last_ns;
+      d.detail = format::MakeStringRef(
+          "API calls still in progress at the end of the trace: no end time, no record");
+      w.AddDrop(d);
+    }
   }
   if (final && pool.outstanding() > 0) {
     format::DropRecord d{};
@@ -346,6 +370,14 @@ void WriterLoop::WriteEndInstead() {
       "the final CUPTI flush did not return within GPSCOPE_EXIT_TIMEOUT_MS");
   p_.writer->AddDrop(d);
   cut_at_deadline_ = 0;  // counted just above
+  if (p_.stacks->api_rows() && p_.stacks->api_rows_pending() > 0) {
+    d.reason = wire::DROP_EXIT_FLUSH_TIMEOUT;
+    d.count = p_.stacks->api_rows_pending();
+    d.detail = format::MakeStringRef(
+        "API call records not written before the exit deadline: the writer was held up in a "
+        "CUDA call (GPSCOPE_EXIT_TIMEOUT_MS)");
+    p_.writer->AddDrop(d);
+  }
   flush_timed_out_ = true;
   format::ClockRecord clock{};
   clock.realtime_ns = common::ClockNs(CLOCK_REALTIME);

@@ -5,7 +5,11 @@
 // Every ~20 ms (sooner when woken: a buffer completed, a window queued, the
 // exit) it opens the file if the first CUDA context has come, applies the
 // capture gate's transitions, and drains: metric samples, call-site stacks,
-// then the completed activity buffers through the record converter. Every
+// the API call rows of the callbacks (GPSCOPE_API_SOURCE=callback: those
+// published before the stacks' drain, so each row's stack sample, published
+// at its call's entry, comes first), then the completed activity buffers
+// through the record converter. So an API call is written no later than the buffer that brings
+// its kernel (CUPTI's own API records arrive in buffers too). Every
 // flush interval it calls cuptiActivityFlushAll(0), reports new losses,
 // adds a clock snapshot and the refusals of another CUPTI client, and ships
 // a chunk, so a killed job loses at most one interval. Out of buffers, it
@@ -13,9 +17,10 @@
 //
 // Losses, each counted by reason into the trace (DropNotice): records CUPTI
 // dropped, buffer requests refused (pool cap), records without timestamps,
-// metric samples and call stacks the writer fell behind on, buffers never
-// handed back (another CUPTI client, or a signal mid-call), and what the
-// exit deadline cut off.
+// metric samples, API call rows and call stacks the writer fell behind on
+// (or of threads past the collector's limit), API calls still in flight at
+// the end, buffers never handed back (another CUPTI client, or a signal
+// mid-call), and what the exit deadline cut off.
 //
 // The end: RequestFinal() (the exit path, or the finisher after a signal)
 // breaks the loop; the final forced flush, the last losses and the end
@@ -127,6 +132,8 @@ class WriterLoop {
   uint64_t reported_ring_drops_ = 0;
   uint64_t reported_table_drops_ = 0;
   uint64_t reported_thread_drops_ = 0;
+  uint64_t reported_api_row_drops_ = 0;
+  uint64_t reported_api_thread_drops_ = 0;
   bool flush_timed_out_ = false;
   uint64_t cut_at_deadline_ = 0;  // completed buffers not converted: the exit deadline came
   uint64_t buffers_drained_ = 0;   // activity buffers converted

@@ -366,7 +366,8 @@ TEST(CollectorBuildTest, OnlyTheDiagnosisBuildHoldsTheDiagnosisSwitchesNames) {
     return bytes.find(needle) != std::string::npos;
   };
   for (const char* name : {"GPSCOPE_DIAG_OFF", "GPSCOPE_DIAG_GATE_KERNELS",
-                           "GPSCOPE_DIAG_STACK_RING", "GPSCOPE_DIAG_STACK_NO_LAUNCH"}) {
+                           "GPSCOPE_DIAG_STACK_RING", "GPSCOPE_DIAG_STACK_NO_LAUNCH",
+                           "GPSCOPE_DIAG_API_ROW_RING"}) {
     EXPECT_FALSE(contains(GPSCOPE_INJECT_LIB, name)) << name;
     EXPECT_TRUE(contains(GPSCOPE_INJECT_DIAG_LIB, name)) << name;
   }

@@ -7,10 +7,23 @@
 // stack's innermost frame names the calling function (or file:line), frames
 // come before the stacks that use them and stacks before their samples, and
 // what could not be kept is counted as DROP_STACKS.
+//
+// With GPSCOPE_API_SOURCE=callback (issue 24) the API records come from
+// the same callbacks (CollectorApiCallbackTest): every listed call at every
+// depth gives the row its activity record would (the same rows as the
+// activity kinds give for the same calls, the stand-in recording nested
+// calls as CUPTI does), kernels join their launch rows in the analyzer,
+// only calls inside a capture window give rows, a full ring's losses are
+// counted and shown, the rows need no stacks, and `stacks off` on the
+// control socket leaves them on.
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
@@ -19,9 +32,13 @@
 #include <vector>
 
 #include "inject/api_cbids.h"
+#include "proto/enums.h"
 #include "tests/inject/collector_child.h"
 
 using ApiCallFn = uint32_t (*)(uint32_t domain, uint32_t cbid, uint32_t busy_us, uint32_t inner);
+using ApiCallResultFn = uint32_t (*)(uint32_t domain, uint32_t cbid, uint32_t busy_us,
+                                     uint32_t inner, uint32_t result);
+using KernelForFn = int (*)(uint32_t correlation);
 
 // The call sites the stacks must name: exported (the test links with
 // -rdynamic) so dladdr names them, never inlined, never tail calls.
@@ -137,6 +154,17 @@ class CollectorStacksTest : public CollectorCuptiTest {
     return nullptr;
   }
 
+  // The callbacks of exactly gpscope's call list were enabled.
+  static void ExpectTheListedCallbacksEnabled(const FakeStats& stats) {
+    size_t runtime = 0, driver = 0;
+    for (const auto& c : stats.Calls("enable_callback")) {
+      runtime += (c.arg >> 16) == CUPTI_CB_DOMAIN_RUNTIME_API && c.value == 1;
+      driver += (c.arg >> 16) == CUPTI_CB_DOMAIN_DRIVER_API && c.value == 1;
+    }
+    EXPECT_EQ(runtime, std::size(inject::kRuntimeCbids));
+    EXPECT_EQ(driver, std::size(inject::kDriverCbids));
+  }
+
   std::string Config(const Trace& t, const std::string& key) {
     for (const auto& kv : t.header->config()) {
       if (kv.key() == key) return kv.value();
@@ -203,16 +231,9 @@ TEST_F(CollectorStacksTest, SyncCallsCarryNativeStacksThatJoinTheirApiRecordsAnd
   EXPECT_EQ(py[0]->reason(), "no CPython in this process");
   EXPECT_EQ(t.Dropped(proto::DROP_STACKS), 0u);
   EXPECT_TRUE(StderrLines().empty()) << Stderr();
-  // The callbacks of exactly gpscope's call list were enabled.
   FakeStats stats;
   ASSERT_NO_FATAL_FAILURE(ReadStats(&stats));
-  size_t runtime = 0, driver = 0;
-  for (const auto& c : stats.Calls("enable_callback")) {
-    runtime += (c.arg >> 16) == CUPTI_CB_DOMAIN_RUNTIME_API && c.value == 1;
-    driver += (c.arg >> 16) == CUPTI_CB_DOMAIN_DRIVER_API && c.value == 1;
-  }
-  EXPECT_EQ(runtime, std::size(inject::kRuntimeCbids));
-  EXPECT_EQ(driver, std::size(inject::kDriverCbids));
+  ExpectTheListedCallbacksEnabled(stats);
 }
 
 TEST_F(CollectorStacksTest, AnUnsupportedCPythonIsOneInfoLineANoticeAndNativeStacks) {
@@ -410,6 +431,449 @@ TEST_F(CollectorStacksTest, ConcurrentAndShortLivedThreadsGetTheirOwnStacks) {
   int single = 0;
   for (const auto& [tid, n] : per_thread) single += n == 1;
   EXPECT_GE(single, 300);
+}
+
+// ---- GPSCOPE_API_SOURCE=callback: the API records from the callbacks ----
+
+constexpr uint32_t kRuntime = CUPTI_CB_DOMAIN_RUNTIME_API, kDriver = CUPTI_CB_DOMAIN_DRIVER_API;
+
+// 20 launches (cudaLaunchKernel with its inner cuLaunchKernel) each with a
+// kernel of the launch's correlation id, 5 stream syncs, 3 copies with an
+// inner driver copy (the second returning cudaErrorInvalidValue, 1), 2
+// driver context syncs returning CUDA_ERROR_ILLEGAL_ADDRESS (700).
+void ApiRowsWorkload(void* fake) {
+  auto call = reinterpret_cast<ApiCallResultFn>(dlsym(fake, "fake_cupti_api_call_result"));
+  auto kernel = reinterpret_cast<KernelForFn>(dlsym(fake, "fake_cupti_kernel_for"));
+  if (call == nullptr || kernel == nullptr) _exit(40);
+  FILE* f = fopen(g_calls_path.c_str(), "w");
+  if (f == nullptr) _exit(41);
+  for (int i = 0; i < 20; ++i) {
+    const uint32_t corr = call(kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 5,
+                               CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0);
+    if (kernel(corr) != 1) _exit(42);
+    Note(f, "launch", corr);
+  }
+  for (int i = 0; i < 5; ++i) {
+    Note(f, "sync", call(kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, 10, 0, 0));
+  }
+  for (uint32_t i = 0; i < 3; ++i) {
+    Note(f, "copy", call(kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, 10,
+                         CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, i == 1 ? 1 : 0));
+  }
+  for (int i = 0; i < 2; ++i) {
+    Note(f, "driver", call(kDriver, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, 10, 0, 700));
+  }
+  fclose(f);
+}
+
+// One expected row: what its activity record would say. A runtime call's
+// inner driver call has none: CUPTI's activity kinds do not record it (seen
+// on the H100 in session 12: cudaLaunchKernel's cuLaunchKernel, cudaMemcpy's
+// cuMemcpy*), so the callback rows leave it out too.
+struct WantRow {
+  uint32_t domain;  // wire::API_*
+  uint32_t cbid;
+  uint32_t return_value;
+  const char* name;
+};
+
+std::map<uint32_t, WantRow> WantedRows(const std::multimap<std::string, uint32_t>& calls) {
+  std::map<uint32_t, WantRow> want;
+  int copy = 0;
+  for (const auto& [label, corr] : calls) {
+    if (label == "launch") {
+      want[corr] = {wire::API_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0,
+                    "cudaLaunchKernel_v7000"};
+    } else if (label == "sync") {
+      want[corr] = {wire::API_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, 0,
+                    "cudaStreamSynchronize_v3020"};
+    } else if (label == "copy") {
+      want[corr] = {wire::API_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,
+                    copy++ == 1 ? 1u : 0u, "cudaMemcpy_v3020"};
+    } else if (label == "driver") {
+      want[corr] = {wire::API_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, 700,
+                    "cuCtxSynchronize"};
+    }
+  }
+  return want;
+}
+
+// stdout of a command (the analyzer), and its exit status in *status.
+std::string Output(const std::string& command, int* status) {
+  std::string out;
+  FILE* p = popen(command.c_str(), "r");
+  if (p == nullptr) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  *status = pclose(p);
+  return out;
+}
+
+// The number after "key": in the analyzer's JSON, summed over its occurrences.
+uint64_t JsonSum(const std::string& json, const std::string& key) {
+  uint64_t sum = 0;
+  const std::string k = "\"" + key + "\":";
+  for (size_t at = json.find(k); at != std::string::npos; at = json.find(k, at + 1)) {
+    sum += std::strtoull(json.c_str() + at + k.size(), nullptr, 10);
+  }
+  return sum;
+}
+
+class CollectorApiCallbackTest : public CollectorStacksTest {
+ protected:
+  // The workload once more with `env`; a fresh trace directory each time.
+  void RunWorkload(const Env& env, void (*workload)(void*), Trace* t) {
+    ASSERT_EQ(system(("rm -rf '" + trace_dir_ + "'").c_str()), 0);
+    g_child_workload = workload;
+    ASSERT_NO_FATAL_FAILURE(RunToExit(env, Then::kWorkload));
+    ASSERT_NO_FATAL_FAILURE(ReadTrace(t));
+  }
+
+  // Checks the trace's API calls are exactly the wanted rows, of the child's
+  // main thread.
+  void ExpectRows(const Trace& t, const std::map<uint32_t, WantRow>& want) {
+    std::map<uint32_t, const format::ApiCallEvent*> by_corr;
+    for (const auto& a : t.api_calls) {
+      EXPECT_TRUE(by_corr.emplace(a.correlation_id, &a).second) << "twice: " << a.correlation_id;
+    }
+    ASSERT_EQ(by_corr.size(), want.size());
+    for (const auto& [corr, w] : want) {
+      SCOPED_TRACE("correlation " + std::to_string(corr));
+      auto it = by_corr.find(corr);
+      ASSERT_NE(it, by_corr.end()) << "no row";
+      const format::ApiCallEvent& a = *it->second;
+      EXPECT_EQ(a.domain, w.domain);
+      EXPECT_EQ(a.cbid, w.cbid);
+      EXPECT_EQ(a.return_value, w.return_value);
+      EXPECT_EQ(t.Str(a.api_name_id), w.name);
+      EXPECT_EQ(a.thread_id, child_pid_) << "gettid of the child's main thread";
+      EXPECT_GT(a.end_ns, a.start_ns);
+      EXPECT_GE(a.start_ns, start_ns_);
+      EXPECT_LE(a.end_ns, end_ns_);
+    }
+  }
+
+  // gpscope-analyze summary: launches_matched, launches_unmatched.
+  std::pair<uint64_t, uint64_t> AnalyzerJoins() {
+#ifdef GPSCOPE_ANALYZE_BINARY
+    int status = -1;
+    const std::string json = Output(std::string(GPSCOPE_ANALYZE_BINARY) +
+                                        " summary --format json '" + TraceFiles().at(0) + "'",
+                                    &status);
+    EXPECT_EQ(status, 0) << json;
+    return {JsonSum(json, "launches_matched"), JsonSum(json, "launches_unmatched")};
+#else
+    return {0, 0};
+#endif
+  }
+};
+
+TEST_F(CollectorApiCallbackTest, EveryCallAtEveryDepthGivesTheRowItsRecordWouldAndKernelsJoinThem) {
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(RunWorkload({{"GPSCOPE_API_SOURCE", "callback"}}, ApiRowsWorkload, &t));
+  const auto calls = ReadCalls();
+  ASSERT_EQ(calls.size(), 30u);
+  const std::map<uint32_t, WantRow> want = WantedRows(calls);
+  ASSERT_EQ(want.size(), 30u);  // 20 launches + 5 + 3 copies + 2 (no inner driver calls)
+  ASSERT_NO_FATAL_FAILURE(ExpectRows(t, want));
+  // Each kernel carries its launch's correlation id.
+  ASSERT_EQ(t.kernels.size(), 20u);
+  const std::vector<uint32_t> launches = Calls(calls, "launch");
+  const std::set<uint32_t> launch_ids(launches.begin(), launches.end());
+  for (const auto& k : t.kernels) {
+    EXPECT_TRUE(launch_ids.count(k.correlation_id)) << k.correlation_id;
+  }
+  EXPECT_EQ(Config(t, "GPSCOPE_API_SOURCE"), "callback");
+  EXPECT_TRUE(t.drops.empty());
+  EXPECT_TRUE(StderrLines().empty()) << Stderr();
+  // The activity kinds stayed off: no RUNTIME/DRIVER kind, no call id on.
+  FakeStats stats;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&stats));
+  EXPECT_FALSE(stats.Set("kinds").count(CUPTI_ACTIVITY_KIND_RUNTIME));
+  EXPECT_FALSE(stats.Set("kinds").count(CUPTI_ACTIVITY_KIND_DRIVER));
+  EXPECT_TRUE(stats.Set("runtime_cbids").empty());
+  EXPECT_TRUE(stats.Set("driver_cbids").empty());
+  EXPECT_TRUE(stats.Calls("runtime_api").empty()) << "no per-id API record switch";
+  EXPECT_TRUE(stats.Calls("driver_api").empty());
+  for (const auto& c : stats.Calls("enable_kind")) {
+    EXPECT_NE(c.arg, static_cast<uint32_t>(CUPTI_ACTIVITY_KIND_RUNTIME));
+    EXPECT_NE(c.arg, static_cast<uint32_t>(CUPTI_ACTIVITY_KIND_DRIVER));
+  }
+#ifdef GPSCOPE_ANALYZE_BINARY
+  const auto [matched, unmatched] = AnalyzerJoins();
+  EXPECT_EQ(matched, 20u) << "every kernel joins its launch row";
+  EXPECT_EQ(unmatched, 0u);
+  int status = -1;
+  const std::string dump = Output(std::string(GPSCOPE_ANALYZE_BINARY) + " dump '" +
+                                      TraceFiles().at(0) + "'",
+                                  &status);
+  EXPECT_EQ(status, 0);
+  size_t api_lines = 0;
+  for (const std::string& l : Lines(dump)) {
+    api_lines += l.find("\"type\":\"api\"") != std::string::npos;
+  }
+  EXPECT_EQ(api_lines, 30u) << dump.substr(0, 2000);
+  EXPECT_NE(dump.find("\"name\":\"cuCtxSynchronize\""), std::string::npos);
+  EXPECT_NE(dump.find("\"return_value\":700"), std::string::npos);
+#endif
+}
+
+// The same workload through the activity kinds (the stand-in, like CUPTI,
+// recording no inner driver call): the same rows, the same joins.
+TEST_F(CollectorApiCallbackTest, TheActivityKindsGiveTheSameRowsForTheSameCalls) {
+  Trace activity, callback;
+  ASSERT_NO_FATAL_FAILURE(RunWorkload({}, ApiRowsWorkload, &activity));
+  const std::map<uint32_t, WantRow> want = WantedRows(ReadCalls());
+  ASSERT_NO_FATAL_FAILURE(ExpectRows(activity, want));
+  EXPECT_EQ(Config(activity, "GPSCOPE_API_SOURCE"), "activity");
+  const auto activity_joins = AnalyzerJoins();
+  ASSERT_NO_FATAL_FAILURE(RunWorkload({{"GPSCOPE_API_SOURCE", "callback"}}, ApiRowsWorkload,
+                                      &callback));
+  EXPECT_EQ(WantedRows(ReadCalls()).size(), want.size());
+  ASSERT_NO_FATAL_FAILURE(ExpectRows(callback, want));
+  EXPECT_EQ(AnalyzerJoins(), activity_joins);
+}
+
+TEST_F(CollectorApiCallbackTest, WithStacksOffTheCallbacksStillGiveTheRows) {
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(RunWorkload({{"GPSCOPE_API_SOURCE", "callback"}, {"GPSCOPE_STACKS", "0"}},
+                                      ApiRowsWorkload, &t));
+  ASSERT_NO_FATAL_FAILURE(ExpectRows(t, WantedRows(ReadCalls())));
+  EXPECT_TRUE(t.stack_samples.empty());
+  EXPECT_TRUE(t.stacks.empty());
+  auto off = t.Unavailable("stacks");
+  ASSERT_EQ(off.size(), 1u);
+  EXPECT_EQ(off[0]->reason(), "GPSCOPE_STACKS=0");
+  FakeStats stats;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&stats));
+  ExpectTheListedCallbacksEnabled(stats);
+  EXPECT_TRUE(stats.Set("runtime_cbids").empty());
+}
+
+// Another client holds the subscriber: no callbacks, so the activity kinds
+// give the records after all, and the trace says why.
+TEST_F(CollectorApiCallbackTest, WithoutTheSubscriberTheActivityKindsGiveTheRecords) {
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(RunWorkload(
+      {{"GPSCOPE_API_SOURCE", "callback"},
+       {"FAKE_CUPTI_SUBSCRIBE", "busy"},
+       {"FAKE_CUPTI_KERNELS", "10"}},
+      ApiRowsWorkload, &t));
+  size_t launches = 0;
+  for (const auto& a : t.api_calls) {
+    launches += a.cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+  }
+  EXPECT_EQ(launches, 30u) << "the workload's 10 and the child's 20 launch records";
+  auto why = t.Unavailable("api_callbacks");
+  ASSERT_EQ(why.size(), 1u);
+  EXPECT_NE(why[0]->reason().find("no CUPTI subscriber of our own"), std::string::npos)
+      << why[0]->reason();
+}
+
+void WindowWorkload(void* fake) {
+  ApiCallFn call = CallFn(fake);
+  const uint64_t until = MonotonicMs() + 800;
+  while (MonotonicMs() < until) {
+    call(kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0, 0);
+    SleepMs(1);
+  }
+}
+
+// A 0.3 s window 0.2 s in: only the calls that start inside it give rows.
+TEST_F(CollectorApiCallbackTest, OnlyCallsInsideTheCaptureWindowGiveRows) {
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(RunWorkload({{"GPSCOPE_API_SOURCE", "callback"},
+                                       {"GPSCOPE_CAPTURE_DELAY_S", "0.2"},
+                                       {"GPSCOPE_CAPTURE_DURATION_S", "0.3"}},
+                                      WindowWorkload, &t));
+  std::vector<proto::LostInterval> off;
+  for (const auto& l : t.lost) {
+    if (l.reason() == proto::LOST_TRACING_DISABLED) off.push_back(l);
+  }
+  ASSERT_EQ(off.size(), 2u) << "before and after the window";
+  const uint64_t window_start = off[0].end_ns(), window_end = off[1].start_ns();
+  // ~1 call per 1.1 ms for 0.3 s: ~270 (fewer on a loaded machine), of ~700.
+  EXPECT_GT(t.api_calls.size(), 50u);
+  EXPECT_LT(t.api_calls.size(), 400u);
+  for (const auto& a : t.api_calls) {
+    ASSERT_GE(a.start_ns, window_start);
+    ASSERT_LT(a.start_ns, window_end);
+  }
+  EXPECT_TRUE(t.drops.empty());
+}
+
+void ManyLaunchesWorkload(void* fake) {
+  ApiCallFn call = CallFn(fake);
+  for (int i = 0; i < 3000; ++i) {
+    call(kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0, 0);
+  }
+}
+
+// Two row slots: a burst faster than the writer drains fills the ring; what
+// did not fit is counted (DROP_RING_FULL) and `info` and `summary` show it.
+TEST_F(CollectorApiCallbackTest, AFullRingDropsRowsAndCountsThem) {
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(RunWorkload({{"@diag", "1"},
+                                       {"GPSCOPE_API_SOURCE", "callback"},
+                                       {"GPSCOPE_DIAG_API_ROW_RING", "2"}},
+                                      ManyLaunchesWorkload, &t));
+  const uint64_t dropped = t.Dropped(proto::DROP_RING_FULL);
+  EXPECT_GT(dropped, 0u);
+  EXPECT_EQ(t.api_calls.size() + dropped, 3000u) << "every row written or counted";
+  for (const auto& d : t.drops) {
+    EXPECT_EQ(d.reason(), proto::DROP_RING_FULL);
+    EXPECT_NE(d.detail().find("API call ring was full"), std::string::npos) << d.detail();
+  }
+#ifdef GPSCOPE_ANALYZE_BINARY
+  int status = -1;
+  const std::string info = Output(std::string(GPSCOPE_ANALYZE_BINARY) + " info '" +
+                                      TraceFiles().at(0) + "'",
+                                  &status);
+  EXPECT_NE(info.find("dropped     ring full "), std::string::npos) << info;
+  const std::string summary = Output(std::string(GPSCOPE_ANALYZE_BINARY) + " summary '" +
+                                         TraceFiles().at(0) + "'",
+                                     &status);
+  EXPECT_NE(summary.find("DROPPED (ring full"), std::string::npos) << summary;
+#endif
+}
+
+void InFlightAtExitWorkload(void* fake) {
+  ApiCallFn call = CallFn(fake);
+  for (int i = 0; i < 10; ++i) {
+    call(kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0, 0);
+  }
+  // A sync that is still running when the process exits.
+  std::thread([call] {
+    call(kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, 60'000'000, 0);
+  }).detach();
+  SleepMs(50);
+}
+
+// The exit: every call that returned is written; the one still running has
+// no end, no row, and is counted.
+TEST_F(CollectorApiCallbackTest, ACallStillRunningAtExitIsCountedAndTheOthersWritten) {
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(
+      RunWorkload({{"GPSCOPE_API_SOURCE", "callback"}}, InFlightAtExitWorkload, &t));
+  EXPECT_EQ(t.api_calls.size(), 10u);
+  for (const auto& a : t.api_calls) {
+    EXPECT_EQ(a.cbid, static_cast<uint32_t>(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
+  }
+  EXPECT_EQ(t.Dropped(proto::DROP_CUPTI_INCOMPLETE_RECORD), 1u);
+  ASSERT_EQ(t.drops.size(), 1u);
+  EXPECT_NE(t.drops[0].detail().find("still in progress at the end"), std::string::npos)
+      << t.drops[0].detail();
+  ASSERT_TRUE(t.end.has_value());
+}
+
+void ManyThreadsWorkload(void* fake) {
+  ApiCallFn call = CallFn(fake);
+  // More threads than the collector's 256 states, all alive at once.
+  constexpr int kThreads = 300;
+  std::atomic<int> called{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&] {
+      call(kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0, 0);
+      called.fetch_add(1);
+      while (called.load() < kThreads) SleepMs(1);
+    });
+  }
+  for (auto& th : threads) th.join();
+}
+
+TEST_F(CollectorApiCallbackTest, CallsOfThreadsPastTheLimitAreCounted) {
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(
+      RunWorkload({{"GPSCOPE_API_SOURCE", "callback"}}, ManyThreadsWorkload, &t));
+  std::set<uint32_t> threads;
+  for (const auto& a : t.api_calls) threads.insert(a.thread_id);
+  EXPECT_EQ(t.api_calls.size(), 256u);
+  EXPECT_EQ(threads.size(), 256u);
+  EXPECT_EQ(t.Dropped(proto::DROP_RING_FULL), 44u);
+  for (const auto& d : t.drops) {
+    EXPECT_NE(d.detail().find("beyond the collector's thread limit"), std::string::npos)
+        << d.detail();
+  }
+}
+
+void ForkWorkload(void* fake) {
+  ApiCallFn call = CallFn(fake);
+  for (int i = 0; i < 10; ++i) call(kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, 0, 0);
+  const pid_t child = fork();
+  if (child == 0) {
+    // The forked child: its calls go nowhere (no writer), and its exit
+    // writes no trace of its own.
+    for (int i = 0; i < 10; ++i) call(kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, 0, 0);
+    exit(0);
+  }
+  int status = -1;
+  if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
+      WEXITSTATUS(status) != 0) {
+    _exit(43);
+  }
+  for (int i = 0; i < 10; ++i) call(kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, 0, 0);
+}
+
+TEST_F(CollectorApiCallbackTest, AForkedChildsCallsStayOutOfTheParentsTrace) {
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(RunWorkload({{"GPSCOPE_API_SOURCE", "callback"}}, ForkWorkload, &t));
+  EXPECT_EQ(t.api_calls.size(), 20u);
+  for (const auto& a : t.api_calls) EXPECT_EQ(a.thread_id, child_pid_);
+  EXPECT_TRUE(t.drops.empty());
+}
+
+void PausedSyncsWorkload(void* fake) {
+  ApiCallFn call = CallFn(fake);
+  for (int i = 0; i < 50; ++i) gpscope_test_sync_site(call, 5);
+  if (FILE* f = fopen((g_calls_path + ".half").c_str(), "w")) fclose(f);
+  struct stat st{};
+  while (stat((g_calls_path + ".go").c_str(), &st) != 0) SleepMs(5);
+  for (int i = 0; i < 50; ++i) gpscope_test_sync_site(call, 5);
+}
+
+// `stacks off` on the control socket: with the rows from the callbacks it
+// switches the captures only; the callbacks and the rows go on.
+TEST_F(CollectorApiCallbackTest, StacksOffOnTheControlSocketLeavesTheRowsOn) {
+  g_child_workload = PausedSyncsWorkload;
+  ASSERT_NO_FATAL_FAILURE(Start({{"GPSCOPE_API_SOURCE", "callback"}}, Then::kWorkload));
+  struct stat st{};
+  const uint64_t deadline = MonotonicMs() + 10000;
+  while (stat((g_calls_path + ".half").c_str(), &st) != 0) {
+    ASSERT_LT(MonotonicMs(), deadline) << "the child never got half way";
+    SleepMs(5);
+  }
+  control::ControlClient client;
+  std::string error, reply;
+  ASSERT_EQ(client.Connect(control::ControlSocketPath(control_dir_, child_), &error),
+            control::ClientError::kOk)
+      << error;
+  ASSERT_EQ(client.Request("stacks off", 2000, &reply, &error), control::ClientError::kOk)
+      << error;
+  EXPECT_EQ(reply.rfind("ok", 0), 0u) << reply;
+  client.Close();
+  SleepMs(200);  // the writer applies it within a tick
+  if (FILE* f = fopen((g_calls_path + ".go").c_str(), "w")) fclose(f);
+  const int status = Wait();
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << Stderr();
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  ASSERT_EQ(t.api_calls.size(), 100u) << "every sync has its row, stacks on or off";
+  EXPECT_EQ(t.stack_samples.size(), 50u) << "only the first half have stacks";
+  std::set<uint32_t> stacked;
+  for (const auto& s : t.stack_samples) stacked.insert(s.correlation_id);
+  std::vector<uint32_t> corr;
+  for (const auto& a : t.api_calls) corr.push_back(a.correlation_id);
+  std::sort(corr.begin(), corr.end());
+  for (size_t i = 0; i < corr.size(); ++i) {
+    EXPECT_EQ(stacked.count(corr[i]), i < 50 ? 1u : 0u) << corr[i];
+  }
+  FakeStats stats;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&stats));
+  for (const auto& c : stats.Calls("enable_callback")) {
+    EXPECT_EQ(c.value, 1u) << "a callback switched off: domain " << (c.arg >> 16);
+  }
 }
 
 // The same through a real CPython (pyenv's 3.9-3.13, else /usr/bin): a

@@ -180,5 +180,24 @@ TEST(ConfigTest, StackSettingsAreParsedAndRecordedWithTheOthers) {
   EXPECT_NE(problems[0].find("GPSCOPE_STACK_SAMPLE_MS='fast'"), std::string::npos) << problems[0];
 }
 
+TEST(ConfigTest, ApiSourceIsActivityUnlessCallbackAndABadValueIsOneLine) {
+  std::vector<std::string> problems;
+  Config c = Parse({}, &problems);
+  EXPECT_EQ(c.api_source, ApiSource::kActivity);
+  std::map<std::string, std::string> kv;
+  for (auto& [k, v] : c.AsKeyValues()) kv[k] = v;
+  EXPECT_EQ(kv["GPSCOPE_API_SOURCE"], "activity");
+  c = Parse({{"GPSCOPE_API_SOURCE", "Callback"}}, &problems);
+  EXPECT_TRUE(problems.empty());
+  EXPECT_EQ(c.api_source, ApiSource::kCallback);
+  for (auto& [k, v] : c.AsKeyValues()) kv[k] = v;
+  EXPECT_EQ(kv["GPSCOPE_API_SOURCE"], "callback");
+  c = Parse({{"GPSCOPE_API_SOURCE", "callbacks"}}, &problems);
+  EXPECT_EQ(c.api_source, ApiSource::kActivity);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0],
+            "GPSCOPE_API_SOURCE='callbacks' is not one of activity|callback; using activity");
+}
+
 }  // namespace
 }  // namespace gpscope::inject

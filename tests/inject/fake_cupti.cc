@@ -85,6 +85,9 @@
 //                             record, spread over the threads' time) and then holds its
 //                             partly filled buffer, as an idle thread of a pool does, until
 //                             a forced flush; "done" waits for them too
+//   FAKE_CUPTI_INNER_RECORDS=1  an inner driver call of fake_cupti_api_call gets its
+//                             own API record too (when its id is on), as CUPTI's
+//                             activity kinds record nested listed calls
 //   FAKE_CUPTI_STATS=PATH     at unload, write the counters and the call log there
 //
 // Kernel i of the workload (the test states the same independently):
@@ -108,13 +111,20 @@
 // domains): an application thread's "CUDA call" goes through
 //   uint32_t fake_cupti_api_call(uint32_t domain, uint32_t cbid, uint32_t busy_us,
 //                                uint32_t inner_driver_cbid)
+//   uint32_t fake_cupti_api_call_result(... the same ..., uint32_t result)
 // on the calling thread: a fresh correlation id (from 50000), the
 // subscriber's callback at CUPTI_API_ENTER (when that id is enabled), busy_us
 // of work, an inner driver call (inner_driver_cbid != 0: as libcudart makes
-// one inside a runtime call, its own correlation id, callbacks when enabled,
-// no record), the callback at CUPTI_API_EXIT, then the API record (when its
-// id is on) stamped [entry, exit] with the calling thread's id. Returns the
-// correlation id.
+// one inside a runtime call, its own correlation id, 1 us long, callbacks
+// when enabled, returning 0; its API record only with
+// FAKE_CUPTI_INNER_RECORDS=1, when its id is on), the callback at
+// CUPTI_API_EXIT (functionReturnValue points at `result`, 0 for the first
+// form), then the API record (when its id is on) stamped [entry, exit] with
+// the calling thread's id and returnValue `result`. Returns the correlation
+// id.
+//   int fake_cupti_kernel_for(uint32_t correlation)  a kernel record of that
+// call (kernel 0's fields but the correlation id, starting 1 us from now,
+// 2 us long) into the calling thread's buffer, when kernels are on: 1 if written.
 //
 // Control functions (dlsym them from the test's child):
 //   int fake_cupti_start(void)           start the device thread (0, or 1 if running)
@@ -167,6 +177,7 @@ struct FakeConfig {
   uint64_t context_devices;  // bit per device, FAKE_CUPTI_CONTEXTS
   uint32_t threads;          // FAKE_CUPTI_THREADS
   uint64_t thread_kernels;   // FAKE_CUPTI_THREAD_KERNELS
+  bool inner_records;        // FAKE_CUPTI_INNER_RECORDS
   char stats_path[512];
 };
 FakeConfig g_cfg;
@@ -338,6 +349,7 @@ __attribute__((constructor)) void ReadConfig() {
   g_cfg.threads = static_cast<uint32_t>(EnvU64("FAKE_CUPTI_THREADS", 0));
   if (g_cfg.threads > kMaxSlots - 1) g_cfg.threads = kMaxSlots - 1;
   g_cfg.thread_kernels = EnvU64("FAKE_CUPTI_THREAD_KERNELS", 100);
+  g_cfg.inner_records = EnvU64("FAKE_CUPTI_INNER_RECORDS", 0) != 0;
   snprintf(g_cfg.stats_path, sizeof(g_cfg.stats_path), "%s",
            getenv("FAKE_CUPTI_STATS") != nullptr ? getenv("FAKE_CUPTI_STATS") : "");
 }
@@ -532,8 +544,10 @@ void SetAllApiIds(CUpti_ActivityKind kind, bool on) {
   }
 }
 
-void ApiRecord(CUpti_ActivityKind kind, CUpti_CallbackId cbid, uint64_t start, uint64_t end,
-               uint32_t correlation) {
+// The API record of a call, when its id is on (written as CUPTI writes it,
+// at the call's exit); tid: its thread as CUPTI names it.
+void ApiRecordOf(CUpti_ActivityKind kind, CUpti_CallbackId cbid, uint64_t start, uint64_t end,
+                 uint32_t correlation, uint32_t tid, uint32_t result) {
   pthread_mutex_lock(&g_mu);
   bool on = KindOn(kind);
   if (kind == CUPTI_ACTIVITY_KIND_RUNTIME && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE) {
@@ -542,8 +556,6 @@ void ApiRecord(CUpti_ActivityKind kind, CUpti_CallbackId cbid, uint64_t start, u
   if (kind == CUPTI_ACTIVITY_KIND_DRIVER && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE) {
     on = g_driver_cbid[cbid];
   }
-  const uint32_t tid =
-      g_thread_id_type == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM ? g_app_tid : g_app_tid + 0x10000;
   pthread_mutex_unlock(&g_mu);
   if (!on) return;
   CUpti_ActivityAPI a;
@@ -555,8 +567,18 @@ void ApiRecord(CUpti_ActivityKind kind, CUpti_CallbackId cbid, uint64_t start, u
   a.processId = static_cast<uint32_t>(getpid());
   a.threadId = tid;
   a.correlationId = correlation;
-  a.returnValue = 0;
+  a.returnValue = result;
   Emit(&a, sizeof(a));
+}
+
+// A call of the workload's "application" (made by the device thread).
+void ApiRecord(CUpti_ActivityKind kind, CUpti_CallbackId cbid, uint64_t start, uint64_t end,
+               uint32_t correlation) {
+  pthread_mutex_lock(&g_mu);
+  const uint32_t tid =
+      g_thread_id_type == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM ? g_app_tid : g_app_tid + 0x10000;
+  pthread_mutex_unlock(&g_mu);
+  ApiRecordOf(kind, cbid, start, end, correlation, tid, 0);
 }
 
 bool KernelsOn() {
@@ -943,6 +965,8 @@ constexpr CallbackName kRuntimeNames[] = {
 constexpr CallbackName kDriverNames[] = {
     FAKE_CB(CUPTI_DRIVER_TRACE_CBID, cuLaunchKernel),
     FAKE_CB(CUPTI_DRIVER_TRACE_CBID, cuCtxGetCurrent),
+    FAKE_CB(CUPTI_DRIVER_TRACE_CBID, cuCtxSynchronize),
+    FAKE_CB(CUPTI_DRIVER_TRACE_CBID, cuMemcpyHtoD_v2),
 };
 #undef FAKE_CB
 
@@ -1293,7 +1317,7 @@ bool CallbackOn(CUpti_CallbackDomain domain, uint32_t cbid) {
 // One callback site of one call, without g_mu (the collector's callback
 // must not run under our lock).
 void ApiCallback(CUpti_CallbackDomain domain, uint32_t cbid, CUpti_ApiCallbackSite site,
-                 uint32_t correlation) {
+                 uint32_t correlation, int32_t* result = nullptr) {
   if (!CallbackOn(domain, cbid)) return;
   pthread_mutex_lock(&g_mu);
   CUpti_CallbackFunc cb = g_sub_callback;
@@ -1305,7 +1329,16 @@ void ApiCallback(CUpti_CallbackDomain domain, uint32_t cbid, CUpti_ApiCallbackSi
   d.callbackSite = site;
   d.functionName = "fake";
   d.correlationId = correlation;
+  d.functionReturnValue = site == CUPTI_API_EXIT ? result : nullptr;
   cb(userdata, domain, cbid, &d);
+}
+
+// A call made through fake_cupti_api_call: its record, on the calling thread.
+void CallRecord(CUpti_CallbackDomain dom, uint32_t cbid, uint64_t start, uint32_t corr,
+                uint32_t result) {
+  ApiRecordOf(
+      dom == CUPTI_CB_DOMAIN_RUNTIME_API ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER,
+      cbid, start, ClockNs(CLOCK_REALTIME), corr, Tid(), result);
 }
 
 void BusyUs(uint32_t us) {
@@ -1315,8 +1348,8 @@ void BusyUs(uint32_t us) {
 }
 }  // namespace
 
-FAKE_EXPORT uint32_t fake_cupti_api_call(uint32_t domain, uint32_t cbid, uint32_t busy_us,
-                                         uint32_t inner_driver_cbid) {
+FAKE_EXPORT uint32_t fake_cupti_api_call_result(uint32_t domain, uint32_t cbid, uint32_t busy_us,
+                                                uint32_t inner_driver_cbid, uint32_t result) {
   const auto dom = static_cast<CUpti_CallbackDomain>(domain);
   const uint32_t corr = __atomic_fetch_add(&g_next_api_corr, inner_driver_cbid ? 2 : 1,
                                            __ATOMIC_RELAXED);
@@ -1324,31 +1357,36 @@ FAKE_EXPORT uint32_t fake_cupti_api_call(uint32_t domain, uint32_t cbid, uint32_
   ApiCallback(dom, cbid, CUPTI_API_ENTER, corr);
   BusyUs(busy_us);
   if (inner_driver_cbid != 0) {
+    int32_t inner_result = 0;
+    const uint64_t inner_start = ClockNs(CLOCK_REALTIME);
     ApiCallback(CUPTI_CB_DOMAIN_DRIVER_API, inner_driver_cbid, CUPTI_API_ENTER, corr + 1);
-    ApiCallback(CUPTI_CB_DOMAIN_DRIVER_API, inner_driver_cbid, CUPTI_API_EXIT, corr + 1);
+    BusyUs(1);
+    ApiCallback(CUPTI_CB_DOMAIN_DRIVER_API, inner_driver_cbid, CUPTI_API_EXIT, corr + 1,
+                &inner_result);
+    if (g_cfg.inner_records) {
+      CallRecord(CUPTI_CB_DOMAIN_DRIVER_API, inner_driver_cbid, inner_start, corr + 1, 0);
+    }
   }
-  ApiCallback(dom, cbid, CUPTI_API_EXIT, corr);
-  const uint64_t end = ClockNs(CLOCK_REALTIME);
-  const CUpti_ActivityKind kind =
-      dom == CUPTI_CB_DOMAIN_RUNTIME_API ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER;
-  pthread_mutex_lock(&g_mu);
-  bool on = KindOn(kind);
-  if (kind == CUPTI_ACTIVITY_KIND_RUNTIME && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE) on = g_runtime_cbid[cbid];
-  if (kind == CUPTI_ACTIVITY_KIND_DRIVER && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE) on = g_driver_cbid[cbid];
-  pthread_mutex_unlock(&g_mu);
-  if (on) {
-    CUpti_ActivityAPI a;
-    Zero(&a);
-    a.kind = kind;
-    a.cbid = cbid;
-    a.start = start;
-    a.end = end;
-    a.processId = static_cast<uint32_t>(getpid());
-    a.threadId = Tid();
-    a.correlationId = corr;
-    Emit(&a, sizeof(a));
-  }
+  int32_t returned = static_cast<int32_t>(result);
+  ApiCallback(dom, cbid, CUPTI_API_EXIT, corr, &returned);
+  CallRecord(dom, cbid, start, corr, result);
   return corr;
+}
+
+FAKE_EXPORT uint32_t fake_cupti_api_call(uint32_t domain, uint32_t cbid, uint32_t busy_us,
+                                         uint32_t inner_driver_cbid) {
+  return fake_cupti_api_call_result(domain, cbid, busy_us, inner_driver_cbid, 0);
+}
+
+FAKE_EXPORT int fake_cupti_kernel_for(uint32_t correlation) {
+  if (!KernelsOn()) return 0;
+  CUpti_ActivityKernel10 k;
+  const uint64_t now = ClockNs(CLOCK_REALTIME);
+  pthread_mutex_lock(&g_mu);
+  FillKernel(0, now + 1000, &k);
+  pthread_mutex_unlock(&g_mu);
+  k.correlationId = correlation;
+  return Emit(&k, sizeof(k), true) ? 1 : 0;
 }
 
 FAKE_EXPORT void fake_cupti_app_call(uint32_t busy_us) {

@@ -386,18 +386,27 @@ TEST_F(RecordConverterTest, SynchronizationBecomesASyncWithItsKindStreamAndEvent
   EXPECT_EQ(e.correlation_id, 31u);
 }
 
+CUpti_ActivityAPI ApiRecord(CUpti_ActivityKind kind, CUpti_CallbackId cbid, uint64_t start,
+                            uint64_t end, uint32_t thread_id, uint32_t correlation,
+                            uint32_t result) {
+  CUpti_ActivityAPI a{};
+  a.kind = kind;
+  a.cbid = cbid;
+  a.start = start;
+  a.end = end;
+  a.threadId = thread_id;
+  a.correlationId = correlation;
+  a.returnValue = result;
+  return a;
+}
+
 TEST_F(RecordConverterTest, ApiRecordsOfTheListedCallsKeepTheirNameOthersAreDropped) {
   names_.names[{wire::API_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000}] =
       "cudaLaunchKernel_v7000";
   names_.names[{wire::API_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2}] = "cuMemAlloc_v2";
-  CUpti_ActivityAPI a{};
-  a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
-  a.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
-  a.start = kT0 + 1;
-  a.end = kT0 + 4;
-  a.threadId = 1234;
-  a.correlationId = 8;
-  a.returnValue = 0;
+  CUpti_ActivityAPI a = ApiRecord(CUPTI_ACTIVITY_KIND_RUNTIME,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, kT0 + 1,
+                                  kT0 + 4, 1234, 8, 0);
   Convert(Rec(a));
   a.start = kT0 + 5;
   a.end = kT0 + 7;
@@ -408,15 +417,9 @@ TEST_F(RecordConverterTest, ApiRecordsOfTheListedCallsKeepTheirNameOthersAreDrop
   other.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020;
   other.correlationId = 10;
   Convert(Rec(other));
-  CUpti_ActivityAPI d{};
-  d.kind = CUPTI_ACTIVITY_KIND_DRIVER;
-  d.cbid = CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2;
-  d.start = kT0 + 10;
-  d.end = kT0 + 30;
-  d.threadId = 1235;
-  d.correlationId = 11;
-  d.returnValue = 2;  // CUDA_ERROR_OUT_OF_MEMORY
-  Convert(Rec(d));
+  // CUDA_ERROR_OUT_OF_MEMORY (2).
+  Convert(Rec(ApiRecord(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
+                        kT0 + 10, kT0 + 30, 1235, 11, 2)));
   Readback r;
   ASSERT_NO_FATAL_FAILURE(Finish(&r));
 
@@ -453,6 +456,67 @@ TEST_F(RecordConverterTest, ApiCallWhoseNameCuptiDoesNotKnowGetsTheEmptyName) {
   ASSERT_NO_FATAL_FAILURE(Finish(&r));
   ASSERT_EQ(r.events.api_calls.size(), 1u);
   EXPECT_EQ(r.events.api_calls[0].api_name_id, 0u);
+}
+
+// GPSCOPE_API_SOURCE=callback: a call from the callbacks becomes the event
+// its API record would; CUPTI's callback domains (driver 1, runtime 2) are
+// the schema's the other way round (runtime 1, driver 2).
+TEST_F(RecordConverterTest, ApiCallsFromTheCallbacksBecomeTheEventsTheirRecordsWould) {
+  names_.names[{wire::API_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020}] =
+      "cudaMemcpy_v3020";
+  names_.names[{wire::API_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2}] = "cuMemcpyHtoD_v2";
+  converter_->ConvertApiCall(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2,
+                             kT0 + 2, kT0 + 3, 4321, 21, 0);
+  converter_->ConvertApiCall(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,
+                             kT0 + 1, kT0 + 5, 4321, 20, 11);
+  // The same call as an activity record: the same event.
+  Convert(Rec(ApiRecord(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,
+                        kT0 + 1, kT0 + 5, 4321, 20, 11)));
+  Readback r;
+  ASSERT_NO_FATAL_FAILURE(Finish(&r));
+  ASSERT_EQ(r.events.api_calls.size(), 3u);
+  const format::ApiCallEvent& inner = r.events.api_calls[0];
+  EXPECT_EQ(inner.domain, static_cast<uint32_t>(wire::API_DRIVER));
+  EXPECT_EQ(inner.cbid, static_cast<uint32_t>(CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2));
+  EXPECT_EQ(inner.correlation_id, 21u);
+  EXPECT_EQ(r.Name(inner.api_name_id), "cuMemcpyHtoD_v2");
+  const format::ApiCallEvent& outer = r.events.api_calls[1];
+  EXPECT_EQ(outer.domain, static_cast<uint32_t>(wire::API_RUNTIME));
+  EXPECT_EQ(outer.start_ns, kT0 + 1);
+  EXPECT_EQ(outer.end_ns, kT0 + 5);
+  EXPECT_EQ(outer.thread_id, 4321u);
+  EXPECT_EQ(outer.correlation_id, 20u);
+  EXPECT_EQ(outer.return_value, 11u);
+  EXPECT_EQ(r.Name(outer.api_name_id), "cudaMemcpy_v3020");
+  const format::ApiCallEvent& record = r.events.api_calls[2];
+  EXPECT_EQ(record.domain, outer.domain);
+  EXPECT_EQ(record.cbid, outer.cbid);
+  EXPECT_EQ(record.api_name_id, outer.api_name_id) << "one interned name for both sources";
+  EXPECT_EQ(record.return_value, outer.return_value);
+  EXPECT_EQ(names_.lookups, 2);
+}
+
+// ... and is kept only inside the capture window, like the records.
+TEST_F(RecordConverterTest, ApiCallsFromTheCallbacksOutsideTheWindowAreCountedNotWritten) {
+  control::CaptureConfig capture;
+  capture.standby = true;
+  UseWindow(&capture);
+  std::string error;
+  ASSERT_EQ(gate_->Start(&error), CaptureGate::StartOutcome::kWaiting);
+  converter_->ConvertApiCall(CUPTI_CB_DOMAIN_RUNTIME_API,
+                             CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, kT0 + 10, kT0 + 20,
+                             1, 5, 0);
+  actions_.now_ns = kT0 + 1000;
+  ASSERT_EQ(gate_->Attach(60000).outcome, control::AttachOutcome::kOk);
+  gate_->Tick();
+  converter_->ConvertApiCall(CUPTI_CB_DOMAIN_RUNTIME_API,
+                             CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, kT0 + 1001,
+                             kT0 + 1020, 1, 6, 0);
+  EXPECT_EQ(converter_->outside_window(), 1u);
+  Readback r;
+  ASSERT_NO_FATAL_FAILURE(Finish(&r));
+  ASSERT_EQ(r.events.api_calls.size(), 1u);
+  EXPECT_EQ(r.events.api_calls[0].correlation_id, 6u);
 }
 
 CUpti_ActivityMarker2 Marker(CUpti_ActivityFlag flags, uint32_t id, uint64_t ts,
