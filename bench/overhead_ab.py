@@ -103,6 +103,9 @@ def main():
                          "stacks on vs off inside a traced run (control socket)")
     ap.add_argument("--out", default="")
     ap.add_argument("--keep", default="", help="keep the traces and the step log here")
+    ap.add_argument("--budget-s", type=float, default=0.0,
+                    help="start no pair after this many seconds from the start and report the "
+                         "pairs done (0: all --blocks): an outer time limit then cuts nothing")
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     cmd = a.cmd[1:] if a.cmd and a.cmd[0] == "--" else a.cmd
@@ -136,6 +139,9 @@ def main():
     margin = int(a.margin_s * 1e9)
     blocks = []  # per pair: {"traced": (lo, hi), "untraced": (lo, hi), "attach_rc": rc}
     for k in range(a.blocks):
+        if a.budget_s and time.monotonic() - t_start > a.budget_s:
+            print(f"budget of {a.budget_s:.0f} s reached after {k} pairs", flush=True)
+            break
         pair = {}
         for kind in (("traced", "untraced") if k % 2 == 0 else ("untraced", "traced")):
             t0 = time.monotonic_ns()
