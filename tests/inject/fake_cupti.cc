@@ -85,9 +85,6 @@
 //                             record, spread over the threads' time) and then holds its
 //                             partly filled buffer, as an idle thread of a pool does, until
 //                             a forced flush; "done" waits for them too
-//   FAKE_CUPTI_INNER_RECORDS=1  an inner driver call of fake_cupti_api_call gets its
-//                             own API record too (when its id is on), as CUPTI's
-//                             activity kinds record nested listed calls
 //   FAKE_CUPTI_STATS=PATH     at unload, write the counters and the call log there
 //
 // Kernel i of the workload (the test states the same independently):
@@ -116,8 +113,9 @@
 // subscriber's callback at CUPTI_API_ENTER (when that id is enabled), busy_us
 // of work, an inner driver call (inner_driver_cbid != 0: as libcudart makes
 // one inside a runtime call, its own correlation id, 1 us long, callbacks
-// when enabled, returning 0; its API record only with
-// FAKE_CUPTI_INNER_RECORDS=1, when its id is on), the callback at
+// when enabled, returning 0; no API record of its own: CUPTI's activity
+// kinds leave a runtime call's own driver calls out, seen on the H100 in
+// session 12), the callback at
 // CUPTI_API_EXIT (functionReturnValue points at `result`, 0 for the first
 // form), then the API record (when its id is on) stamped [entry, exit] with
 // the calling thread's id and returnValue `result`. Returns the correlation
@@ -177,7 +175,6 @@ struct FakeConfig {
   uint64_t context_devices;  // bit per device, FAKE_CUPTI_CONTEXTS
   uint32_t threads;          // FAKE_CUPTI_THREADS
   uint64_t thread_kernels;   // FAKE_CUPTI_THREAD_KERNELS
-  bool inner_records;        // FAKE_CUPTI_INNER_RECORDS
   char stats_path[512];
 };
 FakeConfig g_cfg;
@@ -349,7 +346,6 @@ __attribute__((constructor)) void ReadConfig() {
   g_cfg.threads = static_cast<uint32_t>(EnvU64("FAKE_CUPTI_THREADS", 0));
   if (g_cfg.threads > kMaxSlots - 1) g_cfg.threads = kMaxSlots - 1;
   g_cfg.thread_kernels = EnvU64("FAKE_CUPTI_THREAD_KERNELS", 100);
-  g_cfg.inner_records = EnvU64("FAKE_CUPTI_INNER_RECORDS", 0) != 0;
   snprintf(g_cfg.stats_path, sizeof(g_cfg.stats_path), "%s",
            getenv("FAKE_CUPTI_STATS") != nullptr ? getenv("FAKE_CUPTI_STATS") : "");
 }
@@ -1358,14 +1354,10 @@ FAKE_EXPORT uint32_t fake_cupti_api_call_result(uint32_t domain, uint32_t cbid, 
   BusyUs(busy_us);
   if (inner_driver_cbid != 0) {
     int32_t inner_result = 0;
-    const uint64_t inner_start = ClockNs(CLOCK_REALTIME);
     ApiCallback(CUPTI_CB_DOMAIN_DRIVER_API, inner_driver_cbid, CUPTI_API_ENTER, corr + 1);
     BusyUs(1);
     ApiCallback(CUPTI_CB_DOMAIN_DRIVER_API, inner_driver_cbid, CUPTI_API_EXIT, corr + 1,
                 &inner_result);
-    if (g_cfg.inner_records) {
-      CallRecord(CUPTI_CB_DOMAIN_DRIVER_API, inner_driver_cbid, inner_start, corr + 1, 0);
-    }
   }
   int32_t returned = static_cast<int32_t>(result);
   ApiCallback(dom, cbid, CUPTI_API_EXIT, corr, &returned);
