@@ -25,6 +25,11 @@ its report written to a scratch directory) to every suite; the table then gives 
 time over nsys's with a 95% bootstrap interval over the rounds (paired: each round's added time is
 its sample minus the same round's baseline). Use --rounds 10 or more.
 
+Configurations: baseline (no tracing), floor (a bare CUPTI client with gpscope's activity kinds
+and API kinds, bench/cupti_floor.cc), floor-bare (the same without the API kinds), gpscope,
+standby (gpscope loaded, tracing off), torch.profiler (CUDA activities) and torch.profiler-cpu
+(CPU and CUDA) in the PyTorch suites, nsys with --nsys.
+
 Targets (issue 3): launch-bound loop, gpscope's added time <= 1.15x the
 floor's added time; training loop, <= 1% step-time increase (medians).
 Between separate runs the H200's step time moves +-5%: for the training
@@ -120,7 +125,12 @@ def main():
     # ratio leaves out. On the launch-bound loops any per-launch cost shows ~100x.
     sb = dict(gp, GPSCOPE_STANDBY="1")
     py = sys.executable
-    cuda_configs = {"baseline": ({}, []), "floor": (fl, []), "gpscope": (gp, []), "standby": (sb, [])}
+    # The floor enables CUPTI's API kinds too, as gpscope does; "floor-bare"
+    # leaves them out (the kernel, copy, set, sync, overhead, device and
+    # context kinds only): the table's "bare CUPTI kinds" column.
+    fb = dict(fl, GPSCOPE_API="0")
+    cuda_configs = {"baseline": ({}, []), "floor": (fl, []), "floor-bare": (fb, []),
+                    "gpscope": (gp, []), "standby": (sb, [])}
     for v in a.variants:
         name = os.path.basename(v).replace("libgpscope_inject_", "").replace(".so", "")
         cuda_configs[name] = ({"CUDA_INJECTION64_PATH": os.path.abspath(v), "GPSCOPE_OUTPUT": outdir}, [])
@@ -149,13 +159,19 @@ def main():
             [a.tiny, str(a.kernels)], "us_per_launch", cuda_configs),
         "torch_tiny_ops (us/op)": (
             [py, TRAIN, "--mode", "tiny", "--ops", str(a.ops)], "us_per_op",
-            dict({"baseline": ({}, []), "floor": (fl, []), "gpscope": (gp, []), "standby": (sb, []),
-                  "torch.profiler": ({}, ["--profiler"])}, **variants, **compares)),
+            dict({"baseline": ({}, []), "floor": (fl, []), "floor-bare": (fb, []),
+                  "gpscope": (gp, []), "standby": (sb, []),
+                  "torch.profiler": ({}, ["--profiler"]),
+                  "torch.profiler-cpu": ({}, ["--profiler", "--profiler-cpu"])},
+                 **variants, **compares)),
         "torch_train (ms/step)": (
             [py, TRAIN, "--mode", "train", "--steps", str(a.steps)] + a.train_args.split(),
             "step_ms_median",
-            dict({"baseline": ({}, []), "floor": (fl, []), "gpscope": (gp, []),
-                  "torch.profiler": ({}, ["--profiler"])}, **variants, **compares)),
+            dict({"baseline": ({}, []), "floor": (fl, []), "floor-bare": (fb, []),
+                  "gpscope": (gp, []),
+                  "torch.profiler": ({}, ["--profiler"]),
+                  "torch.profiler-cpu": ({}, ["--profiler", "--profiler-cpu"])},
+                 **variants, **compares)),
     }
     if a.nsys:
         nsys_prefix = [a.nsys, "profile", "-t", "cuda", "--force-overwrite=true",
@@ -168,6 +184,7 @@ def main():
     if a.no_profiler:
         for _, _, configs in suites.values():
             configs.pop("torch.profiler", None)
+            configs.pop("torch.profiler-cpu", None)
     if a.only_configs:
         keep = set(a.only_configs.split(",")) | {"baseline"}
         for _, _, configs in suites.values():

@@ -37,7 +37,8 @@ void CallSiteStacks::ApplySwitch() {
     return;
   }
   size_t asked = 0;
-  const size_t changed = session_->SetApiCallbacks(!switched_off_, launches_, &asked);
+  const size_t changed = session_->SetApiCallbacks(
+      !switched_off_, {launches_, launches_ && driver_launches_}, &asked);
   if (switched_off_) {
     capturer_->Disable();
   } else {
@@ -99,9 +100,13 @@ void CallSiteStacks::Start(const Options& options, CuptiSession* session, WakeWo
   if (!stacks) Off(why);  // API rows only
   size_t asked = 0;
   session_ = session;
-  // The rows need every listed call's callbacks, launches included.
+  // The rows need every listed call's callbacks, launches included; the
+  // stacks, the driver's launches once the driver API is seen called
+  // directly (NoteDirectDriverCalls).
   launches_ = options.launches || api_rows_;
-  const size_t enabled = session->EnableApiCallbacks(launches_, &asked);
+  driver_launches_ = api_rows_ || options.driver_launches_at_start;
+  const size_t enabled =
+      session->EnableApiCallbacks({launches_, launches_ && driver_launches_}, &asked);
   if (enabled == 0) {
     capturer_->Disable();
     if (api_rows_) {
@@ -139,6 +144,24 @@ void CallSiteStacks::Start(const Options& options, CuptiSession* session, WakeWo
   GPSCOPE_LOG_INFO("call-site stacks on (GPSCOPE_STACKS=%s, GPSCOPE_STACK_SAMPLE_MS=%u): %zu of "
                    "%zu API callbacks enabled",
                    stacks::StackModeName(s.mode), s.sample_interval_ms, enabled, asked);
+}
+
+void CallSiteStacks::NoteDirectDriverCalls(uint64_t driver_api_records) {
+  if (driver_launches_ || table_ == nullptr || !launches_) return;
+  const bool direct_call = capturer_->direct_driver_calls();
+  if (!direct_call && driver_api_records == 0) return;
+  driver_launches_ = true;
+  const char* seen = direct_call ? "a driver-API call made outside the runtime"
+                                 : "a driver-API record (a call made outside the runtime)";
+  if (switched_off_) return;  // switching on asks for them
+  size_t asked = 0;
+  const size_t enabled = session_->EnableDriverLaunchCallbacks(&asked);
+  const std::string why = std::string(seen) + ": the driver's launch callbacks switched on (" +
+                          std::to_string(enabled) + " of " + std::to_string(asked) +
+                          "); driver launches before this have no stacks";
+  GPSCOPE_LOG_INFO("call-site stacks: %s", why.c_str());
+  writer_->AddCapability(
+      {format::MakeStringRef("stacks.driver_launches"), enabled > 0, {why.data(), why.size()}});
 }
 
 void CallSiteStacks::Drain(const CaptureGate& gate) {

@@ -63,6 +63,9 @@ class CallSiteStacks {
     // (0: the default), and the launches' callbacks left off.
     uint32_t ring_slots = 0;
     bool launches = true;
+    // Diagnosis: the driver's launch callbacks on from the start (what
+    // every process paid before they waited for a direct driver call).
+    bool driver_launches_at_start = false;
     // GPSCOPE_API_SOURCE=callback and the session takes the API records
     // from the callbacks (CuptiSession::api_from_callbacks()): API call
     // rows, with or without stacks, and the launches' callbacks always on.
@@ -110,6 +113,20 @@ class CallSiteStacks {
   // Writer thread, at every drain: applies a requested switch.
   void ApplySwitch();
 
+  // Writer thread, at every drain (`driver_api_records`: the driver-API
+  // activity records converted so far): the launch callbacks start with
+  // the runtime's only. A runtime launch dispatches its inner driver
+  // launch's callbacks as well, which cost every launch and give nothing
+  // (a runtime call's driver calls are part of it). The driver's launch
+  // callbacks come on once the process is seen calling the driver API
+  // directly: a listed driver call entered outside any runtime call (a
+  // sync, copy or allocation: StackCapturer::direct_driver_calls), or a
+  // driver-API activity record (CUPTI records none from inside a runtime
+  // call: e.g. Triton's cuLaunchKernel). Until then such a process's
+  // driver launches have no stacks (one info line and a notice in the
+  // trace say when they came on).
+  void NoteDirectDriverCalls(uint64_t driver_api_records);
+
   // Cumulative drop counts (active() only): captures lost to a full ring,
   // stacks the table could not keep, captures of threads beyond the limit.
   uint64_t ring_drops() const { return capturer_->ring_drops(); }
@@ -131,6 +148,7 @@ class CallSiteStacks {
   StackCapturer* capturer_;
   CuptiSession* session_ = nullptr;
   bool launches_ = true;
+  bool driver_launches_ = true;  // the driver's launch callbacks asked for
   bool api_rows_ = false;
   StackCapturer::ApiRowMarks row_marks_;  // writer thread
   bool switched_off_ = false;                  // writer thread

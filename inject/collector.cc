@@ -467,6 +467,7 @@ void Collector::StartStacks() {
   if (diag::kEnvSwitches) {
     o.ring_slots = diag_.stack_ring_slots;  // tests: a smaller ring, to see it fill
     o.launches = !diag_.stack_no_launch;    // bench: the launch callbacks' cost apart
+    o.driver_launches_at_start = diag_.stack_driver_launches;  // bench: their inner ones'
     o.api_row_slots = diag_.api_row_slots;  // tests: a smaller API row ring
   }
   stacks->Start(o, session.get(), &wake);

@@ -261,21 +261,38 @@ void CuptiSession::ApiCallbacksUnavailable(const std::string& why) {
   }
 }
 
-size_t CuptiSession::SetApiCallbacks(bool on, bool launches, size_t* asked) {
+size_t CuptiSession::SetApiCallbacks(bool on, LaunchCallbacks launches, size_t* asked) {
   const uint32_t enable = on ? 1 : 0;
   BlockingSection section(finisher_);  // CUPTI's lock, on the writer thread at run time
   size_t enabled = 0;
   *asked = 0;
   for (CUpti_CallbackId id : kRuntimeCbids) {
-    if (!launches && ClassifyApi(CUPTI_CB_DOMAIN_RUNTIME_API, id) == ApiClass::kLaunch) continue;
+    if (!launches.runtime && ClassifyApi(CUPTI_CB_DOMAIN_RUNTIME_API, id) == ApiClass::kLaunch) {
+      continue;
+    }
     ++*asked;
     enabled += api_.cuptiEnableCallback(enable, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, id) ==
                CUPTI_SUCCESS;
   }
   for (CUpti_CallbackId id : kDriverCbids) {
-    if (!launches && ClassifyApi(CUPTI_CB_DOMAIN_DRIVER_API, id) == ApiClass::kLaunch) continue;
+    if (!launches.driver && ClassifyApi(CUPTI_CB_DOMAIN_DRIVER_API, id) == ApiClass::kLaunch) {
+      continue;
+    }
     ++*asked;
     enabled += api_.cuptiEnableCallback(enable, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id) ==
+               CUPTI_SUCCESS;
+  }
+  return enabled;
+}
+
+size_t CuptiSession::EnableDriverLaunchCallbacks(size_t* asked) {
+  BlockingSection section(finisher_);
+  size_t enabled = 0;
+  *asked = 0;
+  for (CUpti_CallbackId id : kDriverCbids) {
+    if (ClassifyApi(CUPTI_CB_DOMAIN_DRIVER_API, id) != ApiClass::kLaunch) continue;
+    ++*asked;
+    enabled += api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id) ==
                CUPTI_SUCCESS;
   }
   return enabled;

@@ -102,10 +102,21 @@ class CuptiSession : public RecordConverter::ApiNames {
   // Call-site stacks and API call rows: CUPTI's API callbacks for the
   // recorded calls (all, or all but the launches). Returns how many CUPTI
   // accepted; *asked how many were asked for.
-  size_t EnableApiCallbacks(bool launches, size_t* asked) { return SetApiCallbacks(true, launches, asked); }
+  // Launches: which launch calls get callbacks too (the runtime's; the
+  // driver's, which a runtime launch also dispatches from inside it).
+  struct LaunchCallbacks {
+    bool runtime = true;
+    bool driver = true;
+  };
+  size_t EnableApiCallbacks(LaunchCallbacks launches, size_t* asked) {
+    return SetApiCallbacks(true, launches, asked);
+  }
   // Switches them on or off (`stacks on|off` on the control socket, when
   // they serve the stacks only).
-  size_t SetApiCallbacks(bool on, bool launches, size_t* asked);
+  size_t SetApiCallbacks(bool on, LaunchCallbacks launches, size_t* asked);
+  // Writer thread: switches the driver's launch callbacks on (the
+  // application calls the driver API directly: CallSiteStacks).
+  size_t EnableDriverLaunchCallbacks(size_t* asked);
 
   // The API records come from our API callbacks (GPSCOPE_API_SOURCE=
   // callback with GPSCOPE_API=1 and the subscriber ours): SetTracing leaves

@@ -50,6 +50,7 @@ Switches ParseSwitches(GetEnvFn get_env, std::vector<std::string>* problems) {
     s.stack_ring_slots = static_cast<uint32_t>(strtoul(ring, nullptr, 10));
   }
   s.stack_no_launch = IsOne(env.Get("GPSCOPE_DIAG_STACK_NO_LAUNCH"));
+  s.stack_driver_launches = IsOne(env.Get("GPSCOPE_DIAG_STACK_DRIVER_LAUNCHES"));
   if (const char* ring = env.Get("GPSCOPE_DIAG_API_ROW_RING")) {
     s.api_row_slots = static_cast<uint32_t>(strtoul(ring, nullptr, 10));
   }

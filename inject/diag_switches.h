@@ -28,6 +28,11 @@
 //                                   launch stacks' cost shows apart; not
 //                                   with GPSCOPE_API_SOURCE=callback, whose
 //                                   API records need them)
+//   GPSCOPE_DIAG_STACK_DRIVER_LAUNCHES=1  the driver's launch callbacks
+//                                   on from the start, as before they waited
+//                                   for a direct driver call (their cost,
+//                                   dispatched inside every runtime launch,
+//                                   shows apart)
 //   GPSCOPE_DIAG_API_ROW_RING=N     API call row slots per thread with
 //                                   GPSCOPE_API_SOURCE=callback, 1..16384
 //                                   (tests fill a ring with it)
@@ -84,6 +89,7 @@ struct Switches {
   bool gate_kernels = false;       // GPSCOPE_DIAG_GATE_KERNELS=1
   uint32_t stack_ring_slots = 0;   // GPSCOPE_DIAG_STACK_RING (0: the default)
   bool stack_no_launch = false;    // GPSCOPE_DIAG_STACK_NO_LAUNCH=1
+  bool stack_driver_launches = false;  // GPSCOPE_DIAG_STACK_DRIVER_LAUNCHES=1
   uint32_t api_row_slots = 0;      // GPSCOPE_DIAG_API_ROW_RING (0: the default)
 };
 

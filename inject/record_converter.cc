@@ -233,6 +233,7 @@ void RecordConverter::ConvertApi(const CUpti_Activity* record) {
   // Only the listed calls: with the whole kinds on (a window opened
   // mid-run, CuptiSession::SetTracing) a few others can slip in.
   if (!kListedApiIds.Listed(record->kind, a.cbid)) return;
+  driver_api_records_ += record->kind == CUPTI_ACTIVITY_KIND_DRIVER;
   AddApiCall(record->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? wire::API_RUNTIME : wire::API_DRIVER,
              a.cbid, a.start, a.end, a.threadId, a.correlationId, a.returnValue);
 }

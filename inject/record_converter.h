@@ -93,6 +93,9 @@ class RecordConverter {
   uint64_t outside_window() const { return outside_window_; }
   // Kernel records from CUPTI before the window gate, and their start times.
   uint64_t kernel_records() const { return kernel_records_; }
+  // Driver-API records converted (CUPTI records no driver call made from
+  // inside a runtime call: each is a direct driver call).
+  uint64_t driver_api_records() const { return driver_api_records_; }
   uint64_t first_kernel_ns() const { return first_kernel_ns_; }
   uint64_t last_kernel_ns() const { return last_kernel_ns_; }
   // The end of the last kernel written (drop notices' last_ns).
@@ -131,6 +134,7 @@ class RecordConverter {
   uint64_t incomplete_records_ = 0;
   uint64_t outside_window_ = 0;
   uint64_t kernel_records_ = 0;
+  uint64_t driver_api_records_ = 0;
   uint64_t first_kernel_ns_ = 0, last_kernel_ns_ = 0;
   uint64_t last_event_ns_ = 0;
   uint32_t deferred_corr_[kMaxDeferredRecords];

@@ -214,6 +214,9 @@ class StackCapturer {
   uint64_t main_thread_captures() const;  // kSyncMainThread captures published
   uint64_t main_thread_reused() const;    // of them, the last walk's stack again
   uint32_t threads_seen() const { return threads_seen_.load(std::memory_order_relaxed); }
+  // A listed driver call was entered outside any runtime call (a direct
+  // driver-API call: JAX's, CuPy's), since start-up.
+  bool direct_driver_calls() const { return direct_driver_calls_.load(std::memory_order_relaxed); }
   // API call rows: published; lost to a full ring, to nesting deeper than
   // kMaxOpenCalls or to an exit never seen; of threads beyond kMaxThreads.
   uint64_t api_rows() const;
@@ -269,6 +272,7 @@ class StackCapturer {
   std::atomic<uint32_t> threads_seen_{0};
   std::atomic<uint64_t> thread_drops_{0};
   std::atomic<uint64_t> api_thread_drops_{0};
+  std::atomic<bool> direct_driver_calls_{false};
 };
 
 // A call the thread is inside (StackCapturer::Thread::open).

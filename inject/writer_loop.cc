@@ -156,6 +156,10 @@ void WriterLoop::Drain() {
     ++buffers_drained_;
     pool.Release(buffer);
   }
+  // Not in the final flush: no new callbacks while the process exits.
+  if (!final_requested_.load(std::memory_order_relaxed)) {
+    p_.stacks->NoteDirectDriverCalls(p_.converter->driver_api_records());
+  }
 }
 
 // Descriptors and notices point into the Sampler, which lives until the

@@ -6,6 +6,7 @@ It is an ordinary user script: nothing in it knows about gpscope.
   python3 torch_train.py --mode train --steps 200     # MLP training, bf16 autocast
   python3 torch_train.py --mode tiny --ops 100000     # launch-bound tiny ops
   python3 torch_train.py ... --profiler               # wrap in torch.profiler (CUDA only)
+  python3 torch_train.py ... --profiler --profiler-cpu # CPU and CUDA activities
   python3 torch_train.py --seconds 60 --step-log F     # train 60 s, each step's times to F
   python3 torch_train.py --mode tiny --seconds 60 --step-log F  # steps of 1000 tiny ops + a sync
 
@@ -124,6 +125,8 @@ def main():
     p.add_argument("--ops", type=int, default=100000)
     p.add_argument("--ops-per-step", type=int, default=1000, help="tiny with --seconds")
     p.add_argument("--profiler", action="store_true")
+    p.add_argument("--profiler-cpu", action="store_true",
+                   help="with --profiler: CPU activities too (the CPU+CUDA profile)")
     p.add_argument("--exit-code", type=int, default=0)
     p.add_argument("--step-log", default="", help="write each step's monotonic start/end ns")
     p.add_argument("--seconds", type=float, default=0.0, help="train: run this long, not --steps; tiny: steps of --ops-per-step")
@@ -132,7 +135,10 @@ def main():
     fn = train if args.mode == "train" else tiny
     if args.profiler:
         from torch.profiler import ProfilerActivity, profile
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        activities = [ProfilerActivity.CUDA]
+        if args.profiler_cpu:
+            activities.append(ProfilerActivity.CPU)
+        with profile(activities=activities) as prof:
             out = fn(args)
         out["profiler_events"] = len(prof.events())
     else:

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "inject/api_cbids.h"
+#include "inject/api_classes.h"
 #include "proto/enums.h"
 #include "tests/inject/collector_child.h"
 
@@ -65,6 +66,13 @@ extern "C" __attribute__((noinline, visibility("default"))) uint32_t gpscope_tes
     ApiCallFn call, uint32_t busy_us) {
   volatile uint32_t c = call(CUPTI_CB_DOMAIN_RUNTIME_API,
                              CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, busy_us, 0);
+  return c;
+}
+// A kernel launched through the driver API directly (as JAX, CuPy and
+// Triton launch theirs).
+extern "C" __attribute__((noinline, visibility("default"))) uint32_t
+gpscope_test_driver_launch_site(ApiCallFn call) {
+  volatile uint32_t c = call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 5, 0);
   return c;
 }
 
@@ -154,15 +162,40 @@ class CollectorStacksTest : public CollectorCuptiTest {
     return nullptr;
   }
 
-  // The callbacks of exactly gpscope's call list were enabled.
-  static void ExpectTheListedCallbacksEnabled(const FakeStats& stats) {
-    size_t runtime = 0, driver = 0;
+  // The callbacks of exactly gpscope's call list were enabled; the
+  // driver's launches as `driver_launches` says (in the activity mode they
+  // wait for a direct driver-API call: CallSiteStacks::NoteDirectDriverCalls).
+  enum class DriverLaunches { kOn, kOff, kEither };
+  static void ExpectTheListedCallbacksEnabled(const FakeStats& stats,
+                                              DriverLaunches driver_launches) {
+    std::set<uint32_t> runtime, driver;
     for (const auto& c : stats.Calls("enable_callback")) {
-      runtime += (c.arg >> 16) == CUPTI_CB_DOMAIN_RUNTIME_API && c.value == 1;
-      driver += (c.arg >> 16) == CUPTI_CB_DOMAIN_DRIVER_API && c.value == 1;
+      if (c.value != 1) continue;
+      if ((c.arg >> 16) == CUPTI_CB_DOMAIN_RUNTIME_API) runtime.insert(c.arg & 0xffff);
+      if ((c.arg >> 16) == CUPTI_CB_DOMAIN_DRIVER_API) driver.insert(c.arg & 0xffff);
     }
-    EXPECT_EQ(runtime, std::size(inject::kRuntimeCbids));
-    EXPECT_EQ(driver, std::size(inject::kDriverCbids));
+    EXPECT_EQ(runtime.size(), std::size(inject::kRuntimeCbids));
+    size_t listed_driver = 0, driver_launch = 0, launches_on = 0;
+    for (CUpti_CallbackId id : inject::kDriverCbids) {
+      const bool launch =
+          inject::ClassifyApi(CUPTI_CB_DOMAIN_DRIVER_API, id) == inject::ApiClass::kLaunch;
+      driver_launch += launch;
+      listed_driver += !launch && driver.count(id);
+      launches_on += launch && driver.count(id);
+    }
+    ASSERT_GT(driver_launch, 0u);
+    EXPECT_EQ(listed_driver, std::size(inject::kDriverCbids) - driver_launch);
+    switch (driver_launches) {
+      case DriverLaunches::kOn:
+        EXPECT_EQ(launches_on, driver_launch);
+        break;
+      case DriverLaunches::kOff:
+        EXPECT_EQ(launches_on, 0u);
+        break;
+      case DriverLaunches::kEither:
+        EXPECT_TRUE(launches_on == 0 || launches_on == driver_launch) << launches_on;
+        break;
+    }
   }
 
   std::string Config(const Trace& t, const std::string& key) {
@@ -233,7 +266,9 @@ TEST_F(CollectorStacksTest, SyncCallsCarryNativeStacksThatJoinTheirApiRecordsAnd
   EXPECT_TRUE(StderrLines().empty()) << Stderr();
   FakeStats stats;
   ASSERT_NO_FATAL_FAILURE(ReadStats(&stats));
-  ExpectTheListedCallbacksEnabled(stats);
+  // Its direct cuCtxSynchronize turns the driver's launch callbacks on,
+  // unless the process exited before the writer's next drain.
+  ExpectTheListedCallbacksEnabled(stats, DriverLaunches::kEither);
 }
 
 TEST_F(CollectorStacksTest, AnUnsupportedCPythonIsOneInfoLineANoticeAndNativeStacks) {
@@ -268,6 +303,8 @@ void LaunchWorkload(void* fake) {
   ApiCallFn call = CallFn(fake);
   FILE* f = fopen(g_calls_path.c_str(), "w");
   if (f == nullptr) _exit(41);
+  // A runtime copy with its inner driver call: not a direct driver call.
+  Note(f, "copy", gpscope_test_copy_site(call));
   SleepMs(20);
   Note(f, "after_idle_1", gpscope_test_launch_site(call, 5));
   const uint64_t t0 = RealtimeNs();
@@ -324,9 +361,95 @@ TEST_P(CollectorStackSamplingTest, LaunchesGetStacksAfterIdleAndAtTheSamplingInt
     EXPECT_GE(sampled, 3u) << burst_ms << " ms";
   }
   EXPECT_EQ(t.Dropped(proto::DROP_STACKS), 0u);
+  // Runtime launches only (and a runtime copy's inner driver call): the
+  // driver's launch callbacks, dispatched inside every runtime launch,
+  // stay off.
+  FakeStats stats;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&stats));
+  ExpectTheListedCallbacksEnabled(stats, DriverLaunches::kOff);
+  EXPECT_TRUE(t.Unavailable("stacks.driver_launches").empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(Interval, CollectorStackSamplingTest, ::testing::Values(1, 0));
+
+// A driver-API program: its first driver launch, before any direct driver
+// call was seen, has no callbacks; a direct driver sync turns the driver's
+// launch callbacks on at the writer's next drain (every 20 ms), so the
+// launch after 200 ms idle gets its stack.
+void DirectDriverWorkload(void* fake) {
+  ApiCallFn call = CallFn(fake);
+  FILE* f = fopen(g_calls_path.c_str(), "w");
+  if (f == nullptr) _exit(41);
+  SleepMs(20);
+  Note(f, "early_launch", gpscope_test_driver_launch_site(call));
+  Note(f, "driver_sync", gpscope_test_driver_site(call));
+  SleepMs(200);
+  Note(f, "late_launch", gpscope_test_driver_launch_site(call));
+  fclose(f);
+}
+
+// The same without any direct driver call but the launches: their driver
+// API records (CUPTI records no driver call made inside a runtime call)
+// turn the callbacks on once the writer converts them.
+void DriverLaunchesOnlyWorkload(void* fake) {
+  ApiCallFn call = CallFn(fake);
+  FILE* f = fopen(g_calls_path.c_str(), "w");
+  if (f == nullptr) _exit(41);
+  SleepMs(20);
+  Note(f, "early_launch", gpscope_test_driver_launch_site(call));
+  SleepMs(1000);  // > two flush intervals: the buffer is forced back
+  Note(f, "late_launch", gpscope_test_driver_launch_site(call));
+  fclose(f);
+}
+
+struct DirectDriverCase {
+  void (*workload)(void*);
+  const char* seen;  // how the notice says it saw the driver API
+};
+
+class CollectorDirectDriverTest : public CollectorStacksTest,
+                                  public ::testing::WithParamInterface<DirectDriverCase> {};
+
+TEST_P(CollectorDirectDriverTest, DriverLaunchesGetStacksOnceTheDriverApiIsSeenCalledDirectly) {
+  g_child_workload = GetParam().workload;
+  ASSERT_NO_FATAL_FAILURE(
+      RunToExit({{"GPSCOPE_FLUSH_INTERVAL_MS", "100"}}, Then::kWorkload));
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  const auto calls = ReadCalls();
+  const std::vector<uint32_t> early = Calls(calls, "early_launch");
+  const std::vector<uint32_t> late = Calls(calls, "late_launch");
+  ASSERT_EQ(early.size(), 1u);
+  ASSERT_EQ(late.size(), 1u);
+  for (const auto& s : t.stack_samples) {
+    EXPECT_NE(s.correlation_id, early[0]) << "a stack before the callbacks were on";
+  }
+  EXPECT_NE(ApiCall(t, early[0]), nullptr) << "its API record is kept all the same";
+  const Trace::StackSample* s = SampleOf(t, late[0]);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->trigger, static_cast<uint32_t>(proto::STACK_AFTER_IDLE));
+  const proto::StackFrame* f = Innermost(t, *s);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(t.Str(f->function_id()), "gpscope_test_driver_launch_site");
+  FakeStats stats;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&stats));
+  ExpectTheListedCallbacksEnabled(stats, DriverLaunches::kOn);
+  // One notice, available, saying how the driver API was seen.
+  size_t notices = 0;
+  for (const auto& c : t.capabilities) {
+    if (c.component() != "stacks.driver_launches") continue;
+    ++notices;
+    EXPECT_TRUE(c.available());
+    EXPECT_NE(c.reason().find(GetParam().seen), std::string::npos) << c.reason();
+  }
+  EXPECT_EQ(notices, 1u);
+  EXPECT_EQ(t.Dropped(proto::DROP_STACKS), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Seen, CollectorDirectDriverTest,
+    ::testing::Values(DirectDriverCase{DirectDriverWorkload, "a driver-API call made outside"},
+                      DirectDriverCase{DriverLaunchesOnlyWorkload, "a driver-API record"}));
 
 void ManySyncsWorkload(void* fake) {
   ApiCallFn call = CallFn(fake);
@@ -647,7 +770,7 @@ TEST_F(CollectorApiCallbackTest, WithStacksOffTheCallbacksStillGiveTheRows) {
   EXPECT_EQ(off[0]->reason(), "GPSCOPE_STACKS=0");
   FakeStats stats;
   ASSERT_NO_FATAL_FAILURE(ReadStats(&stats));
-  ExpectTheListedCallbacksEnabled(stats);
+  ExpectTheListedCallbacksEnabled(stats, DriverLaunches::kOn);  // the rows need them
   EXPECT_TRUE(stats.Set("runtime_cbids").empty());
 }
 

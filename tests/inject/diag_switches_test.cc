@@ -31,6 +31,7 @@ TEST(DiagSwitchesTest, AllOffWithoutTheVariables) {
   EXPECT_FALSE(s.gate_kernels);
   EXPECT_EQ(s.stack_ring_slots, 0u);
   EXPECT_FALSE(s.stack_no_launch);
+  EXPECT_FALSE(s.stack_driver_launches);
   EXPECT_EQ(s.api_row_slots, 0u);
   EXPECT_TRUE(problems.empty());
   EXPECT_EQ(OffKindsText(0), "");
@@ -51,11 +52,13 @@ TEST(DiagSwitchesTest, DiagOffNamesKindsAndNamesTheUnknownOnes) {
 TEST(DiagSwitchesTest, SwitchesAreOnOnlyForOne) {
   const Switches on = Parse({{"GPSCOPE_DIAG_GATE_KERNELS", "1"},
                              {"GPSCOPE_DIAG_STACK_NO_LAUNCH", "1"},
+                             {"GPSCOPE_DIAG_STACK_DRIVER_LAUNCHES", "1"},
                              {"GPSCOPE_DIAG_STACK_RING", "2"},
                              {"GPSCOPE_DIAG_API_ROW_RING", "8"}},
                             nullptr);
   EXPECT_TRUE(on.gate_kernels);
   EXPECT_TRUE(on.stack_no_launch);
+  EXPECT_TRUE(on.stack_driver_launches);
   EXPECT_EQ(on.stack_ring_slots, 2u);
   EXPECT_EQ(on.api_row_slots, 8u);
   const Switches off = Parse(
