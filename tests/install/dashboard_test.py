@@ -2,7 +2,7 @@
 """The Grafana dashboard (packaging/grafana/gpscope-monitor.json) against the
 monitor's real exposition and a real Prometheus.
 
-  dashboard_test.py MONITOR_BINARY DASHBOARD_JSON REPLAY_FILE WORK_DIR
+  dashboard_test.py MONITOR_BINARY DASHBOARD_JSON REPLAY_FILE WORK_DIR [TRACE...]
 
 1. The dashboard's shape: an importable dashboard (title, uid, schemaVersion),
    one Prometheus datasource variable that every panel and target uses, unique
@@ -15,7 +15,10 @@ monitor's real exposition and a real Prometheus.
 The monitor replays REPLAY_FILE (h200x2.replay: synthetic H200 readings, no
 GPU here), with GPM's FP16/FP32/FP64 pipe and PCIe/NVLink throughput readings
 added to each step (that file has none: its GPUs report no NVLink peers), so
-that every series the dashboard shows is on the page.
+that every series the dashboard shows is on the page. The TRACE files (recorded
+traces) are copied into a directory the monitor follows (--traces): their
+runs' windows, closed by their end chunks, give the gpscope_window_* series of
+the "Capture windows" row.
 Exit 0 passed, 1 failed, 77 skipped (prometheus not installed).
 """
 import json
@@ -31,6 +34,7 @@ import urllib.parse
 import urllib.request
 
 monitor, dashboard_path, replay_src, work = sys.argv[1:5]
+traces = sys.argv[5:]
 failures = []
 
 
@@ -106,9 +110,14 @@ with open(replay_src) as src, open(replay, "w") as out:
                                   ("gpm.nvlink_tx_bytes_per_s", 1.2e11 * sm / 100),
                                   ("gpm.nvlink_rx_bytes_per_s", 1.2e11 * sm / 100)):
                 out.write(f"{metric} {gpu} {value:g}\n")
+traces_dir = os.path.join(work, "traces")
+os.makedirs(traces_dir)
+for t in traces:
+    shutil.copy(t, traces_dir)
 log = open(os.path.join(work, "monitor.log"), "w+")
 mon = subprocess.Popen([monitor, "--replay", replay, "--interval-ms", "200", "--output",
-                        os.path.join(work, "out"), "--listen", "127.0.0.1:0"], stderr=log)
+                        os.path.join(work, "out"), "--listen", "127.0.0.1:0",
+                        "--traces", traces_dir], stderr=log)
 prom = None
 try:
     port = None
@@ -123,6 +132,11 @@ try:
         log.seek(0)
         sys.exit(f"FAILED: the monitor did not report its port: {log.read()}")
     time.sleep(1)  # GPM values start at the second sample
+    if traces:  # the window thread summarizes the traces' closed windows on its first polls
+        for _ in range(100):
+            if "\ngpscope_window_top_finding{" in get(f"http://127.0.0.1:{port}/metrics"):
+                break
+            time.sleep(0.1)
 
     # ---- 2. every metric name on the page
     page = get(f"http://127.0.0.1:{port}/metrics")
