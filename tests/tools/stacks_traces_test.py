@@ -12,7 +12,7 @@ For each trace tests/data/stacks/NAME.gpscope it runs `ANALYZE_BIN summary
   - source_lines ranks `top_site` first (and, when given, its next launch is
     `next_site`); the text section and the CSV table name it;
   - the finding's summary holds each of `summary_mentions`, its first fix
-    each of `fix_mentions`;
+    each of `fix_mentions`; no site it cites is cited for more than its cost;
   - `lines_top_site` (default `top_site`) heads source_lines: the table is
     whole-run, a finding judges its steady window, and the two differ where
     start-up work cost more than the steady state (JAX's compilation);
@@ -52,6 +52,13 @@ def check(binary, name, want):
         failures.append(f"{trace}: {top['rule']} cites {top.get('sites')}, expected "
                         f"{want['top_site']} first")
     else:
+        # A cited site's value is the GPU time its sentence names, part of the
+        # finding's cost: never above it (1% for the window's edges: a charge
+        # counts whole when its gap starts inside, the finding clips its gaps).
+        for c in top["sites"]:
+            if c["value_ns"] > top["cost_ns"] * 1.01:
+                failures.append(f"{trace}: {top['rule']} cites {c['label']} for "
+                                f"{c['value_ns']} ns, above its cost {top['cost_ns']} ns")
         for m in want.get("summary_mentions", []):
             if m not in top["summary"]:
                 failures.append(f"{trace}: {top['rule']}'s summary lacks '{m}': {top['summary']}")
