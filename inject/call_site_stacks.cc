@@ -36,16 +36,30 @@ void CallSiteStacks::ApplySwitch() {
                      switched_off_ ? "off" : "on");
     return;
   }
+  const size_t changed = ApplyCallbacks();
+  GPSCOPE_LOG_INFO("call-site stacks switched %s on request (%zu API callbacks switched now%s)",
+                   switched_off_ ? "off" : "on", changed,
+                   tracing_ ? "" : "; tracing is off: they come on with the next window");
+}
+
+size_t CallSiteStacks::ApplyCallbacks() {
+  const bool want = !switched_off_ && tracing_;
+  if (want == callbacks_on_) return 0;
   size_t asked = 0;
-  const size_t changed = session_->SetApiCallbacks(
-      !switched_off_, {launches_, launches_ && driver_launches_}, &asked);
-  if (switched_off_) {
-    capturer_->Disable();
+  const size_t changed =
+      session_->SetApiCallbacks(want, {launches_, launches_ && driver_launches_}, &asked);
+  callbacks_on_ = want;
+  if (want) {
+    capturer_->Enable();  // a new epoch: calls entered before are forgotten
   } else {
-    capturer_->Enable();
+    capturer_->Disable();
   }
-  GPSCOPE_LOG_INFO("call-site stacks switched %s on request: %zu of %zu API callbacks",
-                   switched_off_ ? "off" : "on", changed, asked);
+  return changed;
+}
+
+void CallSiteStacks::FollowTracing(bool on) {
+  tracing_ = on;
+  if (active() && !api_rows_) ApplyCallbacks();
 }
 
 void CallSiteStacks::Start(const Options& options, CuptiSession* session, WakeWord* wake) {
@@ -122,6 +136,8 @@ void CallSiteStacks::Start(const Options& options, CuptiSession* session, WakeWo
                      enabled, asked);
   }
   if (!stacks) return;
+  callbacks_on_ = true;
+  tracing_ = session->tracing();
   memory_ = std::make_unique<stacks::SelfMemoryReader>();
   if (python) {
     python_resolver_ = std::make_unique<stacks::PythonResolver>(*py_info_.layout, py_info_.types,
@@ -142,8 +158,12 @@ void CallSiteStacks::Start(const Options& options, CuptiSession* session, WakeWo
   limits.drop_leading_native_modules.push_back(BaseName(options.cupti_path));
   table_ = std::make_unique<stacks::StackTable>(frame_resolver_.get(), limits);
   GPSCOPE_LOG_INFO("call-site stacks on (GPSCOPE_STACKS=%s, GPSCOPE_STACK_SAMPLE_MS=%u): %zu of "
-                   "%zu API callbacks enabled",
-                   stacks::StackModeName(s.mode), s.sample_interval_ms, enabled, asked);
+                   "%zu API callbacks enabled%s",
+                   stacks::StackModeName(s.mode), s.sample_interval_ms, enabled, asked,
+                   tracing_ || api_rows_ ? "" : " (off until a capture window opens)");
+  // Standby: no callbacks until a window opens (FollowTracing). With API
+  // rows they stay on (a call that starts in a window keeps its row).
+  if (!api_rows_) ApplyCallbacks();
 }
 
 void CallSiteStacks::NoteDirectDriverCalls(uint64_t driver_api_records) {
@@ -153,7 +173,7 @@ void CallSiteStacks::NoteDirectDriverCalls(uint64_t driver_api_records) {
   driver_launches_ = true;
   const char* seen = direct_call ? "a driver-API call made outside the runtime"
                                  : "a driver-API record (a call made outside the runtime)";
-  if (switched_off_) return;  // switching on asks for them
+  if (!callbacks_on_) return;  // switching them on asks for these too
   size_t asked = 0;
   const size_t enabled = session_->EnableDriverLaunchCallbacks(&asked);
   const std::string why = std::string(seen) + ": the driver's launch callbacks switched on (" +

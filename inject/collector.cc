@@ -204,7 +204,12 @@ class Collector : public control::ControlHandler,
 
   // CaptureGate::Actions.
   uint64_t NowNs() override { return session->NowNs(); }
-  bool SetTracing(bool on, std::string* error) override { return session->SetTracing(on, error); }
+  bool SetTracing(bool on, std::string* error) override {
+    const bool ok = session->SetTracing(on, error);
+    // The stacks' API callbacks follow (none in standby).
+    if (stacks != nullptr) stacks->FollowTracing(session->tracing());
+    return ok;
+  }
   void FlushForced() override {
     if (loop != nullptr) loop->FlushCupti(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   }

@@ -372,6 +372,64 @@ TEST_P(CollectorStackSamplingTest, LaunchesGetStacksAfterIdleAndAtTheSamplingInt
 
 INSTANTIATE_TEST_SUITE_P(Interval, CollectorStackSamplingTest, ::testing::Values(1, 0));
 
+// Syncs 1 ms apart for 0.8 s.
+void SyncsForAWhileWorkload(void* fake) {
+  ApiCallFn call = CallFn(fake);
+  FILE* f = fopen(g_calls_path.c_str(), "w");
+  if (f == nullptr) _exit(41);
+  const uint64_t until = MonotonicMs() + 800;
+  while (MonotonicMs() < until) {
+    Note(f, "sync", gpscope_test_sync_site(call, 0));
+    SleepMs(1);
+  }
+  fclose(f);
+}
+
+// Standby (GPSCOPE_STANDBY=1, no window ever opens): the API callbacks are
+// off, so the application's CUDA calls pay no CUPTI callback (on a
+// launch-bound loop standby cost +0.6 us per launch with them on: H100,
+// session 13).
+TEST_F(CollectorStacksTest, StandbyTakesNoApiCallbacks) {
+  g_child_workload = SyncsForAWhileWorkload;
+  ASSERT_NO_FATAL_FAILURE(RunToExit({{"GPSCOPE_STANDBY", "1"}}, Then::kWorkload));
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  EXPECT_GT(Calls(ReadCalls(), "sync").size(), 100u);
+  EXPECT_TRUE(t.stack_samples.empty());
+  FakeStats stats;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&stats));
+  EXPECT_EQ(stats.N("api_callbacks"), 0u);
+  // They were accepted at start-up (the stacks are on), then switched off.
+  size_t on = 0, off = 0;
+  for (const auto& c : stats.Calls("enable_callback")) {
+    if ((c.arg >> 16) != CUPTI_CB_DOMAIN_RUNTIME_API) continue;
+    (c.value == 1 ? on : off) += 1;
+  }
+  EXPECT_GT(on, 0u);
+  EXPECT_EQ(on, off);
+}
+
+// A window 0.3 s in, 0.2 s long: callbacks (and stacks) in it, none before.
+TEST_F(CollectorStacksTest, TheApiCallbacksFollowTheCaptureWindow) {
+  g_child_workload = SyncsForAWhileWorkload;
+  ASSERT_NO_FATAL_FAILURE(RunToExit(
+      {{"GPSCOPE_CAPTURE_DELAY_S", "0.3"}, {"GPSCOPE_CAPTURE_DURATION_S", "0.2"}},
+      Then::kWorkload));
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  const size_t calls = Calls(ReadCalls(), "sync").size();
+  ASSERT_GT(calls, 100u);
+  EXPECT_GT(t.stack_samples.size(), 20u);
+  for (const auto& s : t.stack_samples) EXPECT_EQ(s.trigger, static_cast<uint32_t>(proto::STACK_SYNC));
+  FakeStats stats;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&stats));
+  const uint64_t callbacks = stats.N("api_callbacks");
+  EXPECT_GE(callbacks, 2 * t.stack_samples.size());  // entry and exit of each captured call
+  // None in the 0.3 s before the window (of 0.8 s): with the callbacks on
+  // throughout it would be 2 per call.
+  EXPECT_LT(callbacks, 2 * calls * 3 / 4) << calls << " calls";
+}
+
 // A driver-API program: its first driver launch, before any direct driver
 // call was seen, has no callbacks; a direct driver sync turns the driver's
 // launch callbacks on at the writer's next drain (every 20 ms), so the

@@ -119,7 +119,7 @@
 // CUPTI_API_EXIT (functionReturnValue points at `result`, 0 for the first
 // form), then the API record (when its id is on) stamped [entry, exit] with
 // the calling thread's id and returnValue `result`. Returns the correlation
-// id.
+// id. Every callback made to the subscriber is counted (stat api_callbacks).
 //   int fake_cupti_kernel_for(uint32_t correlation)  a kernel record of that
 // call (kernel 0's fields but the correlation id, starting 1 us from now,
 // 2 us long) into the calling thread's buffer, when kernels are on: 1 if written.
@@ -263,6 +263,7 @@ uint64_t ClockNs(clockid_t id) {
 uint64_t g_driver_next = 0;
 uint64_t g_driver_serving = 0;
 uint64_t g_app_calls = 0;
+uint64_t g_api_callbacks = 0;  // subscriber API callbacks dispatched (ApiCallback)
 
 void DriverLock() {
   const uint64_t ticket = __atomic_fetch_add(&g_driver_next, 1, __ATOMIC_ACQ_REL);
@@ -1320,6 +1321,7 @@ void ApiCallback(CUpti_CallbackDomain domain, uint32_t cbid, CUpti_ApiCallbackSi
   void* userdata = g_sub_userdata;
   pthread_mutex_unlock(&g_mu);
   if (cb == nullptr) return;
+  __atomic_fetch_add(&g_api_callbacks, 1, __ATOMIC_RELAXED);
   CUpti_CallbackData d;
   memset(&d, 0, sizeof(d));
   d.callbackSite = site;
@@ -1447,6 +1449,7 @@ FAKE_EXPORT uint64_t fake_cupti_stat(const char* name) {
   }
   if (strcmp(name, "subscribers") == 0) v = static_cast<uint64_t>(g_subscribers);
   if (strcmp(name, "app_calls") == 0) v = __atomic_load_n(&g_app_calls, __ATOMIC_RELAXED);
+  if (strcmp(name, "api_callbacks") == 0) v = __atomic_load_n(&g_api_callbacks, __ATOMIC_RELAXED);
   if (strcmp(name, "done") == 0) v = g_done ? 1 : 0;
   if (strcmp(name, "pending_dropped") == 0) v = g_pending_dropped;
   pthread_mutex_unlock(&g_mu);
@@ -1467,7 +1470,7 @@ FAKE_EXPORT void fake_cupti_write_stats(const char* path) {
                          "forced_flushes", "nonzero_buffers", "misaligned_buffers",
                          "distinct_buffers", "buffer_lo", "buffer_hi", "log_overflow",
                          "get_next_calls", "held_buffers", "t0", "subscribers", "done",
-                         "pending_dropped"};
+                         "pending_dropped", "api_callbacks"};
   for (const char* n : names) fprintf(f, "%s %llu\n", n, (unsigned long long)fake_cupti_stat(n));
   pthread_mutex_lock(&g_mu);
   fprintf(f, "version %u\nthread_id_type %u\nzeroed_attr %u\nsubscriber_name %s\n", g_cfg.version,
