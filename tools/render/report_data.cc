@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <map>
 #include <utility>
@@ -37,15 +38,17 @@ struct Span {
 std::vector<Span> Union(std::vector<Span> spans) {
   std::sort(spans.begin(), spans.end(),
             [](const Span& a, const Span& b) { return a.start < b.start; });
-  std::vector<Span> out;
+  // In place: a 10 M-event timeline has millions of spans.
+  size_t n = 0;
   for (const Span& s : spans) {
-    if (!out.empty() && s.start <= out.back().end) {
-      out.back().end = std::max(out.back().end, s.end);
+    if (n > 0 && s.start <= spans[n - 1].end) {
+      spans[n - 1].end = std::max(spans[n - 1].end, s.end);
     } else {
-      out.push_back(s);
+      spans[n++] = s;
     }
   }
-  return out;
+  spans.resize(n);
+  return spans;
 }
 
 // Length of the union `u` inside [a, b); `cursor` advances monotonically
@@ -66,26 +69,36 @@ struct LogBins {
   std::vector<uint64_t> counts;
   std::vector<double> total;
 };
-LogBins MakeLogBins(const std::vector<uint64_t>& values) {
+// `for_each(f)` calls f(value) for every value; it is called twice (range,
+// then counts), so the values need not be copied.
+template <typename ForEach>
+LogBins MakeLogBinsOf(ForEach&& for_each) {
   LogBins b;
-  if (values.empty()) return b;
-  const auto [lo_it, hi_it] = std::minmax_element(values.begin(), values.end());
-  const double lo = std::max<double>(1, static_cast<double>(*lo_it));
-  const double hi = std::max<double>(lo * 1.0001, static_cast<double>(*hi_it));
+  uint64_t min_value = std::numeric_limits<uint64_t>::max(), max_value = 0;
+  size_t n = 0;
+  for_each([&](uint64_t v) {
+    min_value = std::min(min_value, v);
+    max_value = std::max(max_value, v);
+    ++n;
+  });
+  if (n == 0) return b;
+  const double lo = std::max<double>(1, static_cast<double>(min_value));
+  const double hi = std::max<double>(lo * 1.0001, static_cast<double>(max_value));
   const int k0 = static_cast<int>(std::floor(4 * std::log10(lo)));
   const int k1 = std::max(k0 + 1, static_cast<int>(std::ceil(4 * std::log10(hi) + 1e-9)));
   for (int k = k0; k <= k1; ++k) b.edges.push_back(std::round(std::pow(10.0, k / 4.0)));
   b.counts.assign(b.edges.size() - 1, 0);
   b.total.assign(b.edges.size() - 1, 0);
-  for (uint64_t v : values) {
+  for_each([&](uint64_t v) {
     const double x = std::max<double>(1, static_cast<double>(v));
     int i = static_cast<int>(std::floor(4 * std::log10(x) + 1e-9)) - k0;
     i = std::clamp(i, 0, static_cast<int>(b.counts.size()) - 1);
     ++b.counts[i];
     b.total[i] += static_cast<double>(v);
-  }
+  });
   return b;
 }
+
 
 void WriteLogBins(JsonWriter& j, const LogBins& b) {
   j.BeginObject().Key("edges_ns").Doubles(b.edges).Key("counts").Uints(b.counts);
@@ -106,6 +119,91 @@ std::vector<const TimelineLane*> StreamLanes(const TimelineData& t, size_t proce
 bool IsKernel(EventCategory c) {
   return c == EventCategory::kKernel || c == EventCategory::kCommKernel;
 }
+
+// The union of the events' spans of `lanes` (each sorted by start; only
+// kernels with `kernels_only`), produced in order, one disjoint span at a
+// time, by merging the lanes: nothing is copied (a 10 M-event timeline has
+// millions of spans).
+class UnionStream {
+ public:
+  UnionStream(const std::vector<const TimelineLane*>& lanes, bool kernels_only)
+      : lanes_(lanes), at_(lanes.size(), 0), kernels_only_(kernels_only) {}
+
+  bool Next(Span* out) {
+    Span s;
+    while (NextEvent(&s)) {
+      if (!pending_) {
+        span_ = s;
+        pending_ = true;
+      } else if (s.start <= span_.end) {
+        span_.end = std::max(span_.end, s.end);
+      } else {
+        *out = span_;
+        span_ = s;
+        return true;
+      }
+    }
+    if (!pending_) return false;
+    *out = span_;
+    pending_ = false;
+    return true;
+  }
+
+ private:
+  bool NextEvent(Span* out) {
+    size_t best = lanes_.size();
+    uint64_t best_start = 0;
+    for (size_t k = 0; k < lanes_.size(); ++k) {
+      const std::deque<TimelineEvent>& ev = lanes_[k]->events;
+      while (kernels_only_ && at_[k] < ev.size() && !IsKernel(ev[at_[k]].category)) ++at_[k];
+      if (at_[k] < ev.size() && (best == lanes_.size() || ev[at_[k]].start_ns < best_start)) {
+        best = k;
+        best_start = ev[at_[k]].start_ns;
+      }
+    }
+    if (best == lanes_.size()) return false;
+    const TimelineEvent& e = lanes_[best]->events[at_[best]++];
+    *out = {e.start_ns, e.start_ns + e.duration_ns};
+    return true;
+  }
+
+  const std::vector<const TimelineLane*>& lanes_;
+  std::vector<size_t> at_;
+  bool kernels_only_;
+  bool pending_ = false;
+  Span span_{};
+};
+
+// Covered() over a UnionStream, for windows [a, b) that move forward.
+class CoveredCursor {
+ public:
+  CoveredCursor(const std::vector<const TimelineLane*>& lanes, bool kernels_only)
+      : union_(lanes, kernels_only) {}
+
+  uint64_t Covered(uint64_t a, uint64_t b) {
+    while (!held_.empty() && held_.front().end <= a) held_.pop_front();
+    while (!done_ && (held_.empty() || held_.back().start < b)) {
+      Span s;
+      if (!union_.Next(&s)) {
+        done_ = true;
+      } else if (s.end > a) {
+        held_.push_back(s);
+      }
+    }
+    uint64_t total = 0;
+    for (const Span& s : held_) {
+      if (s.start >= b) break;
+      const uint64_t lo = std::max(s.start, a), hi = std::min(s.end, b);
+      if (hi > lo) total += hi - lo;
+    }
+    return total;
+  }
+
+ private:
+  UnionStream union_;
+  std::deque<Span> held_;
+  bool done_ = false;
+};
 
 // Sampled metrics have windows without a sample when windows are shorter
 // than the sampling interval: hold the last value there (between the first
@@ -367,7 +465,7 @@ void WriteLaneColumns(JsonWriter& j, BlobWriter& blob, const TimelineLane& lane,
     j.Key("bins").Null();
     return;
   }
-  const std::vector<TimelineEvent>& ev = lane.events;
+  const std::deque<TimelineEvent>& ev = lane.events;
   Ref(j.Key("start"), blob.Column([&](BlobWriter& w) {
     uint64_t previous = 0;
     for (const TimelineEvent& e : ev) {
@@ -675,27 +773,24 @@ std::string BuildReportJson(const ReportInputs& in, const ReportDataOptions& opt
 
     // Exact kernel durations and device-level idle gaps from the timeline.
     const std::vector<const TimelineLane*> streams = StreamLanes(t, pi, gpu.device_id);
-    std::vector<uint64_t> kernel_durations;
-    std::vector<Span> all_ops, kernel_ops;
-    for (const TimelineLane* l : streams) {
-      for (const TimelineEvent& e : l->events) {
-        const Span s{e.start_ns, e.start_ns + e.duration_ns};
-        all_ops.push_back(s);
-        if (IsKernel(e.category)) {
-          kernel_durations.push_back(e.duration_ns);
-          kernel_ops.push_back(s);
-        }
-      }
-    }
-    const std::vector<Span> busy = Union(std::move(all_ops));
-    const std::vector<Span> kernel_busy = Union(std::move(kernel_ops));
-    std::vector<uint64_t> gaps;
-    for (size_t i = 1; i < busy.size(); ++i) gaps.push_back(busy[i].start - busy[i - 1].end);
     j.Key("histograms").BeginObject();
     j.Key("kernel_duration");
-    WriteLogBins(j, MakeLogBins(kernel_durations));
+    WriteLogBins(j, MakeLogBinsOf([&](auto&& f) {
+      for (const TimelineLane* l : streams) {
+        for (const TimelineEvent& e : l->events) {
+          if (IsKernel(e.category)) f(e.duration_ns);
+        }
+      }
+    }));
     j.Key("idle_gap");
-    WriteLogBins(j, MakeLogBins(gaps));
+    WriteLogBins(j, MakeLogBinsOf([&](auto&& f) {
+      UnionStream busy(streams, false);
+      Span previous{}, s{};
+      for (bool first = true; busy.Next(&s); first = false) {
+        if (!first) f(s.start - previous.end);
+        previous = s;
+      }
+    }));
     j.EndObject();
 
     // Steps: step-named NVTX ranges of this process (the thread with most).
@@ -722,14 +817,14 @@ std::string BuildReportJson(const ReportInputs& in, const ReportDataOptions& opt
       }
       const size_t shown = std::min(steps.size(), options.max_steps);
       std::vector<uint64_t> start, period, compute, copy, idle;
-      size_t c1 = 0, c2 = 0;
+      CoveredCursor busy(streams, false), kernel_busy(streams, true);
       for (size_t i = 0; i < shown; ++i) {
         // A step's period runs to the next step's start (time spent between
         // annotated ranges, e.g. waiting for data, belongs to the step).
         const uint64_t a = steps[i].start;
         const uint64_t b = i + 1 < steps.size() ? steps[i + 1].start : steps[i].end;
-        const uint64_t all = Covered(busy, a, b, &c1);
-        const uint64_t k = Covered(kernel_busy, a, b, &c2);
+        const uint64_t all = busy.Covered(a, b);
+        const uint64_t k = kernel_busy.Covered(a, b);
         start.push_back(a);
         period.push_back(b - a);
         compute.push_back(k);
