@@ -447,10 +447,122 @@ std::vector<Series> GpuSeries(const ReportInputs& in, const analyses::GpuReport&
 
 // ---------------------------------------------------------------- blob --
 
+// Events [from, to) of a lane as columns: start (varint deltas from 0),
+// dur, name, cat, and row / aux when the lane has them.
+void WriteEventColumns(JsonWriter& j, BlobWriter& blob, const std::deque<TimelineEvent>& ev,
+                       size_t from, size_t to, bool rows, bool aux) {
+  j.BeginObject();
+  Ref(j.Key("start"), blob.Column([&](BlobWriter& w) {
+    uint64_t previous = 0;
+    for (size_t i = from; i < to; ++i) {
+      w.Varint(ev[i].start_ns - previous);
+      previous = ev[i].start_ns;
+    }
+  }));
+  Ref(j.Key("dur"), blob.Column([&](BlobWriter& w) {
+    for (size_t i = from; i < to; ++i) w.Varint(ev[i].duration_ns);
+  }));
+  Ref(j.Key("name"), blob.Column([&](BlobWriter& w) {
+    for (size_t i = from; i < to; ++i) w.Varint(ev[i].name);
+  }));
+  Ref(j.Key("cat"), blob.Column([&](BlobWriter& w) {
+    for (size_t i = from; i < to; ++i) w.Byte(static_cast<uint8_t>(ev[i].category));
+  }));
+  if (rows) {
+    Ref(j.Key("row"), blob.Column([&](BlobWriter& w) {
+      for (size_t i = from; i < to; ++i) w.Byte(ev[i].row);
+    }));
+  }
+  if (aux) {
+    Ref(j.Key("aux"), blob.Column([&](BlobWriter& w) {
+      for (size_t i = from; i < to; ++i) w.Varint(ev[i].aux);
+    }));
+  }
+  j.EndObject();
+}
+
+// A lane's events summarized in n equal bins of width_ns from 0: covered
+// time, events overlapping, the name with the most time (weighted majority
+// vote, Boyer-Moore: exact when one name holds more than half the bin's
+// time, else a plausible one) and its category.
+struct LaneBins {
+  std::vector<uint64_t> busy, count, weight;
+  std::vector<uint32_t> top;
+  std::vector<uint8_t> cat;
+};
+
+LaneBins ComputeBins(const std::deque<TimelineEvent>& ev, uint32_t n, uint64_t width) {
+  LaneBins out;
+  out.busy.assign(n, 0);
+  out.count.assign(n, 0);
+  out.weight.assign(n, 0);
+  out.top.assign(n, 0);
+  out.cat.assign(n, 0);
+  for (const TimelineEvent& e : ev) {
+    const uint64_t end = e.start_ns + e.duration_ns;
+    const size_t first = std::min<uint64_t>(n - 1, e.start_ns / width);
+    const size_t last = std::min<uint64_t>(n - 1, end > e.start_ns ? (end - 1) / width : first);
+    for (size_t b = first; b <= last; ++b) {
+      const uint64_t lo = std::max<uint64_t>(e.start_ns, b * width);
+      const uint64_t hi = std::min<uint64_t>(end, (b + 1) * width);
+      const uint64_t piece = hi > lo ? hi - lo : 0;
+      out.busy[b] += piece;
+      ++out.count[b];
+      const uint64_t vote = std::max<uint64_t>(1, piece);
+      if (out.weight[b] == 0 || out.top[b] == e.name) {
+        out.top[b] = e.name;
+        out.cat[b] = static_cast<uint8_t>(e.category);
+        out.weight[b] += vote;
+      } else if (out.weight[b] >= vote) {
+        out.weight[b] -= vote;
+      } else {
+        out.top[b] = e.name;
+        out.cat[b] = static_cast<uint8_t>(e.category);
+        out.weight[b] = vote - out.weight[b];
+      }
+    }
+  }
+  return out;
+}
+
+void WriteBinColumns(JsonWriter& j, BlobWriter& blob, const LaneBins& bins, uint64_t width) {
+  const size_t n = bins.busy.size();
+  j.BeginObject();
+  Ref(j.Key("busy"), blob.Column([&](BlobWriter& w) {
+    for (size_t b = 0; b < n; ++b) {
+      const double share =
+          std::min(1.0, static_cast<double>(bins.busy[b]) / static_cast<double>(width));
+      // Any activity shows as at least 1/255.
+      w.Byte(bins.count[b] == 0 ? 0
+                                : static_cast<uint8_t>(std::max(1.0, std::round(255 * share))));
+    }
+  }));
+  Ref(j.Key("count"), blob.Column([&](BlobWriter& w) {
+    for (size_t b = 0; b < n; ++b) w.Varint(bins.count[b]);
+  }));
+  Ref(j.Key("top"), blob.Column([&](BlobWriter& w) {
+    for (size_t b = 0; b < n; ++b) w.Varint(bins.top[b]);
+  }));
+  Ref(j.Key("cat"), blob.Column([&](BlobWriter& w) {
+    for (size_t b = 0; b < n; ++b) w.Byte(bins.cat[b]);
+  }));
+  j.EndObject();
+}
+
+// A piece of the page's data that decodes on its own: {bytes, data} with
+// `data` the gzip (or, uncompressed, plain) bytes in base64.
+void WritePacked(JsonWriter& j, const BlobWriter& blob, bool compress) {
+  std::string packed;
+  if (compress) packed = GzipCompress(blob.bytes());
+  j.Key("bytes").Uint(blob.size());
+  j.Key("data").String(Base64Encode(packed.empty() ? blob.bytes() : packed));
+}
+
 void WriteLaneColumns(JsonWriter& j, BlobWriter& blob, const TimelineLane& lane, const TimelineData& t,
                       const ReportDataOptions& options) {
-  j.Key("cols").BeginObject();
+  j.Key("cols");
   if (lane.kind == LaneKind::kCounter) {
+    j.BeginObject();
     Ref(j.Key("t"), blob.Column([&](BlobWriter& w) {
       uint64_t previous = 0;
       for (const CounterSample& s : lane.samples) {
@@ -466,89 +578,67 @@ void WriteLaneColumns(JsonWriter& j, BlobWriter& blob, const TimelineLane& lane,
     return;
   }
   const std::deque<TimelineEvent>& ev = lane.events;
-  Ref(j.Key("start"), blob.Column([&](BlobWriter& w) {
-    uint64_t previous = 0;
-    for (const TimelineEvent& e : ev) {
-      w.Varint(e.start_ns - previous);
-      previous = e.start_ns;
+  const bool rows = lane.rows > 1;
+  const bool aux =
+      std::any_of(ev.begin(), ev.end(), [](const TimelineEvent& e) { return e.aux != 0; });
+  const size_t tile = std::max<size_t>(1, options.tile_events);
+  const bool tiled = ev.size() > std::max<uint64_t>(tile, options.tiled_above);
+  if (!tiled) {
+    WriteEventColumns(j, blob, ev, 0, ev.size(), rows, aux);
+  } else {
+    // Tiles: runs of `tile` events by start, each packed on its own, so the
+    // page decodes only those a zoomed-in view needs.
+    j.Null();
+    j.Key("tiles").BeginObject().Key("events").Uint(tile).Key("rows").Bool(rows);
+    j.Key("aux").Bool(aux).Key("first_ns").BeginArray();
+    for (size_t i = 0; i < ev.size(); i += tile) j.Uint(ev[i].start_ns);
+    j.EndArray().Key("parts").BeginArray();
+    for (size_t i = 0; i < ev.size(); i += tile) {
+      BlobWriter part;
+      j.BeginObject().Key("cols");
+      WriteEventColumns(j, part, ev, i, std::min(ev.size(), i + tile), rows, aux);
+      WritePacked(j, part, options.compress);
+      j.EndObject();
     }
-  }));
-  Ref(j.Key("dur"), blob.Column([&](BlobWriter& w) {
-    for (const TimelineEvent& e : ev) w.Varint(e.duration_ns);
-  }));
-  Ref(j.Key("name"), blob.Column([&](BlobWriter& w) {
-    for (const TimelineEvent& e : ev) w.Varint(e.name);
-  }));
-  Ref(j.Key("cat"), blob.Column([&](BlobWriter& w) {
-    for (const TimelineEvent& e : ev) w.Byte(static_cast<uint8_t>(e.category));
-  }));
-  if (lane.rows > 1) {
-    Ref(j.Key("row"), blob.Column([&](BlobWriter& w) {
-      for (const TimelineEvent& e : ev) w.Byte(e.row);
-    }));
+    j.EndArray().EndObject();
   }
-  if (std::any_of(ev.begin(), ev.end(), [](const TimelineEvent& e) { return e.aux != 0; })) {
-    Ref(j.Key("aux"), blob.Column([&](BlobWriter& w) {
-      for (const TimelineEvent& e : ev) w.Varint(e.aux);
-    }));
-  }
-  j.EndObject();
 
-  // Bins for the zoomed-out view.
+  // Bins for the zoomed-out view (in the blob), and for lanes with many
+  // events finer levels (each packed on its own, decoded when a zoom needs
+  // it): level l has bin_count * level_factor^l bins, added while the lane
+  // has more than level_events events per level_factor^l.
   if (ev.size() <= options.bin_threshold || t.span_ns == 0) {
     j.Key("bins").Null();
     return;
   }
   const uint32_t n = options.bin_count;
   const uint64_t width = std::max<uint64_t>(1, (t.span_ns + n - 1) / n);
-  std::vector<uint64_t> busy(n, 0), count(n, 0);
-  // Weighted majority vote per bin (Boyer-Moore): finds the name holding
-  // most of the bin's time when one holds more than half, else a plausible one.
-  std::vector<uint32_t> top(n, 0);
-  std::vector<uint8_t> cat(n, 0);
-  std::vector<uint64_t> weight(n, 0);
-  for (const TimelineEvent& e : ev) {
-    const uint64_t end = e.start_ns + e.duration_ns;
-    const size_t first = std::min<uint64_t>(n - 1, e.start_ns / width);
-    const size_t last = std::min<uint64_t>(n - 1, end > e.start_ns ? (end - 1) / width : first);
-    for (size_t b = first; b <= last; ++b) {
-      const uint64_t lo = std::max<uint64_t>(e.start_ns, b * width);
-      const uint64_t hi = std::min<uint64_t>(end, (b + 1) * width);
-      const uint64_t piece = hi > lo ? hi - lo : 0;
-      busy[b] += piece;
-      ++count[b];
-      const uint64_t vote = std::max<uint64_t>(1, piece);
-      if (weight[b] == 0 || top[b] == e.name) {
-        top[b] = e.name;
-        cat[b] = static_cast<uint8_t>(e.category);
-        weight[b] += vote;
-      } else if (weight[b] >= vote) {
-        weight[b] -= vote;
-      } else {
-        top[b] = e.name;
-        cat[b] = static_cast<uint8_t>(e.category);
-        weight[b] = vote - weight[b];
-      }
-    }
+  j.Key("bins");
+  WriteBinColumns(j, blob, ComputeBins(ev, n, width), width);
+  // (No "levels" key without one: small reports stay as they were.)
+  std::vector<std::pair<uint32_t, uint64_t>> levels;  // (bins, bin ns)
+  uint64_t factor = 1;
+  for (uint32_t level = 1; level < options.levels; ++level) {
+    factor *= std::max<uint32_t>(2, options.level_factor);
+    if (ev.size() / factor <= options.level_events) break;
+    const uint64_t bins64 = uint64_t{n} * factor;
+    const uint64_t level_width = std::max<uint64_t>(1, (t.span_ns + bins64 - 1) / bins64);
+    const uint32_t level_bins =
+        static_cast<uint32_t>(std::min<uint64_t>(bins64, (t.span_ns + level_width - 1) / level_width));
+    if (level_width <= 1 || level_bins == 0) break;
+    levels.emplace_back(level_bins, level_width);
   }
-  j.Key("bins").BeginObject();
-  Ref(j.Key("busy"), blob.Column([&](BlobWriter& w) {
-    for (uint32_t b = 0; b < n; ++b) {
-      const double share = std::min(1.0, static_cast<double>(busy[b]) / static_cast<double>(width));
-      // Any activity shows as at least 1/255.
-      w.Byte(count[b] == 0 ? 0 : static_cast<uint8_t>(std::max(1.0, std::round(255 * share))));
-    }
-  }));
-  Ref(j.Key("count"), blob.Column([&](BlobWriter& w) {
-    for (uint32_t b = 0; b < n; ++b) w.Varint(count[b]);
-  }));
-  Ref(j.Key("top"), blob.Column([&](BlobWriter& w) {
-    for (uint32_t b = 0; b < n; ++b) w.Varint(top[b]);
-  }));
-  Ref(j.Key("cat"), blob.Column([&](BlobWriter& w) {
-    for (uint32_t b = 0; b < n; ++b) w.Byte(cat[b]);
-  }));
-  j.EndObject();
+  if (levels.empty()) return;
+  j.Key("levels").BeginArray();
+  for (const auto& [level_bins, level_width] : levels) {
+    BlobWriter part;
+    j.BeginObject().Key("bin_count").Uint(level_bins).Key("bin_ns").Uint(level_width);
+    j.Key("cols");
+    WriteBinColumns(j, part, ComputeBins(ev, level_bins, level_width), level_width);
+    WritePacked(j, part, options.compress);
+    j.EndObject();
+  }
+  j.EndArray();
 }
 
 std::string DeviceLabel(const TimelineProcess& p, uint32_t device) {
