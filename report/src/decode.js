@@ -146,8 +146,21 @@ export async function loadTile(lane, t, encoding) {
   const at = t * T;
   const n = Math.min(lane.count - at, T);
   const c = part.cols;
-  varintsInto(lane.start, at, bytes, c.start, n, true);
   varintsInto(lane.dur, at, bytes, c.dur, n, false);
+  if (c.gap) {
+    // Zigzag gaps from the previous event's end (report_data.h).
+    const gap = varints(bytes, c.gap, n, false);
+    const start = lane.start, dur = lane.dur;
+    let end = 0;
+    for (let i = 0; i < n; i++) {
+      const z = gap[i];
+      const s = end + (z % 2 ? -(z + 1) / 2 : z / 2);
+      start[at + i] = s;
+      end = s + dur[at + i];
+    }
+  } else {
+    varintsInto(lane.start, at, bytes, c.start, n, true);
+  }
   varintsInto(lane.name, at, bytes, c.name, n, false);
   lane.cat.set(byteColumn(bytes, c.cat).subarray(0, n), at);
   if (lane.row && c.row) lane.row.set(byteColumn(bytes, c.row).subarray(0, n), at);

@@ -343,7 +343,8 @@ TEST(ReportDataTest, TilesHoldEveryEventAndFinerLevelsCountThem) {
   p.WriteHeader();
   constexpr int kKernels = 5000;
   for (int i = 0; i < kKernels; ++i) {
-    p.AddKernel(kT0 + i * 20 * kUs + (i % 7) * kUs, (3 + i % 11) * kUs,
+    // Every 10th kernel runs into the next one (a negative gap).
+    p.AddKernel(kT0 + i * 20 * kUs + (i % 7) * kUs, (i % 10 == 0 ? 25 : 3 + i % 11) * kUs,
                 i % 3 == 0 ? "a" : (i % 3 == 1 ? "b" : "c"));
   }
   p.WriteEnd();
@@ -390,8 +391,15 @@ TEST(ReportDataTest, TilesHoldEveryEventAndFinerLevelsCountThem) {
     at = json.find("{\"cols\":{", at);
     ASSERT_NE(at, std::string::npos);
     const std::string bytes = Unpack(json, at);
-    const std::vector<uint64_t> s = Varints(bytes, RefAfter(json, "start", at), true);
+    const std::vector<uint64_t> gap = Varints(bytes, RefAfter(json, "gap", at), false);
     const std::vector<uint64_t> d = Varints(bytes, RefAfter(json, "dur", at), false);
+    ASSERT_EQ(gap.size(), d.size());
+    std::vector<uint64_t> s;  // start = previous end + unzigzag(gap)
+    for (size_t i = 0, end = 0; i < gap.size(); ++i) {
+      const uint64_t start = gap[i] % 2 ? end - (gap[i] + 1) / 2 : end + gap[i] / 2;
+      s.push_back(start);
+      end = start + d[i];
+    }
     const std::vector<uint64_t> n = Varints(bytes, RefAfter(json, "name", at), false);
     ASSERT_EQ(s.size(), t + 1 < first_ns.size() ? 700u : kKernels - 7 * 700u);
     EXPECT_EQ(s.front(), first_ns[t]);

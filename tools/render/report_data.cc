@@ -447,18 +447,32 @@ std::vector<Series> GpuSeries(const ReportInputs& in, const analyses::GpuReport&
 
 // ---------------------------------------------------------------- blob --
 
-// Events [from, to) of a lane as columns: start (varint deltas from 0),
-// dur, name, cat, and row / aux when the lane has them.
+// Events [from, to) of a lane as columns: start (varint deltas from 0) or,
+// with `gaps`, gap (zigzag varint: start minus the previous event's end, the
+// first from 0; back-to-back events compress to almost nothing), dur, name,
+// cat, and row / aux when the lane has them.
 void WriteEventColumns(JsonWriter& j, BlobWriter& blob, const std::deque<TimelineEvent>& ev,
-                       size_t from, size_t to, bool rows, bool aux) {
+                       size_t from, size_t to, bool rows, bool aux, bool gaps = false) {
   j.BeginObject();
-  Ref(j.Key("start"), blob.Column([&](BlobWriter& w) {
-    uint64_t previous = 0;
-    for (size_t i = from; i < to; ++i) {
-      w.Varint(ev[i].start_ns - previous);
-      previous = ev[i].start_ns;
-    }
-  }));
+  if (gaps) {
+    Ref(j.Key("gap"), blob.Column([&](BlobWriter& w) {
+      uint64_t previous_end = 0;
+      for (size_t i = from; i < to; ++i) {
+        const uint64_t start = ev[i].start_ns;
+        w.Varint(start >= previous_end ? (start - previous_end) << 1
+                                       : ((previous_end - start) << 1) - 1);
+        previous_end = start + ev[i].duration_ns;
+      }
+    }));
+  } else {
+    Ref(j.Key("start"), blob.Column([&](BlobWriter& w) {
+      uint64_t previous = 0;
+      for (size_t i = from; i < to; ++i) {
+        w.Varint(ev[i].start_ns - previous);
+        previous = ev[i].start_ns;
+      }
+    }));
+  }
   Ref(j.Key("dur"), blob.Column([&](BlobWriter& w) {
     for (size_t i = from; i < to; ++i) w.Varint(ev[i].duration_ns);
   }));
@@ -596,7 +610,7 @@ void WriteLaneColumns(JsonWriter& j, BlobWriter& blob, const TimelineLane& lane,
     for (size_t i = 0; i < ev.size(); i += tile) {
       BlobWriter part;
       j.BeginObject().Key("cols");
-      WriteEventColumns(j, part, ev, i, std::min(ev.size(), i + tile), rows, aux);
+      WriteEventColumns(j, part, ev, i, std::min(ev.size(), i + tile), rows, aux, /*gaps=*/true);
       WritePacked(j, part, options.compress);
       j.EndObject();
     }

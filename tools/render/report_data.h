@@ -66,7 +66,9 @@
 // tiled_above events keeps no columns in the blob; its events are tiles of
 // tile_events events by start, each its own {bytes, data} (gzip+base64 like
 // the blob, or base64 with the blob's encoding "base64"), with columns as
-// above (start deltas from 0 within the tile). Between the whole-run bins
+// above except start: gap (zigzag varint, z = 2g for g >= 0 else -2g - 1:
+// start minus the previous event's start + dur within the tile, the first
+// from 0). Between the whole-run bins
 // and exact events, busy lanes have finer bin levels (levels[]), each packed
 // the same way: the page decodes the blob (small lanes, level-0 bins) at
 // load, and a level or a tile only when a zoom needs it.
