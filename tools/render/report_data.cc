@@ -564,10 +564,12 @@ void WriteBinColumns(JsonWriter& j, BlobWriter& blob, const LaneBins& bins, uint
 }
 
 // A piece of the page's data that decodes on its own: {bytes, data} with
-// `data` the gzip (or, uncompressed, plain) bytes in base64.
+// `data` the gzip (or, uncompressed, plain) bytes in base64. zlib level 1:
+// on gen_trace's tiles 0.3% bigger than level 6 in half the time (a 10 M-
+// event report compresses ~90 MB of columns).
 void WritePacked(JsonWriter& j, const BlobWriter& blob, bool compress) {
   std::string packed;
-  if (compress) packed = GzipCompress(blob.bytes());
+  if (compress) packed = GzipCompress(blob.bytes(), 1);
   j.Key("bytes").Uint(blob.size());
   j.Key("data").String(Base64Encode(packed.empty() ? blob.bytes() : packed));
 }
