@@ -2,7 +2,8 @@
 // report of a trace, how big it is, and how long headless Chromium takes until
 // the page is interactive (loaded, decoded, ready, then a zoom (key W) drawn),
 // the same measure as the browser test's large-report case
-// (tests/report/run.mjs). Rounds alternate the analyzers given.
+// (tests/report/run.mjs), then how long a deep zoom takes to draw exact
+// events (its tiles decoded). Rounds alternate the analyzers given.
 //
 //   node bench/report_tti.mjs --trace FILE --analyze BIN[,BIN2] [--rounds 3] [--out DIR]
 //
@@ -56,13 +57,35 @@ async function measure(html) {
   await page.waitForFunction(() => !window.__gpscope.timeline.animation, null, { timeout: 60000 });
   await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
   const zoomMs = Date.now() - t1;
+  // Then a deep zoom (1/5000 of the run, at 70%): how long until its tiles
+  // are decoded and exact events drawn (tiles by zoom level, issue 24).
+  const deep = await page.evaluate(async () => {
+    const t = window.__gpscope.timeline;
+    const span = window.__gpscope.data.span_ns;
+    const t0 = performance.now();
+    t.setRange(span * 0.7, span * 0.7002, false);
+    t.draw();
+    if (t.whenLoaded) await t.whenLoaded();
+    await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+    const tiled = window.__gpscope.lanes.filter((l) => l.tileState);
+    return {
+      ms: performance.now() - t0,
+      exact: tiled.filter((l) => !t.useBins(l)).length,
+      tiled: tiled.length,
+      tiles: tiled.reduce((a, l) => a + l.tileState.length, 0),
+      decoded: tiled.reduce((a, l) => a + l.tileState.filter((x) => x === 2).length, 0),
+    };
+  });
   const info = await page.evaluate(() => ({
     errors: window.__gpscope.errors,
     lanes: window.__gpscope.lanes.length,
+    kept: window.__gpscope.data.completeness.events_kept,
+    not_kept: window.__gpscope.data.completeness.events_not_kept,
     heap_mib: performance.memory ? performance.memory.usedJSHeapSize / 1048576 : null,
   }));
   await page.close();
-  return { loadMs, zoomMs, tti: loadMs + zoomMs, timings, problems: problems.concat(info.errors), heap: info.heap_mib };
+  return { loadMs, zoomMs, tti: loadMs + zoomMs, timings, problems: problems.concat(info.errors), heap: info.heap_mib,
+    kept: info.kept, notKept: info.not_kept, deep };
 }
 
 for (let r = 0; r < rounds; r++) {
@@ -78,7 +101,9 @@ for (let r = 0; r < rounds; r++) {
     console.log(`round ${r + 1} ${bin}: written ${writeMs.toFixed(0)} ms (user ${user} s, peak RSS ${(rssKb / 1024).toFixed(0)} MiB), ` +
       `${(size / 1048576).toFixed(2)} MiB; ready ${m.loadMs} ms (decode ${m.timings?.decode_ms?.toFixed(0)} ms, ` +
       `ready ${m.timings?.ready_ms?.toFixed(0)} ms in page), zoom drawn ${m.zoomMs} ms later: ` +
-      `time to interactive ${m.tti} ms; JS heap ${m.heap ? m.heap.toFixed(0) : '?'} MiB` +
+      `time to interactive ${m.tti} ms; events kept ${m.kept}, not kept ${m.notKept}; ` +
+      `deep zoom (1/5000) exact in ${m.deep.exact}/${m.deep.tiled} tiled lanes after ${m.deep.ms.toFixed(0)} ms ` +
+      `(${m.deep.decoded} of ${m.deep.tiles} tiles decoded); JS heap ${m.heap ? m.heap.toFixed(0) : '?'} MiB` +
       `${m.problems.length ? `; problems: ${m.problems.join(' | ')}` : ''}`);
   }
 }

@@ -1,5 +1,13 @@
 // decode.js: turns the report's timeline blob (tools/render/report_data.h:
 // gzip + base64 of varint/byte/float64 columns) into typed arrays.
+//
+// Tiles by zoom level: a lane with many events comes as tiles (runs of
+// events by start, each packed on its own) and finer bin levels. At load
+// only the blob is decoded (small lanes, every lane's whole-run bins); a
+// tiled lane gets full-length columns whose start is, until its tile is
+// decoded, the tile's first start (so binary searches over start stay
+// valid) and loadTile() fills a tile in when a zoom needs it; loadLevel()
+// decodes a finer bin level.
 
 function base64ToBytes(text) {
   const bin = atob(text);
@@ -13,9 +21,9 @@ async function gunzip(bytes) {
   return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
-export async function decodeBlob(blob) {
+export async function decodeBlob(blob, encoding = blob.encoding) {
   const raw = base64ToBytes(blob.data || '');
-  const bytes = blob.encoding === 'gzip+base64' ? await gunzip(raw) : raw;
+  const bytes = encoding === 'gzip+base64' ? await gunzip(raw) : raw;
   if (bytes.length !== blob.bytes) {
     throw new Error(`timeline data is damaged: ${bytes.length} bytes, expected ${blob.bytes}`);
   }
@@ -49,6 +57,11 @@ function varints(bytes, ref, count, delta, Out = Float64Array) {
     }
   }
   return out;
+}
+
+function varintsInto(out, at, bytes, ref, count, delta) {
+  const col = varints(bytes, ref, count, delta, out.constructor);
+  out.set(col, at);
 }
 
 function byteColumn(bytes, ref) {
@@ -85,12 +98,27 @@ export async function decodeTimeline(timeline) {
       out.max = n ? max : 1;
       return out;
     }
-    out.start = varints(bytes, c.start, n, true);
-    out.dur = varints(bytes, c.dur, n, false);
-    out.name = varints(bytes, c.name, n, false, Uint32Array);
-    out.cat = byteColumn(bytes, c.cat);
-    out.row = c.row ? byteColumn(bytes, c.row) : null;
-    out.aux = c.aux ? varints(bytes, c.aux, n, false) : null;
+    if (lane.tiles) {
+      // Tiled: full-length columns, filled in tile by tile (loadTile).
+      const T = lane.tiles.events;
+      const first = lane.tiles.first_ns;
+      out.start = new Float64Array(n);
+      for (let t = 0; t < first.length; t++) out.start.fill(first[t], t * T, Math.min(n, (t + 1) * T));
+      out.dur = new Float64Array(n);
+      out.name = new Uint32Array(n);
+      out.cat = new Uint8Array(n);
+      out.row = lane.tiles.rows ? new Uint8Array(n) : null;
+      out.aux = lane.tiles.aux ? new Float64Array(n) : null;
+      out.tileState = new Uint8Array(first.length);  // 0 not decoded, 1 decoding, 2 decoded
+      out.tilesLeft = first.length;
+    } else {
+      out.start = varints(bytes, c.start, n, true);
+      out.dur = varints(bytes, c.dur, n, false);
+      out.name = varints(bytes, c.name, n, false, Uint32Array);
+      out.cat = byteColumn(bytes, c.cat);
+      out.row = c.row ? byteColumn(bytes, c.row) : null;
+      out.aux = c.aux ? varints(bytes, c.aux, n, false) : null;
+    }
     if (lane.bins) {
       const b = lane.bins;
       const m = timeline.bin_count;
@@ -99,9 +127,62 @@ export async function decodeTimeline(timeline) {
         count: varints(bytes, b.count, m, false, Uint32Array),
         top: varints(bytes, b.top, m, false, Uint32Array),
         cat: byteColumn(bytes, b.cat),
+        bin_ns: timeline.bin_ns,
+        bin_count: m,
       };
+      // Finer levels, decoded by loadLevel(): binLevels[0] is binData.
+      out.binLevels = [out.binData].concat((lane.levels || []).map(() => null));
     }
     return out;
   });
   return lanes;
+}
+
+// Decodes tile `t` of a tiled lane into its columns (once).
+export async function loadTile(lane, t, encoding) {
+  const part = lane.tiles.parts[t];
+  const bytes = await decodeBlob(part, encoding);
+  const T = lane.tiles.events;
+  const at = t * T;
+  const n = Math.min(lane.count - at, T);
+  const c = part.cols;
+  varintsInto(lane.dur, at, bytes, c.dur, n, false);
+  if (c.gap) {
+    // Zigzag gaps from the previous event's end (report_data.h).
+    const gap = varints(bytes, c.gap, n, false);
+    const start = lane.start, dur = lane.dur;
+    let end = 0;
+    for (let i = 0; i < n; i++) {
+      const z = gap[i];
+      const s = end + (z % 2 ? -(z + 1) / 2 : z / 2);
+      start[at + i] = s;
+      end = s + dur[at + i];
+    }
+  } else {
+    varintsInto(lane.start, at, bytes, c.start, n, true);
+  }
+  varintsInto(lane.name, at, bytes, c.name, n, false);
+  lane.cat.set(byteColumn(bytes, c.cat).subarray(0, n), at);
+  if (lane.row && c.row) lane.row.set(byteColumn(bytes, c.row).subarray(0, n), at);
+  if (lane.aux && c.aux) varintsInto(lane.aux, at, bytes, c.aux, n, false);
+  part.data = null;  // decoded: the text is not needed again
+  lane.tileState[t] = 2;
+  lane.tilesLeft--;
+}
+
+// Decodes finer bin level `l` (>= 1) of a lane (once).
+export async function loadLevel(lane, l, encoding) {
+  const level = lane.levels[l - 1];
+  const bytes = await decodeBlob(level, encoding);
+  const m = level.bin_count;
+  const c = level.cols;
+  lane.binLevels[l] = {
+    busy: byteColumn(bytes, c.busy),
+    count: varints(bytes, c.count, m, false, Uint32Array),
+    top: varints(bytes, c.top, m, false, Uint32Array),
+    cat: byteColumn(bytes, c.cat),
+    bin_ns: level.bin_ns,
+    bin_count: m,
+  };
+  level.data = null;
 }

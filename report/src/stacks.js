@@ -249,6 +249,14 @@ export function timelineStackDetails(state, lanes, selected, where) {
   const lane = where.lane;
   const i = lowerBound(lane.start, where.t);
   if (i === 0 || i >= lane.start.length) return null;
+  if (lane.tileState) {
+    // A tiled lane (decode.js): only where its tiles are decoded; elsewhere
+    // its starts are placeholders and a gap would be made up.
+    const T = lane.tiles.events;
+    for (let t = Math.floor(Math.max(0, i - 64) / T); t <= Math.floor(i / T); t++) {
+      if (lane.tileState[t] !== 2) return null;
+    }
+  }
   let a = 0;
   for (let j = i - 1, steps = 0; j >= 0 && steps < 64; j--, steps++) a = Math.max(a, lane.start[j] + lane.dur[j]);
   const b = lane.start[i];

@@ -13,6 +13,11 @@
 // merging neighbours narrower than a pixel. Hit testing and search work on
 // the same typed arrays.
 //
+// Tiles by zoom level (decode.js): a busy lane has finer bin levels and its
+// exact events in tiles, both decoded only when a view needs them; until
+// they are, the lane draws the finest bins it has and redraws when they
+// land. Search decodes every tile first.
+//
 // Input: mouse wheel zooms at the cursor (Shift+wheel pans), drag pans (and
 // scrolls lanes), Shift+drag selects a range to zoom to, double-click zooms
 // to an event, click on a group header folds it. Keys: W/S zoom, A/D or
@@ -23,6 +28,7 @@
 // setProcessVisible(); setMetricsFolded(); compareRanks().
 
 import { CAT, CAT_COLORS, CAT_NAMES, LEGEND, nameColor } from './colors.js';
+import { loadLevel, loadTile } from './decode.js';
 import { h } from './dom.js';
 import {
   fmtBytes, fmtCount, fmtDuration, fmtOffset, fmtPercent, fmtUnitValue, niceStep,
@@ -47,8 +53,18 @@ const AXIS_H = 26;
 const LABEL_W = 236;
 const OVERVIEW_H = 44;
 const EXACT_LIMIT = 40000;  // visible events per lane drawn one by one; more -> bins
+const MAX_TILES_IN_VIEW = 4;  // a tiled lane draws exact events from at most this many tiles
 const MIN_SPAN_NS = 200;
 const ANIMATION_MS = 220;
+
+function upperBound(a, x) {
+  let lo = 0, hi = a.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (a[mid] <= x) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
 
 function lowerBound(a, x) {
   let lo = 0, hi = a.length;
@@ -112,6 +128,8 @@ export class Timeline {
     this.mouse = null;
     this.pending = 0;
     this.lastDrawMs = 0;
+    this.encoding = this.tl.blob ? this.tl.blob.encoding : 'base64';
+    this.loads = new Set();  // tile and level decodes in flight
     this.buildDom(root);
     this.layout();
     this.buildOverview();
@@ -465,6 +483,16 @@ export class Timeline {
       this.requestDraw();
       return 0;
     }
+    // Tiled lanes: every tile decoded first, then the search runs.
+    const partial = this.lanes.filter((l) => l.tileState && l.tilesLeft > 0);
+    if (partial.length) {
+      for (const l of partial) this.requestTiles(l, 0, l.tileState.length - 1);
+      this.searchInfo.textContent = 'decoding…';
+      this.whenLoaded().then(() => {
+        if ((this.searchInput.value || '').trim().toLowerCase() === q || !this.searchInput.value) this.search(query);
+      });
+      return 0;
+    }
     const mask = new Uint8Array(this.names.length);
     let anyName = false;
     for (let i = 0; i < this.names.length; i++) {
@@ -706,9 +734,10 @@ export class Timeline {
     }
     const row = Math.max(0, Math.min(lane.rows - 1, Math.floor((dy - item.pad) / item.rowH)));
     if (this.useBins(lane)) {
-      const b = Math.floor(t / this.tl.bin_ns);
-      if (b < 0 || b >= this.tl.bin_count || !lane.binData.count[b]) return null;
-      return { lane, bin: b, x, t };
+      const bins = this.binLevel(lane);
+      const b = Math.floor(t / bins.bin_ns);
+      if (b < 0 || b >= bins.bin_count || !bins.count[b]) return null;
+      return { lane, bin: b, bins, x, t };
     }
     const tol = 3 / k;
     const { start, dur } = lane;
@@ -787,13 +816,13 @@ export class Timeline {
       rows.push(['at', fmtOffset(lane.t[hit.sample], 1e3)]);
       rows.push(['range', `${fmtUnitValue(lane.min, lane.unit)} … ${fmtUnitValue(lane.max, lane.unit)}`]);
     } else if (hit.bin != null) {
-      const bd = lane.binData;
+      const bd = hit.bins || lane.binData;
       const b = hit.bin;
-      title = `${fmtCount(bd.count[b])} events in ${fmtDuration(this.tl.bin_ns)}`;
+      title = `${fmtCount(bd.count[b])} events in ${fmtDuration(bd.bin_ns)}`;
       subtitle = 'zoomed out: aggregated bin (zoom in for single events)';
       rows.push(['busy', fmtPercent(bd.busy[b] / 255, 0)]);
       rows.push(['mostly', this.names[bd.top[b]] || '']);
-      rows.push(['at', fmtOffset(b * this.tl.bin_ns, this.tl.bin_ns / 10)]);
+      rows.push(['at', fmtOffset(b * bd.bin_ns, bd.bin_ns / 10)]);
     } else {
       const i = hit.event;
       const cat = lane.cat[i];
@@ -893,12 +922,84 @@ export class Timeline {
     return c;
   }
 
+  // Whether a lane draws bins in the current view: too many events in it,
+  // or (tiled lanes) the tiles it needs are still being decoded (asked for
+  // here; the lane redraws when they land).
   useBins(lane) {
-    if (!lane.binData) return false;
+    if (!lane.binData && !lane.tileState) return false;
     const [v0, v1] = this.view;
     const i0 = lowerBound(lane.start, v0 - lane.max_dur_ns);
     const i1 = lowerBound(lane.start, v1);
-    return i1 - i0 > EXACT_LIMIT;
+    if (lane.binData && i1 - i0 > EXACT_LIMIT) return true;
+    if (!lane.tileState) return false;
+    const [t0, t1] = this.tileRange(lane, v0 - lane.max_dur_ns, v1);
+    if (lane.binData && t1 - t0 + 1 > MAX_TILES_IN_VIEW) return true;
+    if (this.tilesReady(lane, t0, t1)) return false;
+    this.requestTiles(lane, t0, t1);
+    return !!lane.binData;
+  }
+
+  // --------------------------------------------------- tiles and levels --
+
+  // Tiles of a tiled lane that may hold events starting in [a, b].
+  tileRange(lane, a, b) {
+    const first = lane.tiles.first_ns;
+    const t0 = Math.max(0, lowerBound(first, a) - 1);
+    const t1 = Math.max(t0, upperBound(first, b) - 1);
+    return [t0, Math.min(first.length - 1, t1)];
+  }
+
+  tilesReady(lane, t0, t1) {
+    for (let t = t0; t <= t1; t++) if (lane.tileState[t] !== 2) return false;
+    return true;
+  }
+
+  track(promise) {
+    const p = promise.catch((e) => {
+      console.error(e);
+      if (window.__gpscope) window.__gpscope.errors.push(String(e && e.message || e));
+    }).finally(() => {
+      this.loads.delete(p);
+      this.requestDraw();
+    });
+    this.loads.add(p);
+  }
+
+  requestTiles(lane, t0, t1) {
+    for (let t = t0; t <= t1; t++) {
+      if (lane.tileState[t]) continue;
+      lane.tileState[t] = 1;
+      this.track(loadTile(lane, t, this.encoding));
+    }
+  }
+
+  // Resolves when no tile or level is being decoded.
+  async whenLoaded() {
+    while (this.loads.size) await Promise.all([...this.loads]);
+  }
+
+  // The bins a lane draws now: the finest level whose bins are at least a
+  // pixel wide, once decoded (asked for here), else the finest decoded one
+  // coarser than it.
+  binLevel(lane) {
+    const levels = lane.binLevels || [lane.binData];
+    const k = (this.width - LABEL_W) / (this.view[1] - this.view[0]);
+    let want = 0;
+    for (let l = levels.length - 1; l > 0; l--) {
+      if (lane.levels[l - 1].bin_ns * k >= 1) {
+        want = l;
+        break;
+      }
+    }
+    if (want && !levels[want]) {
+      lane.levelState = lane.levelState || new Uint8Array(levels.length);
+      if (!lane.levelState[want]) {
+        lane.levelState[want] = 1;
+        this.track(loadLevel(lane, want, this.encoding));
+      }
+    }
+    for (let l = want; l > 0; l--) if (levels[l]) return levels[l];
+    return levels[0];
   }
 
   draw() {
@@ -1344,9 +1445,9 @@ export class Timeline {
 
   drawBins(ctx, it, y, v0, v1, k, X) {
     const lane = it.lane;
-    const bd = lane.binData;
-    const bn = this.tl.bin_ns;
-    const m = this.tl.bin_count;
+    const bd = this.binLevel(lane);
+    const bn = bd.bin_ns;
+    const m = bd.bin_count;
     const hh = lane.rows * it.rowH - (it.compact ? 0 : 2);
     const base = y + it.pad + hh;
     const b0 = Math.max(0, Math.floor(v0 / bn));
@@ -1375,7 +1476,7 @@ export class Timeline {
       }
     }
     // Hovered bin.
-    if (this.hover && this.hover.lane === lane && this.hover.bin != null) {
+    if (this.hover && this.hover.lane === lane && this.hover.bin != null && this.hover.bins === bd) {
       ctx.strokeStyle = '#1d2430';
       ctx.lineWidth = 1.5;
       ctx.strokeRect(X(this.hover.bin * bn), y + it.pad, w, hh);

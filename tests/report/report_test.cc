@@ -7,6 +7,7 @@
 #include <zlib.h>
 
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <memory>
 #include <sstream>
@@ -261,6 +262,184 @@ TEST(ReportDataTest, DocumentCarriesSummaryTimelineAndFindingRangesInReportTime)
   EXPECT_EQ(html->find(kEvil), std::string::npos);
   EXPECT_NE(html->find("\\u003c/script\\u003e\\u003cimg src=x onerror=alert(1)\\u003e"),
             std::string::npos);
+  std::remove(path.c_str());
+}
+
+// ---------------------------------------------------- tiles by zoom level --
+
+// Reads what the page reads from the JSON without a JSON library: the
+// number after `key` from `at`, an [offset, bytes] column ref, a packed
+// piece's bytes ({bytes, data}: base64 of gzip).
+uint64_t NumberAfter(const std::string& json, const std::string& key, size_t at) {
+  const size_t k = json.find(key, at);
+  EXPECT_NE(k, std::string::npos) << key;
+  return k == std::string::npos ? 0 : std::stoull(json.substr(k + key.size(), 24));
+}
+
+std::pair<size_t, size_t> RefAfter(const std::string& json, const std::string& name, size_t at) {
+  const std::string key = "\"" + name + "\":[";
+  const size_t k = json.find(key, at);
+  EXPECT_NE(k, std::string::npos) << name;
+  if (k == std::string::npos) return {0, 0};
+  const std::vector<std::string> parts = absl::StrSplit(
+      json.substr(k + key.size(), json.find(']', k) - k - key.size()), ',');
+  return {std::stoull(parts[0]), std::stoull(parts[1])};
+}
+
+std::string Unpack(const std::string& json, size_t at) {
+  const size_t raw_bytes = NumberAfter(json, "\"bytes\":", at);
+  const size_t d = json.find("\"data\":\"", at) + 8;
+  const std::string b64 = json.substr(d, json.find('"', d) - d);
+  std::string gz;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char ch : b64) {
+    const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const char* pos = std::strchr(alphabet, ch);
+    if (ch == '=' || pos == nullptr) break;
+    acc = (acc << 6) | static_cast<uint32_t>(pos - alphabet);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      gz.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  std::string out(raw_bytes, '\0');
+  z_stream z{};
+  EXPECT_EQ(inflateInit2(&z, 15 + 16), Z_OK);
+  z.next_in = reinterpret_cast<Bytef*>(gz.data());
+  z.avail_in = static_cast<uInt>(gz.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(inflate(&z, Z_FINISH), Z_STREAM_END);
+  inflateEnd(&z);
+  return out;
+}
+
+std::vector<uint64_t> Varints(const std::string& bytes, std::pair<size_t, size_t> ref, bool delta) {
+  std::vector<uint64_t> out;
+  uint64_t previous = 0;
+  for (size_t p = ref.first; p < ref.first + ref.second;) {
+    uint64_t v = 0;
+    int shift = 0;
+    uint8_t b;
+    do {
+      b = static_cast<uint8_t>(bytes[p++]);
+      v |= uint64_t{b & 0x7fu} << shift;
+      shift += 7;
+    } while (b >= 0x80);
+    previous = delta ? previous + v : v;
+    out.push_back(previous);
+  }
+  return out;
+}
+
+// Issue 24: a busy lane's events are tiles, each packed on its own, that
+// together hold every event exactly; its finer bin levels count the same
+// events (the page decodes a tile or a level only when a zoom needs it).
+TEST(ReportDataTest, TilesHoldEveryEventAndFinerLevelsCountThem) {
+  TraceBuilder trace;
+  TraceBuilder::Process& p = trace.AddProcess(0x1, 42);
+  p.WriteHeader();
+  constexpr int kKernels = 5000;
+  for (int i = 0; i < kKernels; ++i) {
+    // Every 10th kernel runs into the next one (a negative gap).
+    p.AddKernel(kT0 + i * 20 * kUs + (i % 7) * kUs, (i % 10 == 0 ? 25 : 3 + i % 11) * kUs,
+                i % 3 == 0 ? "a" : (i % 3 == 1 ? "b" : "c"));
+  }
+  p.WriteEnd();
+  const std::string path = TempPath("tiles.gpscope");
+  ASSERT_TRUE(trace.WriteFile(path));
+  std::unique_ptr<analyze::SummaryResult> result =
+      analyze::ComputeSummaryResult({path}, model::ModelOptions{}, analyses::ReportOptions{});
+  const TimelineData timeline = Collect(path);
+  const TimelineLane* stream = FindLane(timeline, 0, LaneKind::kStream);
+  ASSERT_NE(stream, nullptr);
+  ASSERT_EQ(stream->events.size(), static_cast<size_t>(kKernels));
+  ReportInputs in;
+  in.model = &result->model;
+  in.summary = &result->report;
+  in.findings = &result->findings;
+  in.summary_json = analyze::RenderSummaryJson(*result);
+  in.timeline = &timeline;
+  in.generator = "test";
+  ReportDataOptions options;
+  options.tiled_above = 1000;
+  options.tile_events = 700;  // 8 tiles, the last one short
+  options.bin_count = 50;
+  options.levels = 3;
+  options.level_factor = 4;
+  options.level_events = 100;  // 5000 / 16 > 100: two finer levels
+  const std::string json = BuildReportJson(in, options);
+
+  const size_t lane_at = json.find("\"kind\":\"stream\"");
+  ASSERT_NE(lane_at, std::string::npos);
+  const size_t tiles_at = json.find("\"cols\":null,\"tiles\":{\"events\":700,", lane_at);
+  ASSERT_NE(tiles_at, std::string::npos);
+  // Every event, from the tiles, equals the timeline's, in order.
+  std::vector<uint64_t> starts, durs, names;
+  std::vector<uint64_t> first_ns;
+  {
+    const size_t f = json.find("\"first_ns\":[", tiles_at) + 12;
+    for (absl::string_view v : absl::StrSplit(json.substr(f, json.find(']', f) - f), ',')) {
+      first_ns.push_back(std::stoull(std::string(v)));
+    }
+  }
+  ASSERT_EQ(first_ns.size(), 8u);
+  size_t at = json.find("\"parts\":[", tiles_at);
+  for (size_t t = 0; t < first_ns.size(); ++t) {
+    at = json.find("{\"cols\":{", at);
+    ASSERT_NE(at, std::string::npos);
+    const std::string bytes = Unpack(json, at);
+    const std::vector<uint64_t> gap = Varints(bytes, RefAfter(json, "gap", at), false);
+    const std::vector<uint64_t> d = Varints(bytes, RefAfter(json, "dur", at), false);
+    ASSERT_EQ(gap.size(), d.size());
+    std::vector<uint64_t> s;  // start = previous end + unzigzag(gap)
+    for (size_t i = 0, end = 0; i < gap.size(); ++i) {
+      const uint64_t start = gap[i] % 2 ? end - (gap[i] + 1) / 2 : end + gap[i] / 2;
+      s.push_back(start);
+      end = start + d[i];
+    }
+    const std::vector<uint64_t> n = Varints(bytes, RefAfter(json, "name", at), false);
+    ASSERT_EQ(s.size(), t + 1 < first_ns.size() ? 700u : kKernels - 7 * 700u);
+    EXPECT_EQ(s.front(), first_ns[t]);
+    starts.insert(starts.end(), s.begin(), s.end());
+    durs.insert(durs.end(), d.begin(), d.end());
+    names.insert(names.end(), n.begin(), n.end());
+    at += 8;
+  }
+  ASSERT_EQ(starts.size(), stream->events.size());
+  for (size_t i = 0; i < starts.size(); ++i) {
+    ASSERT_EQ(starts[i], stream->events[i].start_ns) << i;
+    ASSERT_EQ(durs[i], stream->events[i].duration_ns) << i;
+    ASSERT_EQ(names[i], stream->events[i].name) << i;
+  }
+  // The finer levels: 200 and 800 bins, each bin's count the events that
+  // overlap it.
+  size_t level_at = json.find("\"levels\":[", at);
+  ASSERT_NE(level_at, std::string::npos);
+  for (uint64_t expected_bins : {200u, 800u}) {
+    level_at = json.find("{\"bin_count\":", level_at);
+    ASSERT_NE(level_at, std::string::npos);
+    const uint64_t bins = NumberAfter(json, "\"bin_count\":", level_at);
+    const uint64_t width = NumberAfter(json, "\"bin_ns\":", level_at);
+    EXPECT_EQ(bins, expected_bins);
+    EXPECT_GE(bins * width, timeline.span_ns);
+    const std::string bytes = Unpack(json, level_at);
+    const std::vector<uint64_t> count = Varints(bytes, RefAfter(json, "count", level_at), false);
+    ASSERT_EQ(count.size(), bins);
+    std::vector<uint64_t> exact(bins, 0);
+    for (const TimelineEvent& e : stream->events) {
+      const uint64_t end = e.start_ns + e.duration_ns;
+      for (uint64_t b = e.start_ns / width; b < bins && b * width < std::max(end, e.start_ns + 1);
+           ++b) {
+        ++exact[b];
+      }
+    }
+    EXPECT_EQ(count, exact) << bins;
+    level_at += 12;
+  }
+  EXPECT_EQ(json.find("{\"bin_count\":", level_at), std::string::npos);  // no third level
   std::remove(path.c_str());
 }
 

@@ -1081,6 +1081,9 @@ async function main() {
       const box = await p.locator('.tl-canvas').boundingBox();
       await p.mouse.move(box.x + box.width / 2, box.y + 80);
       const r0 = await range(p);
+      // Nothing of a tiled lane is decoded at load (tiles by zoom level).
+      const tilesAtLoad = await p.evaluate(() => window.__gpscope.lanes
+        .filter((l) => l.tileState).reduce((a, l) => a + l.tileState.filter((s) => s).length, 0));
       await p.keyboard.press('w');
       await settle(p);
       const r1 = await range(p);
@@ -1109,6 +1112,71 @@ async function main() {
         await measure('1/10000', span * 0.4, span * 0.4001);
         return out;
       });
+      // Tiles by zoom level (issue 24): the busy lanes come as tiles, decoded
+      // only when a zoom needs them. Zoomed in near the end, every tiled lane
+      // draws its exact events once its tiles land; after a search every tile
+      // is decoded (every kept event reachable, in order); a finer bin
+      // level's counts equal the exact events'.
+      const tiles = await p.evaluate(async () => {
+        const t = window.__gpscope.timeline;
+        const tiled = window.__gpscope.lanes.filter((l) => l.tileState);
+        const span = window.__gpscope.data.span_ns;
+        const out = { tiled: tiled.length, tiles: tiled.reduce((a, l) => a + l.tileState.length, 0) };
+        const decoded = () => tiled.reduce((a, l) => a + l.tileState.filter((s) => s === 2).length, 0);
+        await t.whenLoaded();
+        const before = decoded();
+        t.setRange(span * 0.97, span * 0.9702, false);
+        t.draw();
+        await t.whenLoaded();
+        t.draw();
+        out.decodedAtZoom = decoded() - before;
+        out.exactAtZoom = tiled.filter((l) => !t.useBins(l)).length;
+        // The finer levels: zoomed so that level 1's bins are a pixel or more.
+        out.levelBins = 0;
+        out.levelMismatch = 0;
+        for (const l of tiled) {
+          if (!l.levels || !l.levels.length) continue;
+          const bn = l.levels[0].bin_ns;
+          const plotW = t.width - 236;  // LABEL_W
+          t.setRange(span * 0.5, span * 0.5 + bn * plotW * 0.9, false);
+          t.binLevel(l);
+          await t.whenLoaded();
+          const lv = t.binLevel(l);
+          if (lv.bin_ns !== bn) { out.levelMismatch++; continue; }
+          l.levelChecked = lv;
+        }
+        t.search('no-such-kernel-name');
+        await t.whenLoaded();
+        t.search('');
+        out.decodedAfterSearch = decoded();
+        out.reachable = 0;
+        out.unsorted = 0;
+        for (const l of tiled) {
+          if (l.tilesLeft === 0) out.reachable += l.count;
+          for (let i = 1; i < l.count; i++) if (l.start[i] < l.start[i - 1]) { out.unsorted++; break; }
+          const lv = l.levelChecked;
+          if (!lv) continue;
+          const exact = new Uint32Array(lv.bin_count);
+          for (let i = 0; i < l.count; i++) {
+            const s = l.start[i], e = s + l.dur[i];
+            const first = Math.min(lv.bin_count - 1, Math.floor(s / lv.bin_ns));
+            const last = Math.min(lv.bin_count - 1, e > s ? Math.floor((e - 1) / lv.bin_ns) : first);
+            for (let b = first; b <= last; b++) exact[b]++;
+          }
+          for (let b = 0; b < lv.bin_count; b++) {
+            out.levelBins++;
+            if (exact[b] !== lv.count[b]) out.levelMismatch++;
+          }
+        }
+        out.tiledEvents = tiled.reduce((a, l) => a + l.count, 0);
+        return out;
+      });
+      expect(tiles.tiled > 0 && tilesAtLoad === 0, `tiles decoded at load: ${tilesAtLoad}; ${JSON.stringify(tiles)}`);
+      expect(tiles.decodedAtZoom > 0 && tiles.decodedAtZoom <= 4 * tiles.tiled, `tiles decoded at a deep zoom: ${JSON.stringify(tiles)}`);
+      expect(tiles.exactAtZoom === tiles.tiled, `tiled lanes drawing exact events at a deep zoom: ${JSON.stringify(tiles)}`);
+      expect(tiles.decodedAfterSearch === tiles.tiles && tiles.reachable === tiles.tiledEvents && !tiles.unsorted,
+        `every tile decoded after a search: ${JSON.stringify(tiles)}`);
+      expect(tiles.levelBins > 0 && tiles.levelMismatch === 0, `finer level counts vs exact events: ${JSON.stringify(tiles)}`);
       const events = await p.evaluate(() => window.__gpscope.lanes.reduce((a, l) => a + (l.count || 0), 0));
       // Every kept event is decoded; past --max-events (or the memory budget)
       // the page must say how many it does not show.
@@ -1128,7 +1196,7 @@ async function main() {
       console.log(`      ${BIG_LABEL} events (${events} shown, ${shown.not_kept} not kept): report written in ${buildMs} ms, ${(bigSize / 1048576).toFixed(2)} MiB; page ready in ${big.loadMs} ms ` +
         `(parse+decode ${big.timings.decode_ms.toFixed(0)} ms, ready ${big.timings.ready_ms.toFixed(0)} ms in page), first zoom drawn after ${firstInteraction} ms; ` +
         `time to interactive ${total} ms; frame draw (worst of 5): ${f}`);
-      return `time to interactive ${total} ms (limit ${INTERACTIVE_LIMIT_MS} ms)`;
+      return `time to interactive ${total} ms (limit ${INTERACTIVE_LIMIT_MS} ms); ${tiles.tiles} tiles in ${tiles.tiled} lanes, ${tiles.decodedAtZoom} decoded at a deep zoom; ${tiles.levelBins} finer-level bins match the exact events`;
     });
   } else {
     console.log(`skip  ${BIG_LABEL} events: no gen_trace binary (--gen-trace)`);

@@ -41,8 +41,13 @@
 //                     under it "gpu" (streams, sync waits), "gpu_metrics" (the
 //                     GPU's counters), "threads", "metrics" (host counters)),
 //                     parent, process, device_id}, lanes[] {group, kind, label, count, rows,
-//                     max_dur_ns, not_kept, unit, metric, cols {NAME: [offset,
-//                     bytes]}, bins (null or {busy, count, top, cat})},
+//                     max_dur_ns, not_kept, unit, metric, cols (null when
+//                     tiled) {NAME: [offset, bytes]}, tiles (only lanes over
+//                     tile_events) {events (per tile), rows, aux (whether the
+//                     columns are there), first_ns[] (each tile's first start),
+//                     parts[] {cols, bytes, data}}, bins (null or {busy, count,
+//                     top, cat}), levels[] (lanes with bins) {bin_count, bin_ns,
+//                     cols, bytes, data}},
 //                     blob {encoding ("gzip+base64"|"base64"), bytes, data}}
 //
 // Lane columns in the blob (report/src/decode.js reads them): event lanes
@@ -55,6 +60,18 @@
 // count (varint, events overlapping), top (varint, the name with the most
 // time in it), cat (byte). The page draws bins when zoomed out and exact
 // events when zoomed in.
+//
+// Tiles by zoom level (issue 24: every event of a 10 M-event trace
+// reachable, the page interactive in 3 s): a lane with more than
+// tiled_above events keeps no columns in the blob; its events are tiles of
+// tile_events events by start, each its own {bytes, data} (gzip+base64 like
+// the blob, or base64 with the blob's encoding "base64"), with columns as
+// above except start: gap (zigzag varint, z = 2g for g >= 0 else -2g - 1:
+// start minus the previous event's start + dur within the tile, the first
+// from 0). Between the whole-run bins
+// and exact events, busy lanes have finer bin levels (levels[]), each packed
+// the same way: the page decodes the blob (small lanes, level-0 bins) at
+// load, and a level or a tile only when a zoom needs it.
 //
 // Thread model: pure functions.
 #ifndef GPSCOPE_TOOLS_RENDER_REPORT_DATA_H_
@@ -74,6 +91,17 @@ namespace gpscope::render {
 struct ReportDataOptions {
   uint32_t bin_count = 2048;          // per lane, over the whole span
   uint64_t bin_threshold = 4000;      // lanes with more events also get bins
+  // Lanes with more than tiled_above events are written in tiles of
+  // tile_events events, packed one by one (the page decodes a tile when a
+  // zoom needs it); smaller lanes decode at load, as they always did.
+  uint64_t tiled_above = 131072;
+  uint64_t tile_events = 65536;
+  // Finer bin levels of busy lanes: up to `levels` in all (bins is level 0),
+  // level l with bin_count * level_factor^l bins, while the lane has more
+  // than level_events events per level_factor^l.
+  uint32_t levels = 3;
+  uint32_t level_factor = 8;
+  uint64_t level_events = 20000;
   uint32_t trend_windows = 120;       // per GPU, over its span
   uint32_t correlation_windows = 60;  // per GPU, over its steady window
   size_t max_steps = 20000;

@@ -292,11 +292,11 @@ class TimelineCollector::Impl {
   }
 
   // Whether one more event is kept: under max_events and, checked every
-  // 64 Ki events, under half the reader's memory budget (the rest is for
-  // the report's own output, about 3x the kept events).
+  // 64 Ki events, RSS plus what the report's output needs for the events
+  // kept so far (kOutputBytesPerEvent each) under the reading limit.
   bool KeepMore() {
     if (kept_ >= options_.max_events || over_budget_) return false;
-    if ((++kept_ & 0xFFFF) == 0 && reader::MemoryBudgetExceeded(reader::ReadingLimitBytes() / 2)) {
+    if ((++kept_ & 0xFFFF) == 0 && reader::MemoryBudgetExceeded(kept_ * kOutputBytesPerEvent)) {
       over_budget_ = true;
     }
     return true;
@@ -307,7 +307,9 @@ class TimelineCollector::Impl {
   TimelineOptions options_;
   absl::flat_hash_map<uint64_t, size_t> slot_;
   std::vector<ProcessState> states_;
-  std::vector<TimelineLane> lanes_;
+  // A deque: a lane added late (a metric, a thread) must not copy the
+  // others (TimelineLane's move may throw, so a vector would copy them).
+  std::deque<TimelineLane> lanes_;
   std::vector<LaneKey> lane_keys_;
   std::vector<std::string> names_;
   absl::flat_hash_map<std::string, uint32_t> name_ids_;
@@ -590,6 +592,7 @@ TimelineData TimelineCollector::Impl::Finish(const reader::Timebase& timebase,
     }
     return lane_keys_[a] < lane_keys_[b];
   });
+  out.lanes.reserve(lanes_.size());  // growing would copy lanes (see lanes_)
   for (size_t i : lane_order) {
     TimelineLane lane = std::move(lanes_[i]);
     const size_t original_process = lane.process;
@@ -605,11 +608,14 @@ TimelineData TimelineCollector::Impl::Finish(const reader::Timebase& timebase,
       c.first = timebase.RealtimeToOriginNs(clocks.ToRealtimeNs(c.first));
     }
     std::sort(lane.stack_calls.begin(), lane.stack_calls.end());
-    std::sort(lane.events.begin(), lane.events.end(),
-              [](const TimelineEvent& a, const TimelineEvent& b) {
-                if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
-                return a.duration_ns > b.duration_ns;  // parents before children
-              });
+    auto by_start = [](const TimelineEvent& a, const TimelineEvent& b) {
+      if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+      return a.duration_ns > b.duration_ns;  // parents before children
+    };
+    // Streams arrive in order: skip the sort when nothing is out of place.
+    if (!std::is_sorted(lane.events.begin(), lane.events.end(), by_start)) {
+      std::sort(lane.events.begin(), lane.events.end(), by_start);
+    }
     std::stable_sort(
         lane.samples.begin(), lane.samples.end(),
         [](const CounterSample& a, const CounterSample& b) { return a.t_ns < b.t_ns; });

@@ -18,9 +18,13 @@
 // and its events are given rows (first fit), so overlapping events (nested
 // API calls, NVTX push/pop) stack instead of hiding each other.
 //
-// Memory: ~32 bytes per kept event. Past TimelineOptions::max_events the
-// collector stops keeping events (counted per lane in `not_kept`, shown in
-// the report as incomplete); the analyzer's numbers still cover everything.
+// Memory: ~33 bytes per kept event, in blocks (a lane is a std::deque, so
+// growing it never copies what it holds: no transient 2-3x of a vector's
+// reallocation at 10 M events). Past TimelineOptions::max_events, or when
+// RSS plus what the report's output will need for the events kept
+// (kOutputBytesPerEvent each) passes the reading limit, the collector stops
+// keeping events (counted per lane in `not_kept`, shown in the report as
+// incomplete); the analyzer's numbers still cover everything.
 //
 //   TimelineCollector collector(options);
 //   model::TraceModel model = model::BuildModel(paths, model_options, {&collector});
@@ -32,6 +36,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -97,7 +102,7 @@ struct TimelineLane {
   uint32_t stream_id = 0;
   uint32_t thread_id = 0;
   std::string label;                  // "stream 7", "tid 846 · CUDA API", "nvml.power_w (W)"
-  std::vector<TimelineEvent> events;  // sorted by start after Finish()
+  std::deque<TimelineEvent> events;  // sorted by start after Finish()
   uint32_t rows = 1;
   uint64_t max_duration_ns = 0;
   uint64_t not_kept = 0;  // events past TimelineOptions::max_events
@@ -134,8 +139,13 @@ struct LaunchShape {
 // past it is not tried: the first ones are kept).
 inline constexpr size_t kMaxStackCalls = 1 << 18;
 
+// What the report's writer needs per kept event on top of the events
+// themselves (tiled JSON text and its HTML copy, bins, spans), for the
+// memory check while reading.
+inline constexpr uint64_t kOutputBytesPerEvent = 24;
+
 struct TimelineOptions {
-  uint64_t max_events = 8'000'000;  // ~256 MB of events; beyond, lanes only count
+  uint64_t max_events = 16'000'000;  // ~530 MB of events; beyond, lanes only count
   uint32_t max_rows = 12;           // deeper nesting shares the last row
 };
 
@@ -149,7 +159,7 @@ struct TimelineData {
   uint64_t events_kept = 0;
   uint64_t events_not_kept = 0;
   uint64_t undecodable_batches = 0;
-  bool over_memory_budget = false;  // events stopped being kept at half the budget
+  bool over_memory_budget = false;  // events stopped being kept: the memory budget
   // Call stacks (issue 20): the trace's stacks as a prefix tree
   // (chrome_stacks.h); null or empty when the trace has none.
   std::shared_ptr<const ChromeStacks> stacks;
