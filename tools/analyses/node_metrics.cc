@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -103,6 +104,20 @@ class MetricsCollector : public reader::EventSink {
                      [](const WindowSummary& a, const WindowSummary& b) {
                        return a.end_realtime_ns < b.end_realtime_ns;
                      });
+    // A restarted monitor summarizes the windows of the job traces still in
+    // its directory again: the same window (process, first activity) in two
+    // monitor files is listed once, the first summary kept.
+    std::set<std::pair<uint64_t, uint64_t>> seen;
+    std::vector<WindowSummary> unique;
+    unique.reserve(r.window_summaries.size());
+    for (WindowSummary& w : r.window_summaries) {
+      if (seen.insert({w.process_uid, w.start_realtime_ns}).second) {
+        unique.push_back(std::move(w));
+      } else {
+        ++r.window_summaries_repeated;
+      }
+    }
+    r.window_summaries = std::move(unique);
     std::sort(r.gpus.begin(), r.gpus.end(), [](const GpuSeries& a, const GpuSeries& b) {
       return std::tie(a.host, a.index, a.uuid) < std::tie(b.host, b.index, b.uuid);
     });

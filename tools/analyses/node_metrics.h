@@ -118,6 +118,10 @@ struct MetricsReport {
   // most kMaxWindowSummaries, the rest counted.
   std::vector<WindowSummary> window_summaries;
   uint64_t window_summaries_omitted = 0;
+  // Summaries of a window already listed (the same process and first
+  // activity, from another monitor file: a restarted monitor summarizes the
+  // windows of the traces still in its directory again), left out.
+  uint64_t window_summaries_repeated = 0;
 };
 inline constexpr size_t kMaxWindowSummaries = 100000;
 

@@ -82,6 +82,12 @@ std::string WindowSummariesText(const MetricsReport& r) {
     out += absl::StrFormat("  ... %d earlier window(s) (--format json has the first %d)\n",
                            n - std::min(n, kShown) + r.window_summaries_omitted, n);
   }
+  if (r.window_summaries_repeated > 0) {
+    out += absl::StrFormat(
+        "  (%d summaries of windows listed here came again from another monitor file, e.g. "
+        "after a monitor restart: each window is listed once)\n",
+        r.window_summaries_repeated);
+  }
   for (size_t i = n - std::min(n, kShown); i < n; ++i) {
     const analyses::WindowSummary& w = r.window_summaries[i];
     std::string top = w.top_rule.empty()
@@ -444,6 +450,7 @@ std::string RenderMetricsJson(const MetricsReport& r) {
     }
     j.EndArray();
     j.Key("capture_windows_omitted").Uint(r.window_summaries_omitted);
+    j.Key("capture_windows_repeated").Uint(r.window_summaries_repeated);
   }
   j.EndObject();
   out += "\n";

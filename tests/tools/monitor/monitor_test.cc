@@ -762,6 +762,33 @@ TEST(MonitorRunTest, TracesSummarizesEachCaptureWindowOnMetricsAndInItsFile) {
   EXPECT_NE(json.str().find("\"capture_windows\": ["), std::string::npos);
   EXPECT_NE(json.str().find("\"close_reason\": \"duty_schedule\""), std::string::npos);
   EXPECT_NE(json.str().find("\"rule\": \"host-bound\""), std::string::npos);
+  EXPECT_NE(json.str().find("\"capture_windows_repeated\": 0"), std::string::npos);
+
+  // A restarted monitor summarizes the traces' windows again into a file of
+  // its own; the metrics over both list each window once and say so.
+  std::atomic<bool> stop2{false};
+  o.stop = &stop2;
+  port.store(0);
+  std::ostringstream out2, err2;
+  MonitorStats stats2;
+  int code2 = -1;
+  std::thread rerun([&] { code2 = RunMonitorWithOptions(o, out2, err2, &stats2); });
+  EXPECT_FALSE(page_with("gpscope_monitor_windows_summarized_total 2").empty()) << err2.str();
+  stop2.store(true);
+  rerun.join();
+  ASSERT_EQ(code2, 0) << err2.str();
+  const std::vector<std::string> both = TraceFiles(dir.path() + "/out");
+  ASSERT_EQ(both.size(), files.size() + 1);
+  EXPECT_EQ(Summaries(both).size(), 4u);
+  std::ostringstream text2, json2;
+  EXPECT_EQ(analyze::RunMetrics(both, text2, merr), 0) << merr.str();
+  EXPECT_EQ(CountOf(text2.str(), " job-42 "), 2) << text2.str();
+  EXPECT_NE(text2.str().find("(2 summaries of windows listed here came again"), std::string::npos)
+      << text2.str();
+  std::vector<std::string> json_args = {"--format", "json"};
+  json_args.insert(json_args.end(), both.begin(), both.end());
+  EXPECT_EQ(analyze::RunMetrics(json_args, json2, merr), 0);
+  EXPECT_NE(json2.str().find("\"capture_windows_repeated\": 2"), std::string::npos);
 }
 
 TEST(MonitorArgsTest, TracesOptions) {
