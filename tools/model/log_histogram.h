@@ -23,6 +23,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "tools/model/prefetch.h"
+
 namespace gpscope::model {
 
 class LogHistogram {
@@ -57,14 +59,7 @@ class LogHistogram {
   // kernel period histograms, issue 24). Changes nothing.
   void Prefetch(uint64_t value) const {
     const size_t i = static_cast<size_t>(BucketOf(value) - first_bucket_);
-    if (i >= counts_.size()) return;
-#if defined(__x86_64__)
-    // GCC 12 drops a __builtin_prefetch (and _mm_prefetch) of this address
-    // at -O2, seen in the disassembly; the asm stays.
-    asm volatile("prefetcht0 %0" : : "m"(counts_[i]));
-#else
-    __builtin_prefetch(&counts_[i]);
-#endif
+    if (i < counts_.size()) PrefetchLine(&counts_[i]);
   }
   void Merge(const LogHistogram& other);
   void Clear();
