@@ -1,6 +1,7 @@
 // tests/tools/reader_test.cc: the streaming trace reader and batch decoding.
 // Synthetic traces come from TraceBuilder (libprotobuf + FrameEncoder).
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include "tests/testing/event_compare.h"
 #include "tests/testing/trace_builder.h"
 #include "tools/reader/batch_decode.h"
+#include "tools/reader/frame_pipeline.h"
 #include "tools/reader/trace_reader.h"
 
 namespace gpscope {
@@ -755,6 +757,35 @@ TEST(TraceReaderThreadsTest, DecodeThreadsChangeNothingAVisitorSeesOrTheIndex) {
       EXPECT_EQ(many.index, one.index);
       EXPECT_GT(many.prepared_elsewhere, 0);  // decoded on the pool
     }
+  }
+  for (const std::string& path : paths) unlink(path.c_str());
+}
+
+// The default counts the reading thread: one thread per core, so on two
+// cores one decode thread works beside the reader (issue 24), none on one.
+TEST(TraceReaderThreadsTest, DefaultThreadsAreOnePerCoreTheReadingThreadIncluded) {
+  unsetenv("GPSCOPE_DECODE_THREADS");
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  EXPECT_EQ(DefaultDecodeThreads(), std::clamp(CPU_COUNT(&set), 1, kMaxDecodeThreads));
+  setenv("GPSCOPE_DECODE_THREADS", "2", 1);
+  EXPECT_EQ(DefaultDecodeThreads(), 2);
+  unsetenv("GPSCOPE_DECODE_THREADS");
+}
+
+// Two threads: one decode thread beside the reading one (the two-core
+// default), decoding ahead while the visitor runs on the reader's.
+TEST(TraceReaderThreadsTest, OneDecodeThreadBesideTheReaderChangesNothing) {
+  const std::vector<std::string> paths = DamagedFiles();
+  const Observed one = ReadAll(paths, 1, -1, /*per_file=*/false);
+  ASSERT_TRUE(one.status.ok()) << one.status;
+  for (int round = 0; round < 3; ++round) {
+    const Observed two = ReadAll(paths, 2, -1, /*per_file=*/round == 1);
+    ASSERT_TRUE(two.status.ok()) << two.status;
+    EXPECT_EQ(two.log, one.log);
+    EXPECT_EQ(two.index, one.index);
+    EXPECT_GT(two.prepared_elsewhere, 0);
   }
   for (const std::string& path : paths) unlink(path.c_str());
 }

@@ -233,6 +233,10 @@ struct PeriodTracker {
     last_ns = t_ns;
     ++count;
   }
+  // LogHistogram::Prefetch for the interval an Add(t_ns) would count.
+  void Prefetch(uint64_t t_ns) const {
+    if (count >= 2 && t_ns >= last_ns) interval_ns.Prefetch(t_ns - last_ns);
+  }
   void KeepLongest(const Kept& k) {
     if (longest.size() < kLongestIntervals) {
       longest.push_back(k);

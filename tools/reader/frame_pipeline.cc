@@ -47,8 +47,8 @@ int DefaultDecodeThreads() {
   int cores = 1;
   if (sched_getaffinity(0, sizeof(set), &set) == 0) cores = CPU_COUNT(&set);
   // One core is the reading thread's (the scan and the consumer: the model,
-  // which takes most of the time); the others decode.
-  return std::clamp(cores - 1, 1, kMaxDecodeThreads);
+  // which takes most of the time); decode threads take the others.
+  return std::clamp(cores, 1, kMaxDecodeThreads);
 }
 
 struct FramePipeline::Slot {
@@ -84,7 +84,7 @@ struct FramePipeline::Slot {
 };
 
 FramePipeline::FramePipeline(const ChunkVisitor& visitor, int threads) : visitor_(visitor) {
-  const size_t workers = threads <= 1 ? 0 : static_cast<size_t>(threads);
+  const size_t workers = threads <= 1 ? 0 : static_cast<size_t>(threads) - 1;
   const size_t slots = workers == 0 ? 1 : workers + kSlotsBeyondThreads;
   for (size_t i = 0; i < slots; ++i) {
     slots_.push_back(std::make_unique<Slot>());

@@ -10,7 +10,7 @@
 // the results back in the same order for the steps that depend on the
 // frames before (process tracking, tables, event sinks).
 //
-//   FramePipeline pipeline(visitor, /*threads=*/4);
+//   FramePipeline pipeline(visitor, /*threads=*/4);  // 3 decode threads
 //   if (pipeline.full()) ... take the front first
 //   pipeline.Submit(payload, payload_bytes, raw_bytes, /*copy=*/true);
 //   DecodedFrame& f = pipeline.Front();   // waits for the oldest
@@ -20,7 +20,8 @@
 // Memory is bounded by the slots: one frame each (its payload when copied,
 // the decompressed bytes, the parsed chunk's arena, what Prepare made), and
 // there is one per decode thread and kSlotsBeyondThreads more (the one the
-// reader is applying, one decoded ahead). With threads <= 1 there is no
+// reader is applying, one decoded ahead). `threads` counts the reading
+// thread: threads - 1 decode threads. With threads <= 1 there is no decode
 // thread and one slot: Submit decodes on the caller's thread, which is the
 // reader's sequential behaviour exactly.
 //
@@ -59,12 +60,15 @@ struct DecodedFrame {
   PreparedChunk* prepared = nullptr;
 };
 
-// The decode threads a reader uses by default: one per core this process
-// may run on (sched_getaffinity) but the reading thread's, at most
-// kMaxDecodeThreads, so 1 (none: the sequential path) on two cores, where a
-// pool only oversubscribed them (bench/RESULTS.md, session 10: 50 M events,
-// the same wall time, 43 instead of 80 MiB); the environment's
-// GPSCOPE_DECODE_THREADS (1..64) overrides it, 1 meaning none.
+// The threads a reader uses by default to read a trace, the reading thread
+// included: one per core this process may run on (sched_getaffinity), at
+// most kMaxDecodeThreads; `threads` of them means threads - 1 decode threads
+// beside the reading one. So on two cores one thread decodes frames ahead
+// while the reading thread runs the consumer (the model, most of the time):
+// the two overlap (bench/RESULTS.md, issue 24). Two decode threads there
+// only oversubscribed the cores (session 10: the same wall time, 80 instead
+// of 43 MiB). The environment's GPSCOPE_DECODE_THREADS (1..64) overrides it,
+// 1 meaning none (the sequential path).
 int DefaultDecodeThreads();
 inline constexpr int kMaxDecodeThreads = 16;
 

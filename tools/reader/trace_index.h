@@ -24,9 +24,10 @@ struct ReadOptions {
   size_t window_bytes = 4u << 20;
   // Warnings kept in TraceIndex::warnings; the rest are only counted.
   size_t max_warnings = 1000;
-  // Threads that decompress, parse and decode frames ahead of the reading
-  // thread (frame_pipeline.h); 0: DefaultDecodeThreads() (cores - 1);
-  // 1: none, everything on the reading thread.
+  // Threads that read the trace, the reading thread included: the other
+  // decode_threads - 1 decompress, parse and decode frames ahead of it
+  // (frame_pipeline.h); 0: DefaultDecodeThreads() (one per core); 1: no
+  // decode thread, everything on the reading thread.
   int decode_threads = 0;
 };
 
