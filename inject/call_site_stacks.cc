@@ -173,12 +173,19 @@ void CallSiteStacks::NoteDirectDriverCalls(uint64_t driver_api_records) {
   driver_launches_ = true;
   const char* seen = direct_call ? "a driver-API call made outside the runtime"
                                  : "a driver-API record (a call made outside the runtime)";
-  if (!callbacks_on_) return;  // switching them on asks for these too
-  size_t asked = 0;
-  const size_t enabled = session_->EnableDriverLaunchCallbacks(&asked);
-  const std::string why = std::string(seen) + ": the driver's launch callbacks switched on (" +
-                          std::to_string(enabled) + " of " + std::to_string(asked) +
-                          "); driver launches before this have no stacks";
+  std::string why;
+  size_t enabled = 1;
+  if (callbacks_on_) {
+    size_t asked = 0;
+    enabled = session_->EnableDriverLaunchCallbacks(&asked);
+    why = std::string(seen) + ": the driver's launch callbacks switched on (" +
+          std::to_string(enabled) + " of " + std::to_string(asked) +
+          "); driver launches before this have no stacks";
+  } else {  // standby (or switched off): ApplyCallbacks asks for them too
+    why = std::string(seen) +
+          ": the driver's launch callbacks come on with the API callbacks (the next window); "
+          "driver launches before that have no stacks";
+  }
   GPSCOPE_LOG_INFO("call-site stacks: %s", why.c_str());
   writer_->AddCapability(
       {format::MakeStringRef("stacks.driver_launches"), enabled > 0, {why.data(), why.size()}});
