@@ -37,13 +37,14 @@ void CallSiteStacks::ApplySwitch() {
     return;
   }
   const size_t changed = ApplyCallbacks();
-  GPSCOPE_LOG_INFO("call-site stacks switched %s on request (%zu API callbacks switched now%s)",
-                   switched_off_ ? "off" : "on", changed,
-                   tracing_ ? "" : "; tracing is off: they come on with the next window");
+  GPSCOPE_LOG_INFO(
+      "call-site stacks switched %s on request (%zu API callbacks switched now%s)",
+      switched_off_ ? "off" : "on", changed,
+      session_->tracing() ? "" : "; tracing is off: they come on with the next window");
 }
 
 size_t CallSiteStacks::ApplyCallbacks() {
-  const bool want = !switched_off_ && tracing_;
+  const bool want = !switched_off_ && session_->tracing();
   if (want == callbacks_on_) return 0;
   size_t asked = 0;
   const size_t changed =
@@ -57,8 +58,7 @@ size_t CallSiteStacks::ApplyCallbacks() {
   return changed;
 }
 
-void CallSiteStacks::FollowTracing(bool on) {
-  tracing_ = on;
+void CallSiteStacks::FollowTracing() {
   if (active() && !api_rows_) ApplyCallbacks();
 }
 
@@ -137,7 +137,6 @@ void CallSiteStacks::Start(const Options& options, CuptiSession* session, WakeWo
   }
   if (!stacks) return;
   callbacks_on_ = true;
-  tracing_ = session->tracing();
   memory_ = std::make_unique<stacks::SelfMemoryReader>();
   if (python) {
     python_resolver_ = std::make_unique<stacks::PythonResolver>(*py_info_.layout, py_info_.types,
@@ -160,7 +159,7 @@ void CallSiteStacks::Start(const Options& options, CuptiSession* session, WakeWo
   GPSCOPE_LOG_INFO("call-site stacks on (GPSCOPE_STACKS=%s, GPSCOPE_STACK_SAMPLE_MS=%u): %zu of "
                    "%zu API callbacks enabled%s",
                    stacks::StackModeName(s.mode), s.sample_interval_ms, enabled, asked,
-                   tracing_ || api_rows_ ? "" : " (off until a capture window opens)");
+                   session->tracing() || api_rows_ ? "" : " (off until a capture window opens)");
   // Standby: no callbacks until a window opens (FollowTracing). With API
   // rows they stay on (a call that starts in a window keeps its row).
   if (!api_rows_) ApplyCallbacks();
@@ -174,10 +173,11 @@ void CallSiteStacks::NoteDirectDriverCalls(uint64_t driver_api_records) {
   const char* seen = direct_call ? "a driver-API call made outside the runtime"
                                  : "a driver-API record (a call made outside the runtime)";
   std::string why;
-  size_t enabled = 1;
+  bool available = true;  // off: they come on with the next window
   if (callbacks_on_) {
     size_t asked = 0;
-    enabled = session_->EnableDriverLaunchCallbacks(&asked);
+    const size_t enabled = session_->EnableDriverLaunchCallbacks(&asked);
+    available = enabled > 0;
     why = std::string(seen) + ": the driver's launch callbacks switched on (" +
           std::to_string(enabled) + " of " + std::to_string(asked) +
           "); driver launches before this have no stacks";
@@ -188,7 +188,7 @@ void CallSiteStacks::NoteDirectDriverCalls(uint64_t driver_api_records) {
   }
   GPSCOPE_LOG_INFO("call-site stacks: %s", why.c_str());
   writer_->AddCapability(
-      {format::MakeStringRef("stacks.driver_launches"), enabled > 0, {why.data(), why.size()}});
+      {format::MakeStringRef("stacks.driver_launches"), available, {why.data(), why.size()}});
 }
 
 void CallSiteStacks::Drain(const CaptureGate& gate) {

@@ -105,16 +105,16 @@ class CallSiteStacks {
   // API records.
   void Drain(const CaptureGate& gate);
 
-  // Start-up or writer thread, whenever the session's tracing switches
-  // (CaptureGate::Actions::SetTracing): the API callbacks are on only while
-  // tracing (and not switched off), so a process in standby between
+  // Start-up or writer thread, whenever the session's tracing may have
+  // switched (CaptureGate::Actions::SetTracing): the API callbacks are on
+  // only while the session traces (and not switched off), so a process in standby between
   // windows (GPSCOPE_STANDBY, GPSCOPE_DUTY, a window's end) pays no CUPTI
   // callback per CUDA call; captures happen only inside windows anyway.
   // Switched back on, the capturer starts a new epoch (calls entered while
   // they were off are forgotten). With API rows (GPSCOPE_API_SOURCE=
   // callback) the callbacks stay on: a call entered in a window gives its
   // row at its exit, after the window.
-  void FollowTracing(bool on);
+  void FollowTracing();
 
   // Control thread (`stacks on|off`, a switch for A/B measurements of the
   // stacks' cost): asks the writer to switch the API callbacks and the
@@ -156,7 +156,8 @@ class CallSiteStacks {
  private:
   void Off(const std::string& why);
   // Writer or start-up thread: the API callbacks on exactly while
-  // capturing (!switched_off_ && tracing_); the number CUPTI accepted.
+  // capturing (!switched_off_ && session_->tracing()); the number CUPTI
+  // accepted.
   size_t ApplyCallbacks();
 
   StackCapturer* capturer_;
@@ -166,7 +167,6 @@ class CallSiteStacks {
   bool api_rows_ = false;
   StackCapturer::ApiRowMarks row_marks_;  // writer thread
   bool switched_off_ = false;                  // writer thread
-  bool tracing_ = true;        // the session's tracing (FollowTracing)
   bool callbacks_on_ = false;  // the API callbacks are enabled
   std::atomic<int> switch_request_{kNoSwitch};  // control -> writer
   static constexpr int kNoSwitch = 0, kSwitchOn = 1, kSwitchOff = 2;

@@ -207,7 +207,7 @@ class Collector : public control::ControlHandler,
   bool SetTracing(bool on, std::string* error) override {
     const bool ok = session->SetTracing(on, error);
     // The stacks' API callbacks follow (none in standby).
-    if (stacks != nullptr) stacks->FollowTracing(session->tracing());
+    if (stacks != nullptr) stacks->FollowTracing();
     return ok;
   }
   void FlushForced() override {

@@ -261,41 +261,35 @@ void CuptiSession::ApiCallbacksUnavailable(const std::string& why) {
   }
 }
 
-size_t CuptiSession::SetApiCallbacks(bool on, LaunchCallbacks launches, size_t* asked) {
-  const uint32_t enable = on ? 1 : 0;
-  BlockingSection section(finisher_);  // CUPTI's lock, on the writer thread at run time
+template <size_t N, typename Select>
+size_t CuptiSession::SetCallbacks(uint32_t enable, CUpti_CallbackDomain domain,
+                                  const CUpti_CallbackId (&ids)[N], Select select,
+                                  size_t* asked) {
   size_t enabled = 0;
-  *asked = 0;
-  for (CUpti_CallbackId id : kRuntimeCbids) {
-    if (!launches.runtime && ClassifyApi(CUPTI_CB_DOMAIN_RUNTIME_API, id) == ApiClass::kLaunch) {
-      continue;
-    }
+  for (CUpti_CallbackId id : ids) {
+    if (!select(ClassifyApi(domain, id) == ApiClass::kLaunch)) continue;
     ++*asked;
-    enabled += api_.cuptiEnableCallback(enable, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, id) ==
-               CUPTI_SUCCESS;
-  }
-  for (CUpti_CallbackId id : kDriverCbids) {
-    if (!launches.driver && ClassifyApi(CUPTI_CB_DOMAIN_DRIVER_API, id) == ApiClass::kLaunch) {
-      continue;
-    }
-    ++*asked;
-    enabled += api_.cuptiEnableCallback(enable, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id) ==
-               CUPTI_SUCCESS;
+    enabled += api_.cuptiEnableCallback(enable, subscriber_, domain, id) == CUPTI_SUCCESS;
   }
   return enabled;
 }
 
+size_t CuptiSession::SetApiCallbacks(bool on, LaunchCallbacks launches, size_t* asked) {
+  const uint32_t enable = on ? 1 : 0;
+  BlockingSection section(finisher_);  // CUPTI's lock, on the writer thread at run time
+  *asked = 0;
+  const size_t runtime = SetCallbacks(enable, CUPTI_CB_DOMAIN_RUNTIME_API, kRuntimeCbids,
+                                      [&](bool launch) { return launches.runtime || !launch; },
+                                      asked);
+  return runtime + SetCallbacks(enable, CUPTI_CB_DOMAIN_DRIVER_API, kDriverCbids,
+                                [&](bool launch) { return launches.driver || !launch; }, asked);
+}
+
 size_t CuptiSession::EnableDriverLaunchCallbacks(size_t* asked) {
   BlockingSection section(finisher_);
-  size_t enabled = 0;
   *asked = 0;
-  for (CUpti_CallbackId id : kDriverCbids) {
-    if (ClassifyApi(CUPTI_CB_DOMAIN_DRIVER_API, id) != ApiClass::kLaunch) continue;
-    ++*asked;
-    enabled += api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id) ==
-               CUPTI_SUCCESS;
-  }
-  return enabled;
+  return SetCallbacks(1, CUPTI_CB_DOMAIN_DRIVER_API, kDriverCbids,
+                      [](bool launch) { return launch; }, asked);
 }
 
 const char* CuptiSession::ApiName(uint32_t domain, uint32_t cbid) {

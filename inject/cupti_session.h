@@ -158,6 +158,11 @@ class CuptiSession : public RecordConverter::ApiNames {
  private:
   bool SetTracingCalls(bool on, std::string* error);
   void SetApiRecords(bool on);
+  // cuptiEnableCallback(enable) for the ids of `domain` that select(is a
+  // launch) keeps; counts them in *asked, returns how many CUPTI accepted.
+  template <size_t N, typename Select>
+  size_t SetCallbacks(uint32_t enable, CUpti_CallbackDomain domain,
+                      const CUpti_CallbackId (&ids)[N], Select select, size_t* asked);
 
   const CuptiApi& api_;
   ExitFinisher* finisher_;

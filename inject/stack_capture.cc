@@ -182,9 +182,6 @@ void StackCapturer::OnEnter(bool runtime, ApiClass cls, uint8_t domain, uint32_t
     t->runtime_open = 0;
     t->open_rows.store(0, std::memory_order_relaxed);
   }
-  // As CUPTI's API records (seen on the H100, session 12): a runtime call's
-  // own driver calls give no record of their own; a driver call made
-  // directly (JAX's, CuPy's kernels) does.
   // A driver call made directly (not from inside a runtime call): the
   // application or a library (JAX, CuPy) uses the driver API, so its
   // launches may be the driver's too (CallSiteStacks switches their
@@ -193,6 +190,9 @@ void StackCapturer::OnEnter(bool runtime, ApiClass cls, uint8_t domain, uint32_t
       !direct_driver_calls_.load(std::memory_order_relaxed)) {
     direct_driver_calls_.store(true, std::memory_order_relaxed);
   }
+  // As CUPTI's API records (seen on the H100, session 12): a runtime call's
+  // own driver calls give no record of their own; a driver call made
+  // directly (JAX's, CuPy's kernels) does.
   const bool row = (on & kRowsOn) && open && (runtime || t->runtime_open == 0);
   if (t->open_count == kMaxOpenCalls) {  // no frame: its exit will not match
     if (row) BumpOwnCounter(&t->rows_lost);
