@@ -68,6 +68,19 @@ function byteColumn(bytes, ref) {
   return bytes.slice(ref[0], ref[0] + ref[1]);
 }
 
+// A bin level's columns (`cols`: busy, count, top, cat refs) of m bins of
+// binNs each: the whole-run bins and every finer level alike.
+function binColumns(bytes, cols, m, binNs) {
+  return {
+    busy: byteColumn(bytes, cols.busy),
+    count: varints(bytes, cols.count, m, false, Uint32Array),
+    top: varints(bytes, cols.top, m, false, Uint32Array),
+    cat: byteColumn(bytes, cols.cat),
+    bin_ns: binNs,
+    bin_count: m,
+  };
+}
+
 function float64Column(bytes, ref, count) {
   const out = new Float64Array(count);
   const view = new DataView(bytes.buffer, bytes.byteOffset + ref[0], ref[1]);
@@ -122,14 +135,7 @@ export async function decodeTimeline(timeline) {
     if (lane.bins) {
       const b = lane.bins;
       const m = timeline.bin_count;
-      out.binData = {
-        busy: byteColumn(bytes, b.busy),
-        count: varints(bytes, b.count, m, false, Uint32Array),
-        top: varints(bytes, b.top, m, false, Uint32Array),
-        cat: byteColumn(bytes, b.cat),
-        bin_ns: timeline.bin_ns,
-        bin_count: m,
-      };
+      out.binData = binColumns(bytes, b, m, timeline.bin_ns);
       // Finer levels, decoded by loadLevel(): binLevels[0] is binData.
       out.binLevels = [out.binData].concat((lane.levels || []).map(() => null));
     }
@@ -174,15 +180,6 @@ export async function loadTile(lane, t, encoding) {
 export async function loadLevel(lane, l, encoding) {
   const level = lane.levels[l - 1];
   const bytes = await decodeBlob(level, encoding);
-  const m = level.bin_count;
-  const c = level.cols;
-  lane.binLevels[l] = {
-    busy: byteColumn(bytes, c.busy),
-    count: varints(bytes, c.count, m, false, Uint32Array),
-    top: varints(bytes, c.top, m, false, Uint32Array),
-    cat: byteColumn(bytes, c.cat),
-    bin_ns: level.bin_ns,
-    bin_count: m,
-  };
+  lane.binLevels[l] = binColumns(bytes, level.cols, level.bin_count, level.bin_ns);
   level.data = null;
 }
