@@ -87,37 +87,9 @@ def ratio_ci(samples, num, den, reps=4000, seed=1):
             "hi": boots[min(len(boots) - 1, int(0.975 * len(boots)))], "rounds": n}
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--inject", required=True)
-    ap.add_argument("--floor", required=True)
-    ap.add_argument("--tiny", required=True)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--kernels", type=int, default=200000)
-    ap.add_argument("--ops", type=int, default=100000)
-    ap.add_argument("--steps", type=int, default=300)
-    ap.add_argument("--out", default="")
-    ap.add_argument("--variants", nargs="*", default=[],
-                    help="extra injection libraries (diagnosis builds) for the CUDA tiny-kernel suite")
-    ap.add_argument("--env-variant", action="append", default=[], metavar="NAME:K=V[,K=V]",
-                    help="gpscope with extra environment, in the launch-bound suites; e.g. "
-                         "'no-api:GPSCOPE_API=0' or 'no-sync:CUDA_INJECTION64_PATH=LIB,"
-                         "GPSCOPE_DIAG_OFF=sync' with LIB the diagnosis build "
-                         "libgpscope_inject_diag.so, which alone reads GPSCOPE_DIAG_* (attribute "
-                         "the per-launch cost part by part)")
-    ap.add_argument("--compare", action="append", default=[], metavar="NAME=PATH",
-                    help="another libgpscope_inject.so as configuration NAME in every suite")
-    ap.add_argument("--suites", default="cuda,torch_tiny,torch_train")
-    ap.add_argument("--only-configs", default="",
-                    help="comma-separated configurations to run (baseline always runs), e.g. "
-                         "baseline,gpscope,stacks-off")
-    ap.add_argument("--nsys", default="",
-                    help="path of nsys: adds configuration 'nsys' (nsys profile -t cuda) to every suite")
-    ap.add_argument("--no-profiler", action="store_true", help="leave torch.profiler out")
-    ap.add_argument("--train-args", default="--batch 16384 --hidden 8192",
-                    help="model size of the realistic training loop")
-    a = ap.parse_args()
-    outdir = tempfile.mkdtemp(prefix="gpscope-bench-")
+def build_suites(a, outdir):
+    """The suites {title: (command, JSON key, {config: (env, extra args[, prefix])})} that the
+    options in a ask for (also bench/overhead_baton.py's)."""
     gp = {"CUDA_INJECTION64_PATH": os.path.abspath(a.inject), "GPSCOPE_OUTPUT": outdir}
     fl = {"CUDA_INJECTION64_PATH": os.path.abspath(a.floor)}
     # gpscope loaded but tracing off until `gpscope attach` (GPSCOPE_STANDBY=1):
@@ -144,14 +116,14 @@ def main():
             elif key is not None:  # a list value: GPSCOPE_DIAG_OFF=memcpy,memset
                 extra[key] += "," + kv
         if not name or not extra:
-            ap.error(f"--env-variant {v!r}: want NAME:K=V[,K=V]")
+            raise SystemExit(f"--env-variant {v!r}: want NAME:K=V[,K=V]")
         variants[name] = (dict(gp, **extra), [])
     cuda_configs.update(variants)
     compares = {}
     for c in a.compare:
         name, _, path = c.partition("=")
         if not name or not path or not os.path.exists(path):
-            ap.error(f"--compare {c!r}: want NAME=PATH to an existing library")
+            raise SystemExit(f"--compare {c!r}: want NAME=PATH to an existing library")
         compares[name] = ({"CUDA_INJECTION64_PATH": os.path.abspath(path), "GPSCOPE_OUTPUT": outdir}, [])
     cuda_configs.update(compares)
     suites = {
@@ -190,6 +162,47 @@ def main():
         for _, _, configs in suites.values():
             for c in [c for c in configs if c not in keep]:
                 configs.pop(c)
+    return suites, compares
+
+
+def common_parser(**kw):
+    """The options that choose the suites and configurations (bench/overhead_baton.py's too)."""
+    ap = argparse.ArgumentParser(**kw)
+    ap.add_argument("--inject", required=True)
+    ap.add_argument("--floor", required=True)
+    ap.add_argument("--tiny", required=True)
+    ap.add_argument("--kernels", type=int, default=200000)
+    ap.add_argument("--ops", type=int, default=100000)
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--out", default="")
+    ap.add_argument("--variants", nargs="*", default=[],
+                    help="extra injection libraries (diagnosis builds) for the CUDA tiny-kernel suite")
+    ap.add_argument("--env-variant", action="append", default=[], metavar="NAME:K=V[,K=V]",
+                    help="gpscope with extra environment, in the launch-bound suites; e.g. "
+                         "'no-api:GPSCOPE_API=0' or 'no-sync:CUDA_INJECTION64_PATH=LIB,"
+                         "GPSCOPE_DIAG_OFF=sync' with LIB the diagnosis build "
+                         "libgpscope_inject_diag.so, which alone reads GPSCOPE_DIAG_* (attribute "
+                         "the per-launch cost part by part)")
+    ap.add_argument("--compare", action="append", default=[], metavar="NAME=PATH",
+                    help="another libgpscope_inject.so as configuration NAME in every suite")
+    ap.add_argument("--suites", default="cuda,torch_tiny,torch_train")
+    ap.add_argument("--only-configs", default="",
+                    help="comma-separated configurations to run (baseline always runs), e.g. "
+                         "baseline,gpscope,stacks-off")
+    ap.add_argument("--nsys", default="",
+                    help="path of nsys: adds configuration 'nsys' (nsys profile -t cuda) to every suite")
+    ap.add_argument("--no-profiler", action="store_true", help="leave torch.profiler out")
+    ap.add_argument("--train-args", default="--batch 16384 --hidden 8192",
+                    help="model size of the realistic training loop")
+    return ap
+
+
+def main():
+    ap = common_parser()
+    ap.add_argument("--rounds", type=int, default=5)
+    a = ap.parse_args()
+    outdir = tempfile.mkdtemp(prefix="gpscope-bench-")
+    suites, compares = build_suites(a, outdir)
     results = {}
     for name, (cmd, key, configs) in suites.items():
         samples = {c: [] for c in configs}

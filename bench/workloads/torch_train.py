@@ -9,6 +9,7 @@ It is an ordinary user script: nothing in it knows about gpscope.
   python3 torch_train.py ... --profiler --profiler-cpu # CPU and CUDA activities
   python3 torch_train.py --seconds 60 --step-log F     # train 60 s, each step's times to F
   python3 torch_train.py --mode tiny --seconds 60 --step-log F  # steps of 1000 tiny ops + a sync
+  python3 torch_train.py ... --baton IN,OUT,READY  # blocks timed on bench/overhead_baton.py's token
 
 Prints one JSON line: {"mode", "steps", "wall_s", "step_ms_median", ...}.
 The training step has what real jobs have: a host batch copied to the GPU
@@ -22,6 +23,8 @@ import sys
 import time
 
 import torch
+
+import baton
 
 
 def train(args):
@@ -40,15 +43,8 @@ def train(args):
     # bench/overhead_ab.py; --seconds: stop after that long instead of --steps.
     log = open(args.step_log, "w", buffering=1) if args.step_log else None
     deadline = time.monotonic() + args.seconds if args.seconds else None
-    step = -1
-    while True:
-        step += 1
-        if deadline is None and step >= args.steps:
-            break
-        if deadline is not None and time.monotonic() >= deadline:
-            break
-        t0 = time.perf_counter()
-        t0_ns = time.monotonic_ns()
+
+    def one_step(step):
         torch.cuda.nvtx.range_push(f"step {step}")
         x = host_x.to(dev, non_blocking=True)
         y = host_y.to(dev)
@@ -63,6 +59,24 @@ def train(args):
         if args.sleep_ms:
             time.sleep(args.sleep_ms / 1000.0)  # a slow data loader
         torch.cuda.synchronize()
+
+    if args.baton:
+        for step in range(10):  # warm before the first timed block
+            one_step(step)
+        counter = iter(range(10, 1 << 62))
+        block_us = baton.relay(args.baton, lambda: one_step(next(counter)))
+        return {"block_us": block_us, "step_ms_median": statistics.median(block_us) / 1e3,
+                "final_loss": losses[-1] if losses else None}
+    step = -1
+    while True:
+        step += 1
+        if deadline is None and step >= args.steps:
+            break
+        if deadline is not None and time.monotonic() >= deadline:
+            break
+        t0 = time.perf_counter()
+        t0_ns = time.monotonic_ns()
+        one_step(step)
         step_ms.append((time.perf_counter() - t0) * 1000.0)
         if log is not None:
             log.write(f"{t0_ns} {time.monotonic_ns()}\n")
@@ -78,6 +92,16 @@ def tiny(args):
     for _ in range(1000):
         x.add_(1.0)
     torch.cuda.synchronize()
+    if args.baton:
+        def block():
+            for _ in range(args.ops_per_step):
+                x.add_(1.0)
+            torch.cuda.synchronize()
+        block_us = baton.relay(args.baton, block)
+        if float(x[0].item()) != 1000.0 + args.ops_per_step * len(block_us):
+            raise SystemExit("wrong result")
+        return {"block_us": block_us, "ops_per_block": args.ops_per_step,
+                "us_per_op": statistics.median(block_us) / args.ops_per_step}
     if args.seconds:
         return tiny_steps(args, x)
     t0 = time.perf_counter()
@@ -129,6 +153,9 @@ def main():
                    help="with --profiler: CPU activities too (the CPU+CUDA profile)")
     p.add_argument("--exit-code", type=int, default=0)
     p.add_argument("--step-log", default="", help="write each step's monotonic start/end ns")
+    p.add_argument("--baton", default="",
+                   help="IN,OUT,READY FIFOs: time one block (a step; --ops-per-step tiny ops) per "
+                        "token of bench/overhead_baton.py's relay (bench/workloads/baton.py)")
     p.add_argument("--seconds", type=float, default=0.0, help="train: run this long, not --steps; tiny: steps of --ops-per-step")
     args = p.parse_args()
     t0 = time.perf_counter()
