@@ -30,9 +30,11 @@ import baton
 def train(args):
     torch.manual_seed(0)
     dev = torch.device("cuda")
+    inner = []
+    for _ in range(max(1, args.layers - 2)):
+        inner += [torch.nn.Linear(args.hidden, args.hidden), torch.nn.GELU()]
     model = torch.nn.Sequential(
-        torch.nn.Linear(1024, args.hidden), torch.nn.GELU(),
-        torch.nn.Linear(args.hidden, args.hidden), torch.nn.GELU(),
+        torch.nn.Linear(1024, args.hidden), torch.nn.GELU(), *inner,
         torch.nn.Linear(args.hidden, 1024)).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     host_x = torch.randn(args.batch, 1024).pin_memory()
@@ -144,6 +146,7 @@ def main():
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--hidden", type=int, default=4096)
+    p.add_argument("--layers", type=int, default=3, help="Linear layers (at least 3)")
     p.add_argument("--sync-every", type=int, default=10)
     p.add_argument("--sleep-ms", type=float, default=0.0)
     p.add_argument("--ops", type=int, default=100000)
