@@ -50,9 +50,11 @@ class RelayError(RuntimeError):
     pass
 
 
-def run_generation(procs, rounds, workdir, ready_s=240.0, lap_s=120.0, exit_s=300.0):
+def run_generation(procs, rounds, workdir, ready_s=240.0, lap_s=120.0, exit_s=300.0,
+                   seconds=0.0):
     """procs: [(name, argv, env)], each argv ending where "--baton SPEC" goes. Runs them side
-    by side for `rounds` laps of the token; returns {name: [block_us, ...]} (rounds each)."""
+    by side for `rounds` laps of the token (fewer if `seconds` of laps pass first); returns
+    {name: [block_us, ...]} (one per lap, the same count for all)."""
     n = len(procs)
     ring = [os.path.join(workdir, f"ring{i}") for i in range(n + 1)]
     ready = os.path.join(workdir, "ready")
@@ -85,9 +87,11 @@ def run_generation(procs, rounds, workdir, ready_s=240.0, lap_s=120.0, exit_s=30
         deadline = time.monotonic() + ready_s
         for _ in range(n):
             wait_byte(fds[ready], deadline, "waiting for the processes to be ready")
-        for r in range(rounds):
+        start, laps = time.monotonic(), 0
+        while laps < rounds and not (seconds and time.monotonic() - start > seconds):
             os.write(fds[ring[0]], b"t")
-            wait_byte(fds[ring[n]], time.monotonic() + lap_s, f"lap {r}")
+            wait_byte(fds[ring[n]], time.monotonic() + lap_s, f"lap {laps}")
+            laps += 1
         os.write(fds[ring[0]], b"q")
         wait_byte(fds[ring[n]], time.monotonic() + lap_s, "stopping")
         blocks = {}
@@ -105,8 +109,8 @@ def run_generation(procs, rounds, workdir, ready_s=240.0, lap_s=120.0, exit_s=30
             got = json.loads(lines[-1]).get("block_us", [])
             # A wrapper (nsys) may fail after the application finished (the H200 image's nsys
             # collects but cannot write its report): the application's own line is what counts.
-            if len(got) != rounds:
-                raise RelayError(f"{name}: {len(got)} blocks for {rounds} laps")
+            if len(got) != laps:
+                raise RelayError(f"{name}: {len(got)} blocks for {laps} laps")
             blocks[name] = got
         return blocks
     finally:
@@ -173,6 +177,8 @@ def main():
     ap = common_parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--generations", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=300, help="laps of the token per generation")
+    ap.add_argument("--gen-seconds", type=float, default=0.0,
+                    help="end a generation's laps after this long (0: --rounds decides)")
     ap.add_argument("--warm", type=int, default=5, help="first laps of each generation dropped")
     ap.add_argument("--block-launches", type=int, default=1000, help="cuda suite: launches per block")
     ap.add_argument("--block-ops", type=int, default=500, help="torch_tiny suite: ops per block")
@@ -218,9 +224,11 @@ def main():
                 procs.append((c, pre + cmd + extra, env))
             work = tempfile.mkdtemp(prefix=f"g{g}-", dir=outdir)
             t0 = time.monotonic()
-            blocks = run_generation(procs, a.rounds + a.warm, work)
+            with open(os.path.join(work, "meta.json"), "w") as f:
+                json.dump({"suite": title, "per_block": per, "unit": unit, "warm": a.warm}, f)
+            blocks = run_generation(procs, a.rounds + a.warm, work, seconds=a.gen_seconds)
             gens.append({c: [b * unit / per for b in blocks[c][a.warm:]] for c in names})
-            print(f"{title} generation {g}: {a.rounds} laps of {len(names)} in "
+            print(f"{title} generation {g}: {len(gens[-1]['baseline'])} laps of {len(names)} in "
                   f"{time.monotonic() - t0:.0f} s, order {' '.join(order)}", flush=True)
             for c in names:
                 print(f"  {c:20} median {statistics.median(gens[-1][c]):.4f}", flush=True)
@@ -228,7 +236,8 @@ def main():
         s["generations"] = gens
         results[title] = s
         base = s["median"]["baseline"]
-        print(f"{title}: {a.generations} generations x {a.rounds} laps, baseline {base:.4f}")
+        print(f"{title}: {a.generations} generations x {[len(g['baseline']) for g in gens]} laps, "
+              f"baseline {base:.4f}")
         print(f"  {'config':20} {'median':>9} {'added(med)':>10} {'+%':>7} {'added(mean) [95%]':>28}")
         for c, m in s["median"].items():
             if c == "baseline":

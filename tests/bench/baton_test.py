@@ -34,9 +34,12 @@ class BatonTest(unittest.TestCase):
                 self.assertEqual(len(blocks[name]), 80, name)
             gens.append(blocks)
         s = overhead_baton.summarize(gens, reps=300)
-        # The drift moves single blocks by up to +-600 us; pairing within a lap cancels most.
-        self.assertAlmostEqual(s["added_median"]["gpscope"], 300, delta=60)
-        self.assertAlmostEqual(s["added_median"]["nsys"], 200, delta=60)
+        # The drift moves single blocks by up to +-40%; pairing within a lap cancels it. It
+        # scales every cost alike (and the laps it slows are sampled less often), so the added
+        # time is checked against the same laps' baseline: 300 and 200 over 1500 us.
+        base = s["median"]["baseline"]
+        self.assertAlmostEqual(s["added_median"]["gpscope"] / base, 0.2, delta=0.04)
+        self.assertAlmostEqual(s["added_median"]["nsys"] / base, 0.1333, delta=0.04)
         r = s["ratios"]["nsys"]
         self.assertLess(r["lo"], 1.5)
         self.assertGreater(r["hi"], 1.5)
