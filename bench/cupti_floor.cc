@@ -70,12 +70,18 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   size_t bytes = 1;
   cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &bytes, &zeroed);
   cuptiActivityRegisterCallbacks(Requested, Completed);
-  for (CUpti_ActivityKind k :
-       {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-        CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
-        CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD,
-        CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT, CUPTI_ACTIVITY_KIND_MARKER}) {
-    cuptiActivityEnable(k);
+  // GPSCOPE_FLOOR_KERNEL_ONLY=1: the kernel kind alone (what the others add on top shows).
+  const char* kernel_only = getenv("GPSCOPE_FLOOR_KERNEL_ONLY");
+  if (kernel_only != nullptr && strcmp(kernel_only, "1") == 0) {
+    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  } else {
+    for (CUpti_ActivityKind k :
+         {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+          CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
+          CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD,
+          CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT, CUPTI_ACTIVITY_KIND_MARKER}) {
+      cuptiActivityEnable(k);
+    }
   }
   const char* api = getenv("GPSCOPE_API");
   if (api == nullptr || strcmp(api, "0") != 0) {
