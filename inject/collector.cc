@@ -267,6 +267,7 @@ bool Collector::EnableCupti(std::string* error) {
   options.api_records = config.api_records;
   options.api_from_callbacks = config.api_source == ApiSource::kCallback;
   options.kinds_off = diag::kEnvSwitches ? diag_.off_kinds : 0;
+  if (!config.sync_records) options.kinds_off |= diag::kOffSync;
   options.system_thread_ids = !diag::kProcessThreadIds;
   const CuptiSession::Callbacks callbacks{BufferRequested, BufferCompleted, SubscriberCallback};
   if (!session->Open(options, callbacks, error)) return false;

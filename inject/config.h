@@ -26,6 +26,10 @@
 //                             API callbacks gpscope holds anyway (inject/stack_capture.h;
 //                             cheaper per call), activity when the callbacks are unavailable
 //   GPSCOPE_NVTX              1|0                  default 1
+//   GPSCOPE_SYNC              1|0                  default 1: CUPTI's SYNCHRONIZATION records
+//                             (each sync's stream or event, cudaStreamWaitEvent); 0 leaves
+//                             the kind off: the API rows still hold every sync call, and the
+//                             kind costs ~1.4 us per PyTorch eager op (bench/RESULTS.md, session 14)
 //   GPSCOPE_EXIT_TIMEOUT_MS   100..60000           default 4000
 //   GPSCOPE_CUPTI_MODE        hold|yield           default hold (see inject/collector.h)
 //   GPSCOPE_ZSTD_LEVEL        1..19                default 1
@@ -78,6 +82,7 @@ struct Config {
   bool api_records = true;
   ApiSource api_source = ApiSource::kActivity;
   bool nvtx = true;
+  bool sync_records = true;  // GPSCOPE_SYNC
   uint32_t exit_timeout_ms = 4000;
   CuptiMode cupti_mode = CuptiMode::kHold;
   int zstd_level = 1;

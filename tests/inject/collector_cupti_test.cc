@@ -334,6 +334,25 @@ TEST_F(CollectorCuptiTest, DiagOffLeavesTheNamedOptionalKindsOff) {
   EXPECT_EQ(t.kernels.size(), 3u);
 }
 
+// GPSCOPE_SYNC=0 (the shipped library): CUPTI's SYNCHRONIZATION kind stays
+// off, in a window too; the API records of the sync calls stay, and the
+// header says the setting.
+TEST_F(CollectorCuptiTest, SyncZeroLeavesTheSynchronizationKindOff) {
+  ASSERT_NO_FATAL_FAILURE(RunToExit({{"FAKE_CUPTI_KERNELS", "3"}, {"GPSCOPE_SYNC", "0"}}));
+  FakeStats s;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&s));
+  std::set<uint32_t> kinds = kTracingKinds;
+  kinds.erase(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
+  EXPECT_EQ(s.Set("kinds"), kinds);
+  for (const FakeStats::Call& c : s.calls) {
+    EXPECT_FALSE(c.op == "enable_kind" && c.arg == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION && c.value == 1);
+  }
+  EXPECT_FALSE(s.Set("runtime_cbids").empty());
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  EXPECT_EQ(t.kernels.size(), 3u);
+}
+
 // The shipped library reads no diagnosis switch: every kind is on, no line
 // names them, and the window is not gated.
 TEST_F(CollectorCuptiTest, ShippedLibraryIgnoresTheDiagnosisSwitches) {

@@ -26,6 +26,7 @@ TEST(ConfigTest, DefaultsWithEmptyEnvironment) {
   Config c = Parse({}, &problems);
   EXPECT_TRUE(problems.empty());
   EXPECT_TRUE(c.enabled);
+  EXPECT_TRUE(c.sync_records);
   EXPECT_EQ(c.output_dir, "./gpscope-out");
   EXPECT_EQ(c.file_mode, FileMode::kNode);
   EXPECT_EQ(c.flush_interval_ms, 2000u);
@@ -42,7 +43,8 @@ TEST(ConfigTest, ReadsEveryVariable) {
                     {"GPSCOPE_FILE_MODE", "PROCESS"}, {"GPSCOPE_JOB", "j1"},
                     {"GPSCOPE_FLUSH_INTERVAL_MS", "500"}, {"GPSCOPE_BUFFER_KB", "1024"},
                     {"GPSCOPE_MAX_BUFFER_MB", "16"}, {"GPSCOPE_API", "off"},
-                    {"GPSCOPE_NVTX", "false"}, {"GPSCOPE_EXIT_TIMEOUT_MS", "100"},
+                    {"GPSCOPE_NVTX", "false"}, {"GPSCOPE_SYNC", "0"},
+                    {"GPSCOPE_EXIT_TIMEOUT_MS", "100"},
                     {"GPSCOPE_CUPTI_MODE", "yield"}, {"GPSCOPE_ZSTD_LEVEL", "3"},
                     {"GPSCOPE_LOG_LEVEL", "debug"}, {"GPSCOPE_CUPTI_PATH", "/x/libcupti.so"},
                     {"GPSCOPE_METRICS", "0"}, {"GPSCOPE_METRICS_INTERVAL_MS", "250"},
@@ -58,6 +60,7 @@ TEST(ConfigTest, ReadsEveryVariable) {
   EXPECT_EQ(c.max_buffer_mb, 16u);
   EXPECT_FALSE(c.api_records);
   EXPECT_FALSE(c.nvtx);
+  EXPECT_FALSE(c.sync_records);
   EXPECT_EQ(c.exit_timeout_ms, 100u);
   EXPECT_EQ(c.cupti_mode, CuptiMode::kYield);
   EXPECT_EQ(c.zstd_level, 3);
@@ -153,13 +156,15 @@ TEST(ConfigTest, DiagnosisSwitchesAreNoSettings) {
 }
 
 TEST(ConfigTest, KeyValuesListEffectiveSettings) {
-  Config c = Parse({{"GPSCOPE_JOB", "abc"}}, nullptr);
+  Config c = Parse({{"GPSCOPE_JOB", "abc"}, {"GPSCOPE_SYNC", "0"}}, nullptr);
   auto kv = c.AsKeyValues();
-  bool found = false;
+  bool found = false, sync = false;
   for (auto& [k, v] : kv) {
     if (k == "GPSCOPE_JOB") found = (v == "abc");
+    if (k == "GPSCOPE_SYNC") sync = (v == "0");
   }
   EXPECT_TRUE(found);
+  EXPECT_TRUE(sync);
 }
 
 TEST(ConfigTest, StackSettingsAreParsedAndRecordedWithTheOthers) {
