@@ -21,8 +21,11 @@ from the same round's baseline block) and gpscope's added time over every other
 configuration's with its 95% interval. The mean is what a duty cycle amortizes
 (--env-variant duty:GPSCOPE_DUTY=2s/60s: blocks inside a window cost more, the rest less).
 
-The worker side is bench/workloads/baton.py (Python) and tiny_kernels --baton (C++).
+The worker side is bench/workloads/baton.py (Python) and tiny_kernels --baton (C++). A run cut
+short keeps its finished generations: `overhead_baton.py --resummarize DIR...` prints their
+tables again (each generation's directory under $TMPDIR/gpscope-baton-* holds its meta.json).
 """
+import glob
 import json
 import os
 import random
@@ -173,7 +176,58 @@ def summarize(gens, reps=2000, seed=1):
     return out
 
 
+def print_suite(title, gens):
+    """Summarizes a suite's generations, prints its table, returns the summary."""
+    s = summarize(gens)
+    s["generations"] = gens
+    base = s["median"]["baseline"]
+    print(f"{title}: {len(gens)} generations x {[len(g['baseline']) for g in gens]} laps, "
+          f"baseline {base:.4f}")
+    print(f"  {'config':20} {'median':>9} {'added(med)':>10} {'+%':>7} {'added(mean) [95%]':>28}")
+    for c, m in s["median"].items():
+        if c == "baseline":
+            continue
+        am = s["added_mean"][c]
+        print(f"  {c:20} {m:9.4f} {s['added_median'][c]:10.4f} "
+              f"{100 * s['added_median'][c] / base:6.2f}% "
+              f"{am['mean']:9.4f} [{am['lo']:.4f}, {am['hi']:.4f}]")
+    for c, r in s["ratios"].items():
+        print(f"  gpscope added / {c} added: {r['ratio']:.3f} [{r['lo']:.3f}, {r['hi']:.3f}]")
+    return s
+
+
+def resummarize(roots):
+    """The tables again from generations' directories (each a meta.json and one NAME.out per
+    configuration), e.g. of a run cut short by its time limit after some generations ended:
+      python3 bench/overhead_baton.py --resummarize $TMPDIR/gpscope-baton-*"""
+    suites = {}
+    for root in roots:
+        for meta_path in sorted(glob.glob(os.path.join(root, "**", "meta.json"), recursive=True)):
+            work = os.path.dirname(meta_path)
+            with open(meta_path) as f:
+                meta = json.load(f)
+            gen = {}
+            for out in glob.glob(os.path.join(work, "*.out")):
+                with open(out) as f:
+                    lines = [l for l in f if l.startswith("{")]
+                if not lines:
+                    gen = None  # a process that did not finish: the generation is incomplete
+                    break
+                blocks = json.loads(lines[-1]).get("block_us", [])[meta["warm"]:]
+                gen[os.path.basename(out)[:-4]] = [b * meta["unit"] / meta["per_block"] for b in blocks]
+            if gen and "baseline" in gen and len({len(v) for v in gen.values()}) == 1:
+                suites.setdefault(meta["suite"], []).append(gen)
+            else:
+                print(f"{work}: incomplete generation, left out", file=sys.stderr)
+    if not suites:
+        raise SystemExit("no complete generation found")
+    for title, gens in suites.items():
+        print_suite(title, gens)
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--resummarize":
+        return resummarize(sys.argv[2:])
     ap = common_parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--generations", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=300, help="laps of the token per generation")
@@ -232,22 +286,7 @@ def main():
                   f"{time.monotonic() - t0:.0f} s, order {' '.join(order)}", flush=True)
             for c in names:
                 print(f"  {c:20} median {statistics.median(gens[-1][c]):.4f}", flush=True)
-        s = summarize(gens)
-        s["generations"] = gens
-        results[title] = s
-        base = s["median"]["baseline"]
-        print(f"{title}: {a.generations} generations x {[len(g['baseline']) for g in gens]} laps, "
-              f"baseline {base:.4f}")
-        print(f"  {'config':20} {'median':>9} {'added(med)':>10} {'+%':>7} {'added(mean) [95%]':>28}")
-        for c, m in s["median"].items():
-            if c == "baseline":
-                continue
-            am = s["added_mean"][c]
-            print(f"  {c:20} {m:9.4f} {s['added_median'][c]:10.4f} "
-                  f"{100 * s['added_median'][c] / base:6.2f}% "
-                  f"{am['mean']:9.4f} [{am['lo']:.4f}, {am['hi']:.4f}]")
-        for c, r in s["ratios"].items():
-            print(f"  gpscope added / {c} added: {r['ratio']:.3f} [{r['lo']:.3f}, {r['hi']:.3f}]")
+        results[title] = print_suite(title, gens)
         if a.out:  # after every suite: a run cut short keeps what it finished
             with open(a.out, "w") as f:
                 json.dump(results, f)

@@ -1,5 +1,8 @@
 """bench/overhead_baton.py's relay and statistics, on stand-in workloads of known cost
 (baton_fake_worker.py) under a drift of +-40% that every process shares."""
+import contextlib
+import io
+import json
 import os
 import sys
 import tempfile
@@ -47,6 +50,26 @@ class BatonTest(unittest.TestCase):
         m = s["added_mean"]["gpscope"]
         self.assertLessEqual(m["lo"], m["mean"])
         self.assertGreaterEqual(m["hi"], m["mean"])
+
+    def test_resummarize_reads_finished_generations_and_skips_cut_ones(self):
+        with tempfile.TemporaryDirectory() as root:
+            for g in range(2):
+                work = os.path.join(root, f"g{g}")
+                os.mkdir(work)
+                overhead_baton.run_generation(procs({"baseline": 500, "gpscope": 700}), 30, work)
+                with open(os.path.join(work, "meta.json"), "w") as f:
+                    json.dump({"suite": "fake (us/block)", "per_block": 1, "unit": 1.0,
+                               "warm": 5}, f)
+            cut = os.path.join(root, "g2")  # a generation its time limit ended: no JSON line
+            os.mkdir(cut)
+            with open(os.path.join(cut, "meta.json"), "w") as f:
+                json.dump({"suite": "fake (us/block)", "per_block": 1, "unit": 1.0, "warm": 5}, f)
+            open(os.path.join(cut, "baseline.out"), "w").close()
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                overhead_baton.resummarize([root])
+            self.assertIn("fake (us/block): 2 generations x [25, 25] laps", out.getvalue())
+            self.assertIn("g2: incomplete generation, left out", err.getvalue())
 
     def test_a_process_that_dies_ends_the_run_with_its_name(self):
         with tempfile.TemporaryDirectory() as d:
