@@ -52,6 +52,16 @@ else
   bad "workload (LD_PRELOAD): see check_preload.txt"; grep -E "FAIL|passed" "$out/check_preload.txt" | head -20
 fi
 
+# 2b. GPSCOPE_SYNC=0: no synchronization records, every sync call still in the API records
+# (check_workload.py follows the variable), every other count as in 1.
+d=$out/nosync; rm -rf "$d"
+if GPSCOPE_SYNC=0 GPSCOPE_OUTPUT=$d CUDA_INJECTION64_PATH=$LIB "$WORKLOAD" >"$out/nosync.log" 2>&1 &&
+   (cd "$here" && GPSCOPE_SYNC=0 python3 check_workload.py "$ANALYZE" "$d" nosync) >"$out/check_nosync.txt" 2>&1; then
+  ok "workload: GPSCOPE_SYNC=0 leaves the sync records out, the rest exact"
+else
+  bad "workload (GPSCOPE_SYNC=0): see check_nosync.txt"; grep -E "FAIL|passed" "$out/check_nosync.txt" | head -20
+fi
+
 # 3. Unwritable output directory: one line, the application runs on.
 GPSCOPE_OUTPUT=/proc/gpscope-cannot-write CUDA_INJECTION64_PATH=$LIB "$WORKLOAD" >/dev/null 2>"$out/unwritable.err"
 rc=$?
