@@ -95,6 +95,10 @@ enum OpKind : uint8_t { kOpKernel = 0, kOpMemcpy, kOpMemset };
 // an autotuned kernel.
 constexpr uint32_t kOpKindMask = 0xff;
 constexpr uint32_t kOpNovel = 1u << 8;
+// Above: a kernel's index in its GPU's by_name + 1, found when it arrived
+// (0: look it up by name when swept).
+constexpr int kOpStatsShift = 9;
+constexpr uint32_t kOpStatsLimit = 1u << (32 - kOpStatsShift);
 enum MetricKind : uint8_t {
   kMetricOther = 0,
   kMetricSmUtil,
@@ -473,7 +477,20 @@ struct ProcessState {
   // By name id: its entry in m.implicit_calls (std::map nodes do not move).
   std::vector<ImplicitCallStats*> implicit_stats;
   ImplicitCallStats* pageable_stats = nullptr;
+  // By LaunchConfig id: the share of a GPU's SMs its blocks fill, on a
+  // GPU of sm_count SMs (0: not computed).
+  struct ConfigFraction {
+    uint64_t blocks = 0;
+    double fraction = 0;
+    uint32_t sm_count = 0;
+  };
+  std::vector<ConfigFraction> config_fraction;
   absl::flat_hash_set<uint64_t> kernel_configs;  // name id << 32 | launch config id seen
+  // Keys of kernel_configs (+ 1) met lately, direct-mapped: a kernel's
+  // (name, config) is almost always one seen before, answered here without
+  // the hash.
+  static constexpr size_t kSeenConfigEntries = 256;
+  std::array<uint64_t, kSeenConfigEntries> seen_configs{};
   absl::flat_hash_map<uint64_t, size_t> host_series_slot;  // thread << 32 | name id
   std::vector<HostSeries> host_series;
   ReorderQueue<GpuOp> queue;
@@ -687,6 +704,30 @@ class ModelBuilder::Impl {
     return occ;
   }
 
+  // min(1, blocks / sm_count) for a kernel of launch config `config`
+  // (blocks: its shape's), the division once per config and SM count.
+  static double BlockFraction(ProcessState& p, uint32_t config, uint64_t blocks,
+                              uint32_t sm_count) {
+    auto fraction = [&] {
+      return std::min(1.0, static_cast<double>(blocks) / static_cast<double>(sm_count));
+    };
+    if (config >= p.config_fraction.size()) return fraction();
+    ProcessState::ConfigFraction& c = p.config_fraction[config];
+    if (c.sm_count != sm_count || c.blocks != blocks) c = {blocks, fraction(), sm_count};
+    return c.fraction;
+  }
+
+  // Whether a kernel's name id << 32 | launch config id is seen for the
+  // first time in the process; the keys seen last answer before the set.
+  static bool NovelConfig(ProcessState& p, uint64_t key) {
+    if (key == ~uint64_t{0}) return p.kernel_configs.insert(key).second;  // no room for + 1
+    uint64_t& cached =
+        p.seen_configs[(key ^ (key >> 29)) & (ProcessState::kSeenConfigEntries - 1)];
+    if (cached == key + 1) return false;  // +1: an empty entry (0) matches no key
+    cached = key + 1;
+    return p.kernel_configs.insert(key).second;
+  }
+
   // The GPU of device_id, or nullptr when the process already has
   // kMaxDevicesPerProcess GPUs (its events are counted, not modelled).
   GpuState* Gpu(ProcessState& p, uint32_t device_id) {
@@ -806,6 +847,7 @@ class ModelBuilder::Impl {
         const size_t n = c.id() + 1 + c.id() / 2;
         p.config_occupancy.resize(n, -2.0f);
         p.config_occupancy_gpu.resize(n, kNoSlot);
+        p.config_fraction.resize(n);
       }
       p.config_occupancy[c.id()] = -2.0f;
     }
@@ -1072,16 +1114,20 @@ class ModelBuilder::Impl {
         ++s.tiny;
         ++m.tiny_kernels;
       }
-      Timeline& t = m.timeline;
-      t.Add(kKernelNs, k.start_ns, static_cast<double>(duration));
-      t.Add(kKernelCount, k.start_ns, 1);
-      m.windows.Add(kWinKernelCount, k.start_ns, 1);
-      m.windows.Add(kWinKernelNs, k.start_ns, static_cast<double>(duration));
+      // The op's window of each timeline, found once for its adds.
+      double* const row = m.timeline.Row(k.start_ns);
+      if (row != nullptr) {
+        row[kKernelNs] += static_cast<double>(duration);
+        row[kKernelCount] += 1;
+      }
+      if (double* const win = m.windows.Row(k.start_ns)) {
+        win[kWinKernelCount] += 1;
+        win[kWinKernelNs] += static_cast<double>(duration);
+      }
       const reader::LaunchShape* launch = p.tables->Launch(k.launch_config_id);
       const uint64_t blocks = launch != nullptr ? launch->blocks() : 0;
       if (blocks > 0 && g.sm_count > 0) {
-        const double fraction =
-            std::min(1.0, static_cast<double>(blocks) / static_cast<double>(g.sm_count));
+        const double fraction = BlockFraction(p, k.launch_config_id, blocks, g.sm_count);
         const double est = fraction * static_cast<double>(duration);
         s.est_sm_ns += est;
         s.min_blocks = s.shape_known ? std::min(s.min_blocks, blocks) : blocks;
@@ -1094,7 +1140,7 @@ class ModelBuilder::Impl {
           m.est_sm_ns += est;
           m.shape_known_ns += duration;
         }
-        t.Add(kEstSmNs, k.start_ns, est);
+        if (row != nullptr) row[kEstSmNs] += est;
       }
       if (g.limits.known()) {
         const double occ = ConfigOccupancy(p, k.launch_config_id, p.last_gpu);
@@ -1112,10 +1158,17 @@ class ModelBuilder::Impl {
           }
         }
       }
-      const bool novel =
-          p.kernel_configs.insert((uint64_t{k.name_id} << 32) | k.launch_config_id).second;
+      const bool novel = NovelConfig(p, (uint64_t{k.name_id} << 32) | k.launch_config_id);
+      // The sweep finds the same stats by name when it sweeps on this GPU
+      // (the stream's) and the name was defined (by_name grows only, and a
+      // defined name's slot never changes): it takes them from the op.
+      const size_t stats = static_cast<size_t>(&s - g.by_name.data()) + 1;
+      const uint32_t known = k.name_id < p.string_ids() && p.streams[slot].gpu == p.last_gpu &&
+                                     stats < kOpStatsLimit
+                                 ? static_cast<uint32_t>(stats) << kOpStatsShift
+                                 : 0;
       Push(p, GpuOp{k.start_ns, k.end_ns, k.correlation_id, slot, k.name_id,
-                    kOpKernel | (novel ? kOpNovel : 0u)});
+                    kOpKernel | (novel ? kOpNovel : 0u) | known});
     }
   }
 
@@ -1366,7 +1419,8 @@ class ModelBuilder::Impl {
     // Nothing below adds a kernel name before it is used.
     KernelStats* kernel = nullptr;
     if (kind == kOpKernel) {
-      kernel = &g.Kernel(op.name_id, p.string_ids());
+      const uint32_t known = op.kind >> kOpStatsShift;
+      kernel = known != 0 ? &g.by_name[known - 1] : &g.Kernel(op.name_id, p.string_ids());
       kernel->period.Prefetch(op.start_ns);
     }
     // What ended the device's busy time before this op (the gap it may end):
