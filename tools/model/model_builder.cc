@@ -443,6 +443,7 @@ struct ProcessState {
         stacks(options.api_retention_ns, options.max_stack_charges) {}
 
   ProcessModel m;
+  uint32_t index = 0;  // in ModelBuilder::Impl::processes_
   // The reader's tables of this process (strings, launch shapes, devices,
   // metric descriptors, clocks): the model keeps none of its own, only
   // caches derived from them by id.
@@ -477,20 +478,7 @@ struct ProcessState {
   // By name id: its entry in m.implicit_calls (std::map nodes do not move).
   std::vector<ImplicitCallStats*> implicit_stats;
   ImplicitCallStats* pageable_stats = nullptr;
-  // By LaunchConfig id: the share of a GPU's SMs its blocks fill, on a
-  // GPU of sm_count SMs (0: not computed).
-  struct ConfigFraction {
-    uint64_t blocks = 0;
-    double fraction = 0;
-    uint32_t sm_count = 0;
-  };
-  std::vector<ConfigFraction> config_fraction;
   absl::flat_hash_set<uint64_t> kernel_configs;  // name id << 32 | launch config id seen
-  // Keys of kernel_configs (+ 1) met lately, direct-mapped: a kernel's
-  // (name, config) is almost always one seen before, answered here without
-  // the hash.
-  static constexpr size_t kSeenConfigEntries = 256;
-  std::array<uint64_t, kSeenConfigEntries> seen_configs{};
   absl::flat_hash_map<uint64_t, size_t> host_series_slot;  // thread << 32 | name id
   std::vector<HostSeries> host_series;
   ReorderQueue<GpuOp> queue;
@@ -664,6 +652,7 @@ class ModelBuilder::Impl {
       processes_.back()->m.process_uid = t.process_uid();
       processes_.back()->m.pid = t.pid();
       processes_.back()->tables = &t;
+      processes_.back()->index = static_cast<uint32_t>(it->second);
     }
     return *processes_[it->second];
   }
@@ -704,27 +693,28 @@ class ModelBuilder::Impl {
     return occ;
   }
 
-  // min(1, blocks / sm_count) for a kernel of launch config `config`
-  // (blocks: its shape's), the division once per config and SM count.
-  static double BlockFraction(ProcessState& p, uint32_t config, uint64_t blocks,
-                              uint32_t sm_count) {
-    auto fraction = [&] {
-      return std::min(1.0, static_cast<double>(blocks) / static_cast<double>(sm_count));
-    };
-    if (config >= p.config_fraction.size()) return fraction();
-    ProcessState::ConfigFraction& c = p.config_fraction[config];
-    if (c.sm_count != sm_count || c.blocks != blocks) c = {blocks, fraction(), sm_count};
-    return c.fraction;
+  // min(1, blocks / sm_count), the share of a GPU's SMs a kernel's blocks
+  // fill: a kernel's launch shape repeats, so the division is remembered
+  // by its two operands (direct-mapped; the same operands give the same
+  // double).
+  double BlockFraction(uint64_t blocks, uint32_t sm_count) {
+    BlockFractionEntry& e =
+        block_fractions_[(blocks ^ (uint64_t{sm_count} << 7)) & (kBlockFractionEntries - 1)];
+    if (e.sm_count != sm_count || e.blocks != blocks) {  // sm_count 0: empty (never asked)
+      e = {blocks, std::min(1.0, static_cast<double>(blocks) / static_cast<double>(sm_count)),
+           sm_count};
+    }
+    return e.fraction;
   }
 
   // Whether a kernel's name id << 32 | launch config id is seen for the
-  // first time in the process; the keys seen last answer before the set.
-  static bool NovelConfig(ProcessState& p, uint64_t key) {
-    if (key == ~uint64_t{0}) return p.kernel_configs.insert(key).second;  // no room for + 1
-    uint64_t& cached =
-        p.seen_configs[(key ^ (key >> 29)) & (ProcessState::kSeenConfigEntries - 1)];
-    if (cached == key + 1) return false;  // +1: an empty entry (0) matches no key
-    cached = key + 1;
+  // first time in process p; the (process, key) pairs met last answer
+  // from a small direct-mapped cache before p's set.
+  bool NovelConfig(ProcessState& p, uint64_t key) {
+    SeenConfig& e = seen_configs_[(key ^ (key >> 29) ^ (uint64_t{p.index} << 3)) &
+                                  (kSeenConfigEntries - 1)];
+    if (e.valid && e.key == key && e.process == p.index) return false;
+    e = {key, p.index, true};
     return p.kernel_configs.insert(key).second;
   }
 
@@ -847,7 +837,6 @@ class ModelBuilder::Impl {
         const size_t n = c.id() + 1 + c.id() / 2;
         p.config_occupancy.resize(n, -2.0f);
         p.config_occupancy_gpu.resize(n, kNoSlot);
-        p.config_fraction.resize(n);
       }
       p.config_occupancy[c.id()] = -2.0f;
     }
@@ -1127,7 +1116,7 @@ class ModelBuilder::Impl {
       const reader::LaunchShape* launch = p.tables->Launch(k.launch_config_id);
       const uint64_t blocks = launch != nullptr ? launch->blocks() : 0;
       if (blocks > 0 && g.sm_count > 0) {
-        const double fraction = BlockFraction(p, k.launch_config_id, blocks, g.sm_count);
+        const double fraction = BlockFraction(blocks, g.sm_count);
         const double est = fraction * static_cast<double>(duration);
         s.est_sm_ns += est;
         s.min_blocks = s.shape_known ? std::min(s.min_blocks, blocks) : blocks;
@@ -2161,6 +2150,23 @@ class ModelBuilder::Impl {
   ModelOptions options_;
   absl::flat_hash_map<uint64_t, size_t> slot_;  // process_uid -> processes_
   std::vector<std::unique_ptr<ProcessState>> processes_;
+  // Per-kernel caches of the builder, not of each process (a trace can
+  // hold thousands of processes): BlockFraction's divisions and
+  // NovelConfig's (process, name << 32 | config) pairs met lately.
+  struct BlockFractionEntry {
+    uint64_t blocks = 0;
+    double fraction = 0;
+    uint32_t sm_count = 0;  // 0: empty
+  };
+  static constexpr size_t kBlockFractionEntries = 64;
+  std::array<BlockFractionEntry, kBlockFractionEntries> block_fractions_{};
+  struct SeenConfig {
+    uint64_t key = 0;
+    uint32_t process = 0;
+    bool valid = false;
+  };
+  static constexpr size_t kSeenConfigEntries = 256;
+  std::array<SeenConfig, kSeenConfigEntries> seen_configs_{};
   struct OpenLost {
     const ProcessState* process;
     uint64_t start_ns;
