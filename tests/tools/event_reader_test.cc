@@ -106,6 +106,43 @@ TEST(EventReaderTest, ResolvesIdsThroughTheTablesBeforeSinksSeeTheEvents) {
   EXPECT_NE(t.Device(0), nullptr);  // DefaultHeader's device
 }
 
+// Counts the GPU ops' streams it was handed, wanting none.
+class StreamlessSink : public EventSink {
+ public:
+  void OnBatch(const ResolvedBatch& b) override {
+    kernels += b.events.kernels.size();
+    streams += b.kernel_streams.size() + b.memcpy_streams.size() + b.memset_streams.size();
+  }
+  bool WantsStreams() const override { return false; }
+  size_t kernels = 0;
+  size_t streams = 0;
+};
+
+TEST(EventReaderTest, StreamsAreResolvedOnlyWhenASinkWantsThem) {
+  TraceBuilder trace;
+  TraceBuilder::Process& p = trace.AddProcess(0x12, 12);
+  p.WriteHeader();
+  p.Add(Kernel(2'000 * kMs, p.Intern("gemm"), 3, 7));
+  p.Add(Kernel(2'001 * kMs, p.Intern("gemm"), 3, 8));
+  p.WriteEnd();
+  const std::string path = Write(trace, "streamless");
+
+  StreamlessSink alone;
+  const ReadResult r = ReadEvents({path}, {&alone});
+  EXPECT_EQ(alone.kernels, 2u);
+  EXPECT_EQ(alone.streams, 0u);
+  ASSERT_EQ(r.tables.size(), 1u);
+  EXPECT_TRUE(r.tables[0]->streams().empty());
+
+  StreamlessSink beside;
+  RecordingSink wants;  // the default: resolved for every sink of the pass
+  const ReadResult both = ReadEvents({path}, {&beside, &wants});
+  EXPECT_EQ(beside.streams, 2u);
+  EXPECT_EQ(wants.log[1], "kernel gemm blocks 0 stream 7");
+  ASSERT_EQ(both.tables.size(), 1u);
+  EXPECT_EQ(both.tables[0]->streams().size(), 2u);
+}
+
 TEST(EventReaderTest, IdsPastTheLimitsNeverSizeATable) {
   TraceBuilder trace;
   TraceBuilder::Process& p = trace.AddProcess(0x12, 12);

@@ -136,11 +136,22 @@ void RunTimelineProperty(uint64_t first_width_ns, size_t max_windows, uint64_t s
     if (shape >= 2 && shape < 8) length = rng() % (first_width_ns * 5);  // several windows
     if (shape == 8) length = 0;
     const uint64_t end = start + length;
-    switch (rng() % 3) {
+    switch (rng() % 4) {
       case 0: {
         const double v = static_cast<double>(rng() % 1000) / 7.0;
         t.Add(field, start, v);
         r.Add(field, start, v);
+        break;
+      }
+      case 3: {  // several fields through one Row, as AddKernels adds
+        const double v = static_cast<double>(rng() % 1000) / 7.0;
+        const int other = (field + 1) % kFields;
+        double* row = t.Row(start);
+        ASSERT_NE(row, nullptr);
+        row[field] += v;
+        row[other] += 1;
+        r.Add(field, start, v);
+        r.Add(other, start, 1);
         break;
       }
       case 1:

@@ -95,6 +95,10 @@ enum OpKind : uint8_t { kOpKernel = 0, kOpMemcpy, kOpMemset };
 // an autotuned kernel.
 constexpr uint32_t kOpKindMask = 0xff;
 constexpr uint32_t kOpNovel = 1u << 8;
+// Above: a kernel's index in its GPU's by_name + 1, found when it arrived
+// (0: look it up by name when swept).
+constexpr int kOpStatsShift = 9;
+constexpr uint32_t kOpStatsLimit = 1u << (32 - kOpStatsShift);
 enum MetricKind : uint8_t {
   kMetricOther = 0,
   kMetricSmUtil,
@@ -439,6 +443,7 @@ struct ProcessState {
         stacks(options.api_retention_ns, options.max_stack_charges) {}
 
   ProcessModel m;
+  uint32_t index = 0;  // in ModelBuilder::Impl::processes_
   // The reader's tables of this process (strings, launch shapes, devices,
   // metric descriptors, clocks): the model keeps none of its own, only
   // caches derived from them by id.
@@ -647,6 +652,7 @@ class ModelBuilder::Impl {
       processes_.back()->m.process_uid = t.process_uid();
       processes_.back()->m.pid = t.pid();
       processes_.back()->tables = &t;
+      processes_.back()->index = static_cast<uint32_t>(it->second);
     }
     return *processes_[it->second];
   }
@@ -685,6 +691,31 @@ class ModelBuilder::Impl {
       p.config_occupancy_gpu[config] = gpu;
     }
     return occ;
+  }
+
+  // min(1, blocks / sm_count), the share of a GPU's SMs a kernel's blocks
+  // fill: a kernel's launch shape repeats, so the division is remembered
+  // by its two operands (direct-mapped; the same operands give the same
+  // double).
+  double BlockFraction(uint64_t blocks, uint32_t sm_count) {
+    BlockFractionEntry& e =
+        block_fractions_[(blocks ^ (uint64_t{sm_count} << 7)) & (kBlockFractionEntries - 1)];
+    if (e.sm_count != sm_count || e.blocks != blocks) {  // sm_count 0: empty (never asked)
+      e = {blocks, std::min(1.0, static_cast<double>(blocks) / static_cast<double>(sm_count)),
+           sm_count};
+    }
+    return e.fraction;
+  }
+
+  // Whether a kernel's name id << 32 | launch config id is seen for the
+  // first time in process p; the (process, key) pairs met last answer
+  // from a small direct-mapped cache before p's set.
+  bool NovelConfig(ProcessState& p, uint64_t key) {
+    SeenConfig& e = seen_configs_[(key ^ (key >> 29) ^ (uint64_t{p.index} << 3)) &
+                                  (kSeenConfigEntries - 1)];
+    if (e.valid && e.key == key && e.process == p.index) return false;
+    e = {key, p.index, true};
+    return p.kernel_configs.insert(key).second;
   }
 
   // The GPU of device_id, or nullptr when the process already has
@@ -1072,16 +1103,20 @@ class ModelBuilder::Impl {
         ++s.tiny;
         ++m.tiny_kernels;
       }
-      Timeline& t = m.timeline;
-      t.Add(kKernelNs, k.start_ns, static_cast<double>(duration));
-      t.Add(kKernelCount, k.start_ns, 1);
-      m.windows.Add(kWinKernelCount, k.start_ns, 1);
-      m.windows.Add(kWinKernelNs, k.start_ns, static_cast<double>(duration));
+      // The op's window of each timeline, found once for its adds.
+      double* const row = m.timeline.Row(k.start_ns);
+      if (row != nullptr) {
+        row[kKernelNs] += static_cast<double>(duration);
+        row[kKernelCount] += 1;
+      }
+      if (double* const win = m.windows.Row(k.start_ns)) {
+        win[kWinKernelCount] += 1;
+        win[kWinKernelNs] += static_cast<double>(duration);
+      }
       const reader::LaunchShape* launch = p.tables->Launch(k.launch_config_id);
       const uint64_t blocks = launch != nullptr ? launch->blocks() : 0;
       if (blocks > 0 && g.sm_count > 0) {
-        const double fraction =
-            std::min(1.0, static_cast<double>(blocks) / static_cast<double>(g.sm_count));
+        const double fraction = BlockFraction(blocks, g.sm_count);
         const double est = fraction * static_cast<double>(duration);
         s.est_sm_ns += est;
         s.min_blocks = s.shape_known ? std::min(s.min_blocks, blocks) : blocks;
@@ -1094,7 +1129,7 @@ class ModelBuilder::Impl {
           m.est_sm_ns += est;
           m.shape_known_ns += duration;
         }
-        t.Add(kEstSmNs, k.start_ns, est);
+        if (row != nullptr) row[kEstSmNs] += est;
       }
       if (g.limits.known()) {
         const double occ = ConfigOccupancy(p, k.launch_config_id, p.last_gpu);
@@ -1112,10 +1147,17 @@ class ModelBuilder::Impl {
           }
         }
       }
-      const bool novel =
-          p.kernel_configs.insert((uint64_t{k.name_id} << 32) | k.launch_config_id).second;
+      const bool novel = NovelConfig(p, (uint64_t{k.name_id} << 32) | k.launch_config_id);
+      // The sweep finds the same stats by name when it sweeps on this GPU
+      // (the stream's) and the name was defined (by_name grows only, and a
+      // defined name's slot never changes): it takes them from the op.
+      const size_t stats = static_cast<size_t>(&s - g.by_name.data()) + 1;
+      const uint32_t known = k.name_id < p.string_ids() && p.streams[slot].gpu == p.last_gpu &&
+                                     stats < kOpStatsLimit
+                                 ? static_cast<uint32_t>(stats) << kOpStatsShift
+                                 : 0;
       Push(p, GpuOp{k.start_ns, k.end_ns, k.correlation_id, slot, k.name_id,
-                    kOpKernel | (novel ? kOpNovel : 0u)});
+                    kOpKernel | (novel ? kOpNovel : 0u) | known});
     }
   }
 
@@ -1366,7 +1408,8 @@ class ModelBuilder::Impl {
     // Nothing below adds a kernel name before it is used.
     KernelStats* kernel = nullptr;
     if (kind == kOpKernel) {
-      kernel = &g.Kernel(op.name_id, p.string_ids());
+      const uint32_t known = op.kind >> kOpStatsShift;
+      kernel = known != 0 ? &g.by_name[known - 1] : &g.Kernel(op.name_id, p.string_ids());
       kernel->period.Prefetch(op.start_ns);
     }
     // What ended the device's busy time before this op (the gap it may end):
@@ -2107,6 +2150,23 @@ class ModelBuilder::Impl {
   ModelOptions options_;
   absl::flat_hash_map<uint64_t, size_t> slot_;  // process_uid -> processes_
   std::vector<std::unique_ptr<ProcessState>> processes_;
+  // Per-kernel caches of the builder, not of each process (a trace can
+  // hold thousands of processes): BlockFraction's divisions and
+  // NovelConfig's (process, name << 32 | config) pairs met lately.
+  struct BlockFractionEntry {
+    uint64_t blocks = 0;
+    double fraction = 0;
+    uint32_t sm_count = 0;  // 0: empty
+  };
+  static constexpr size_t kBlockFractionEntries = 64;
+  std::array<BlockFractionEntry, kBlockFractionEntries> block_fractions_{};
+  struct SeenConfig {
+    uint64_t key = 0;
+    uint32_t process = 0;
+    bool valid = false;
+  };
+  static constexpr size_t kSeenConfigEntries = 256;
+  std::array<SeenConfig, kSeenConfigEntries> seen_configs_{};
   struct OpenLost {
     const ProcessState* process;
     uint64_t start_ns;

@@ -51,6 +51,8 @@ class ModelBuilder : public reader::EventSink {
   void OnEnd(const reader::ProcessTables& tables, const proto::ProcessEnd& end,
              const reader::ChunkPlace& place) override;
   void OnWarning(std::string_view warning) override;
+  // No: the model keys its streams itself (StreamSlot, by context and stream).
+  bool WantsStreams() const override { return false; }
 
   // Ends the pass (drains the reorder queues, closes open intervals and
   // steps) and returns the model, which takes the reader's index, tables

@@ -46,6 +46,14 @@ class Timeline {
     if (fields_ == 0) return;
     values_[Index(t_ns) * static_cast<size_t>(fields_) + static_cast<size_t>(field)] += value;
   }
+  // The fields of the window holding t (nullptr when !valid()), for several
+  // Adds at one time with one window lookup: row[field] += value is
+  // Add(field, t_ns, value). Valid until the next call that may add a
+  // window (any Add or Row).
+  double* Row(uint64_t t_ns) {
+    if (fields_ == 0) return nullptr;
+    return &values_[Index(t_ns) * static_cast<size_t>(fields_)];
+  }
   // Adds the length of [start_ns, end_ns), split over the windows it covers.
   void AddSpan(int field, uint64_t start_ns, uint64_t end_ns) {
     if (end_ns <= start_ns) return;

@@ -244,8 +244,10 @@ struct PeriodTracker {
       return;
     }
     // Per instance: against the kept shortest (the first of the minimal
-    // ones, as a scan finds it), rescanned only when it is replaced.
-    if (k.interval.length_ns() > longest[shortest_].interval.length_ns()) {
+    // ones, as a scan finds it), rescanned only when it is replaced. Its
+    // length is kept here too: reading it from `longest` (a heap block per
+    // tracker, one per kernel name) missed the cache per instance.
+    if (k.interval.length_ns() > shortest_ns_) {
       longest[shortest_] = k;
       FindShortest();
     }
@@ -257,8 +259,10 @@ struct PeriodTracker {
     for (size_t i = 1; i < longest.size(); ++i) {
       if (longest[i].interval.length_ns() < longest[shortest_].interval.length_ns()) shortest_ = i;
     }
+    shortest_ns_ = longest[shortest_].interval.length_ns();
   }
-  size_t shortest_ = 0;  // index in `longest` of its shortest, once full
+  size_t shortest_ = 0;       // index in `longest` of its shortest, once full
+  uint64_t shortest_ns_ = 0;  // its length
 };
 
 struct KernelStats {

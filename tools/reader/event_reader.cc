@@ -81,7 +81,9 @@ const ProcessTables* ReadResult::FindTables(uint64_t process_uid) const {
 class EventReader::Impl : public ChunkVisitor {
  public:
   Impl(std::vector<EventSink*> sinks, ReadOptions options)
-      : sinks_(std::move(sinks)), reader_(*this, options) {}
+      : sinks_(std::move(sinks)), reader_(*this, options) {
+    for (const EventSink* s : sinks_) resolve_streams_ |= s->WantsStreams();
+  }
 
   absl::Status ReadFile(const std::string& path) { return reader_.ReadFile(path); }
   absl::Status ReadBuffer(const std::string& name, const uint8_t* data, size_t size) {
@@ -152,9 +154,17 @@ class EventReader::Impl : public ChunkVisitor {
     return *tables_[it->second];
   }
 
-  // Streams of the GPU ops, and the batch's time span for the origin.
+  // Streams of the GPU ops (when a sink wants them), and the batch's time
+  // span for the origin.
   void Resolve(ProcessTables& t, const DecodedChunk& d) {
-    const DecodedBatch& events = d.events;
+    if (resolve_streams_) ResolveStreams(t, d.events);
+    const TimeSpan& s = d.span;
+    TimeSpan& p = spans_[current_];
+    if (!s.empty()) p.first_ns = std::min(p.first_ns, s.first_ns);
+    p.last_ns = std::max(p.last_ns, s.last_ns);
+  }
+
+  void ResolveStreams(ProcessTables& t, const DecodedBatch& events) {
     kernel_.resize(events.kernels.size());
     for (size_t i = 0; i < events.kernels.size(); ++i) {
       const auto& e = events.kernels[i];
@@ -170,13 +180,10 @@ class EventReader::Impl : public ChunkVisitor {
       const auto& e = events.memsets[i];
       memset_[i] = t.ResolveStream(e.device_id, e.context_id, e.stream_id);
     }
-    const TimeSpan& s = d.span;
-    TimeSpan& p = spans_[current_];
-    if (!s.empty()) p.first_ns = std::min(p.first_ns, s.first_ns);
-    p.last_ns = std::max(p.last_ns, s.last_ns);
   }
 
   std::vector<EventSink*> sinks_;
+  bool resolve_streams_ = false;  // some sink WantsStreams
   TraceReader reader_;
   absl::flat_hash_map<uint64_t, size_t> slot_;  // process_uid -> tables_
   std::vector<std::unique_ptr<ProcessTables>> tables_;

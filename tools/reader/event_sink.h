@@ -57,6 +57,8 @@ struct ResolvedBatch {
   // Per GPU op, the index into tables.streams() of its stream, or
   // kNoStream when the process has more streams or devices than the
   // analyzer keeps (limits.h): such ops are counted, not analysed.
+  // Resolved only when a sink of the pass wants them (EventSink::
+  // WantsStreams); otherwise empty, and tables.streams() stays empty.
   const std::vector<uint32_t>& kernel_streams;
   const std::vector<uint32_t>& memcpy_streams;
   const std::vector<uint32_t>& memset_streams;
@@ -78,6 +80,10 @@ class EventSink {
   }
   // Each recoverable problem, as the reader finds it (also kept in TraceIndex).
   virtual void OnWarning(std::string_view warning) { (void)warning; }
+  // Whether OnBatch reads ResolvedBatch's *_streams (or tables.streams()).
+  // A pass whose sinks all say no skips resolving each GPU op's stream on
+  // the reading thread (the model keeps its own streams).
+  virtual bool WantsStreams() const { return true; }
 };
 
 }  // namespace gpscope::reader
