@@ -31,6 +31,11 @@
 #   overhead_ab  bench/overhead_ab.py: tracing vs standby in one training process
 #   overhead_ab_fast  the same, windows through the control socket, 100 pairs of 1 s
 #   overhead_parts  the launch-bound loop with gpscope minus one part at a time
+#   relay      bench/overhead_baton.py (issue 24's table, every configuration side by side):
+#              RELAY_SUITES (default cuda,torch_tiny,torch_train; the training loop the
+#              issue's 8 Linear 2048), nsys when the image has it, RELAY_ARGS appended (e.g.
+#              "--env-variant no-sync:GPSCOPE_SYNC=0 --env-variant duty:GPSCOPE_DUTY=1s/15s");
+#              each suite under its share of the limit, cut runs summarized again
 #   sigterm_loop / threads64 / jax_drops / profiler_refusal
 #                tests/e2e/hardening_gpu.sh (issue 17): SIGTERM to loops that never
 #                sleep (PyTorch and CUDA C++, 5 runs each), 64 threads on their own
@@ -157,6 +162,21 @@ for spec in "$@"; do
         --env-variant "no-copies:$dg,GPSCOPE_DIAG_OFF=memcpy,memset" --env-variant no-metrics:GPSCOPE_METRICS=0 \
         --env-variant standby-no-metrics:GPSCOPE_STANDBY=1,GPSCOPE_METRICS=0 \
         ${OVERHEAD_ARGS:-} --out "$d/overhead.json" >"$d/stdout.txt" 2>&1 ;;
+    relay)  # issue 24's overhead table by the relay; a suite cut by its limit keeps its
+      # finished generations (--resummarize below)
+      nsys=$(ls /opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys 2>/dev/null | head -1)
+      suites=${RELAY_SUITES:-cuda,torch_tiny,torch_train}
+      n=$(echo "$suites" | tr ',' '\n' | grep -c .)
+      mkdir -p "$d/tmp"
+      for suite in ${suites//,/ }; do
+        TMPDIR="$d/tmp" timeout -k 10 $((limit / n)) python3 "$repo/bench/overhead_baton.py" \
+          --inject "$carry/bin/libgpscope_inject.so" --floor "$carry/bin/libgpscope_cupti_floor.so" \
+          --tiny "$carry/bin/tiny_kernels" ${nsys:+--nsys "$nsys"} --suites "$suite" \
+          --train-args "--layers 8 --hidden 2048 --batch 4096" --gen-seconds 30 ${RELAY_ARGS:-} \
+          --out "$d/$suite.json" >"$d/$suite.txt" 2>&1 ||
+          python3 "$repo/bench/overhead_baton.py" --resummarize "$d/tmp" >>"$d/$suite.txt" 2>&1
+      done
+      find "$d/tmp" -type f \( -name "*.gpscope" -o -name "*.qdstrm" -o -name "*.nsys-rep" \) -delete ;;
     stacks)
       timeout -k 10 "$limit" bash "$repo/tests/e2e/stacks_gpu.sh" "$carry/bin" "$d" \
         ${STACKS_ONLY:-} >"$d/stdout.txt" 2>&1 ;;
