@@ -53,6 +53,18 @@ class RelayError(RuntimeError):
     pass
 
 
+def read_blocks(out_path):
+    """A worker's block times from the last JSON line of its stdout; None without one."""
+    with open(out_path) as f:
+        lines = [l for l in f if l.startswith("{")]
+    return json.loads(lines[-1]).get("block_us", []) if lines else None
+
+
+def block_values(blocks, meta):
+    """Block times in the suite's unit (meta: per_block, unit, warm), warm laps dropped."""
+    return [b * meta["unit"] / meta["per_block"] for b in blocks[meta["warm"]:]]
+
+
 def run_generation(procs, rounds, workdir, ready_s=240.0, lap_s=120.0, exit_s=300.0,
                    seconds=0.0):
     """procs: [(name, argv, env)], each argv ending where "--baton SPEC" goes. Runs them side
@@ -105,11 +117,9 @@ def run_generation(procs, rounds, workdir, ready_s=240.0, lap_s=120.0, exit_s=30
                 raise RelayError(f"{name} did not exit")
             out.close()
             err.close()
-            with open(out.name) as f:
-                lines = [l for l in f if l.startswith("{")]
-            if not lines:
+            got = read_blocks(out.name)
+            if got is None:
                 raise RelayError(f"{name}: exit {rc}, no JSON line (see {err.name})")
-            got = json.loads(lines[-1]).get("block_us", [])
             # A wrapper (nsys) may fail after the application finished (the H200 image's nsys
             # collects but cannot write its report): the application's own line is what counts.
             if len(got) != laps:
@@ -208,13 +218,11 @@ def resummarize(roots):
                 meta = json.load(f)
             gen = {}
             for out in glob.glob(os.path.join(work, "*.out")):
-                with open(out) as f:
-                    lines = [l for l in f if l.startswith("{")]
-                if not lines:
+                blocks = read_blocks(out)
+                if blocks is None:
                     gen = None  # a process that did not finish: the generation is incomplete
                     break
-                blocks = json.loads(lines[-1]).get("block_us", [])[meta["warm"]:]
-                gen[os.path.basename(out)[:-4]] = [b * meta["unit"] / meta["per_block"] for b in blocks]
+                gen[os.path.basename(out)[:-4]] = block_values(blocks, meta)
             if gen and "baseline" in gen and len({len(v) for v in gen.values()}) == 1:
                 suites.setdefault(meta["suite"], []).append(gen)
             else:
@@ -278,10 +286,11 @@ def main():
                 procs.append((c, pre + cmd + extra, env))
             work = tempfile.mkdtemp(prefix=f"g{g}-", dir=outdir)
             t0 = time.monotonic()
+            meta = {"suite": title, "per_block": per, "unit": unit, "warm": a.warm}
             with open(os.path.join(work, "meta.json"), "w") as f:
-                json.dump({"suite": title, "per_block": per, "unit": unit, "warm": a.warm}, f)
+                json.dump(meta, f)
             blocks = run_generation(procs, a.rounds + a.warm, work, seconds=a.gen_seconds)
-            gens.append({c: [b * unit / per for b in blocks[c][a.warm:]] for c in names})
+            gens.append({c: block_values(blocks[c], meta) for c in names})
             print(f"{title} generation {g}: {len(gens[-1]['baseline'])} laps of {len(names)} in "
                   f"{time.monotonic() - t0:.0f} s, order {' '.join(order)}", flush=True)
             for c in names:

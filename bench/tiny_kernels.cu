@@ -34,14 +34,25 @@ long long MonotonicNs() {
   return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+// One block: per_step empty kernels and a device synchronize; false on a CUDA error.
+bool LaunchBlock(int per_step) {
+  for (int i = 0; i < per_step; ++i) gpscope_bench_empty<<<1, 32>>>();
+  return cudaDeviceSynchronize() == cudaSuccess;
+}
+
+// The median of the block times over the launches of a block.
+double MedianPerLaunch(std::vector<double> us, int per_step) {
+  std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
+  return us[us.size() / 2] / per_step;
+}
+
 int RunSteps(double seconds, const char* log_path, int per_step) {
   FILE* log = log_path[0] != '\0' ? fopen(log_path, "w") : nullptr;
   if (log_path[0] != '\0' && log == nullptr) return 2;
   const long long deadline = MonotonicNs() + static_cast<long long>(seconds * 1e9);
   std::vector<double> us;
   for (long long t0 = MonotonicNs(); t0 < deadline; t0 = MonotonicNs()) {
-    for (int i = 0; i < per_step; ++i) gpscope_bench_empty<<<1, 32>>>();
-    if (cudaDeviceSynchronize() != cudaSuccess) return 3;
+    if (!LaunchBlock(per_step)) return 3;
     const long long t1 = MonotonicNs();
     us.push_back((t1 - t0) / 1e3);
     if (log != nullptr) {
@@ -51,8 +62,7 @@ int RunSteps(double seconds, const char* log_path, int per_step) {
   }
   if (log != nullptr) fclose(log);
   if (cudaGetLastError() != cudaSuccess || us.empty()) return 3;
-  std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
-  printf("{\"steps\": %zu, \"us_per_launch\": %.4f}\n", us.size(), us[us.size() / 2] / per_step);
+  printf("{\"steps\": %zu, \"us_per_launch\": %.4f}\n", us.size(), MedianPerLaunch(us, per_step));
   return 0;
 }
 
@@ -69,8 +79,7 @@ int RunBaton(const std::string& spec, int per_step) {
   std::vector<double> us;
   while (read(in, &tok, 1) == 1 && tok != 'q') {
     const long long t0 = MonotonicNs();
-    for (int i = 0; i < per_step; ++i) gpscope_bench_empty<<<1, 32>>>();
-    if (cudaDeviceSynchronize() != cudaSuccess) return 3;
+    if (!LaunchBlock(per_step)) return 3;
     us.push_back((MonotonicNs() - t0) / 1e3);
     if (write(out, &tok, 1) != 1) return 2;
   }
@@ -79,9 +88,7 @@ int RunBaton(const std::string& spec, int per_step) {
   if (cudaGetLastError() != cudaSuccess || us.empty()) return 3;
   printf("{\"per_step\": %d, \"block_us\": [", per_step);
   for (size_t i = 0; i < us.size(); ++i) printf("%s%.2f", i ? ", " : "", us[i]);
-  std::vector<double> sorted = us;
-  std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
-  printf("], \"us_per_launch\": %.4f}\n", sorted[sorted.size() / 2] / per_step);
+  printf("], \"us_per_launch\": %.4f}\n", MedianPerLaunch(us, per_step));
   return 0;
 }
 

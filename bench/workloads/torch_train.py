@@ -17,6 +17,7 @@ The training step has what real jobs have: a host batch copied to the GPU
 a loss.item() host sync every --sync-every steps, and NVTX step ranges.
 """
 import argparse
+import itertools
 import json
 import statistics
 import sys
@@ -65,8 +66,8 @@ def train(args):
     if args.baton:
         for step in range(10):  # warm before the first timed block
             one_step(step)
-        counter = iter(range(10, 1 << 62))
-        block_us = baton.relay(args.baton, lambda: one_step(next(counter)))
+        steps = itertools.count(10)
+        block_us = baton.relay(args.baton, lambda: one_step(next(steps)))
         return {"block_us": block_us, "step_ms_median": statistics.median(block_us) / 1e3,
                 "final_loss": losses[-1] if losses else None}
     step = -1
@@ -95,11 +96,7 @@ def tiny(args):
         x.add_(1.0)
     torch.cuda.synchronize()
     if args.baton:
-        def block():
-            for _ in range(args.ops_per_step):
-                x.add_(1.0)
-            torch.cuda.synchronize()
-        block_us = baton.relay(args.baton, block)
+        block_us = baton.relay(args.baton, lambda: tiny_block(x, args.ops_per_step))
         if float(x[0].item()) != 1000.0 + args.ops_per_step * len(block_us):
             raise SystemExit("wrong result")
         return {"block_us": block_us, "ops_per_block": args.ops_per_step,
@@ -116,6 +113,13 @@ def tiny(args):
     return {"us_per_op": dt * 1e6 / args.ops, "loop_s": dt}
 
 
+def tiny_block(x, ops):
+    """ops tiny ops and a synchronize: a step of --seconds, a block of --baton."""
+    for _ in range(ops):
+        x.add_(1.0)
+    torch.cuda.synchronize()
+
+
 def tiny_steps(args, x):
     # --seconds with --mode tiny: "steps" of --ops-per-step tiny ops, each ended
     # by a synchronize, logged like train's for bench/overhead_ab.py.
@@ -125,9 +129,7 @@ def tiny_steps(args, x):
     ops = 0
     while time.monotonic() < deadline:
         t0_ns = time.monotonic_ns()
-        for _ in range(args.ops_per_step):
-            x.add_(1.0)
-        torch.cuda.synchronize()
+        tiny_block(x, args.ops_per_step)
         t1_ns = time.monotonic_ns()
         ops += args.ops_per_step
         step_us.append((t1_ns - t0_ns) / 1e3)
