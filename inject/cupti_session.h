@@ -52,8 +52,9 @@ class CuptiSession : public RecordConverter::ApiNames {
     // callbacks (inject/stack_capture.h), not the RUNTIME/DRIVER activity
     // kinds; only when the subscriber is ours (api_from_callbacks()).
     bool api_from_callbacks = false;
-    // Diagnosis (inject/diag_switches.h): optional kinds left off
-    // (diag::OffKind bits), and gettid() thread ids (off: CUPTI's default).
+    // Optional kinds left off (diag::OffKind bits: the diagnosis build's
+    // GPSCOPE_DIAG_OFF, and GPSCOPE_SYNC=0's kOffSync in every build), and
+    // gettid() thread ids (off: CUPTI's default).
     uint32_t kinds_off = 0;
     bool system_thread_ids = true;
   };

@@ -982,6 +982,7 @@ class DropSyncRecords : public reader::EventSink {
     next_->OnEnd(tables, end, place);
   }
   void OnWarning(std::string_view warning) override { next_->OnWarning(warning); }
+  bool WantsStreams() const override { return next_->WantsStreams(); }
   size_t dropped = 0;
 
  private:
