@@ -443,7 +443,6 @@ struct ProcessState {
         stacks(options.api_retention_ns, options.max_stack_charges) {}
 
   ProcessModel m;
-  uint32_t index = 0;  // in ModelBuilder::Impl::processes_
   // The reader's tables of this process (strings, launch shapes, devices,
   // metric descriptors, clocks): the model keeps none of its own, only
   // caches derived from them by id.
@@ -652,7 +651,6 @@ class ModelBuilder::Impl {
       processes_.back()->m.process_uid = t.process_uid();
       processes_.back()->m.pid = t.pid();
       processes_.back()->tables = &t;
-      processes_.back()->index = static_cast<uint32_t>(it->second);
     }
     return *processes_[it->second];
   }
@@ -691,31 +689,6 @@ class ModelBuilder::Impl {
       p.config_occupancy_gpu[config] = gpu;
     }
     return occ;
-  }
-
-  // min(1, blocks / sm_count), the share of a GPU's SMs a kernel's blocks
-  // fill: a kernel's launch shape repeats, so the division is remembered
-  // by its two operands (direct-mapped; the same operands give the same
-  // double).
-  double BlockFraction(uint64_t blocks, uint32_t sm_count) {
-    BlockFractionEntry& e =
-        block_fractions_[(blocks ^ (uint64_t{sm_count} << 7)) & (kBlockFractionEntries - 1)];
-    if (e.sm_count != sm_count || e.blocks != blocks) {  // sm_count 0: empty (never asked)
-      e = {blocks, std::min(1.0, static_cast<double>(blocks) / static_cast<double>(sm_count)),
-           sm_count};
-    }
-    return e.fraction;
-  }
-
-  // Whether a kernel's name id << 32 | launch config id is seen for the
-  // first time in process p; the (process, key) pairs met last answer
-  // from a small direct-mapped cache before p's set.
-  bool NovelConfig(ProcessState& p, uint64_t key) {
-    SeenConfig& e = seen_configs_[(key ^ (key >> 29) ^ (uint64_t{p.index} << 3)) &
-                                  (kSeenConfigEntries - 1)];
-    if (e.valid && e.key == key && e.process == p.index) return false;
-    e = {key, p.index, true};
-    return p.kernel_configs.insert(key).second;
   }
 
   // The GPU of device_id, or nullptr when the process already has
@@ -1116,7 +1089,8 @@ class ModelBuilder::Impl {
       const reader::LaunchShape* launch = p.tables->Launch(k.launch_config_id);
       const uint64_t blocks = launch != nullptr ? launch->blocks() : 0;
       if (blocks > 0 && g.sm_count > 0) {
-        const double fraction = BlockFraction(blocks, g.sm_count);
+        const double fraction =
+            std::min(1.0, static_cast<double>(blocks) / static_cast<double>(g.sm_count));
         const double est = fraction * static_cast<double>(duration);
         s.est_sm_ns += est;
         s.min_blocks = s.shape_known ? std::min(s.min_blocks, blocks) : blocks;
@@ -1147,7 +1121,8 @@ class ModelBuilder::Impl {
           }
         }
       }
-      const bool novel = NovelConfig(p, (uint64_t{k.name_id} << 32) | k.launch_config_id);
+      const bool novel =
+          p.kernel_configs.insert((uint64_t{k.name_id} << 32) | k.launch_config_id).second;
       // The sweep finds the same stats by name when it sweeps on this GPU
       // (the stream's) and the name was defined (by_name grows only, and a
       // defined name's slot never changes): it takes them from the op.
@@ -2150,23 +2125,6 @@ class ModelBuilder::Impl {
   ModelOptions options_;
   absl::flat_hash_map<uint64_t, size_t> slot_;  // process_uid -> processes_
   std::vector<std::unique_ptr<ProcessState>> processes_;
-  // Per-kernel caches of the builder, not of each process (a trace can
-  // hold thousands of processes): BlockFraction's divisions and
-  // NovelConfig's (process, name << 32 | config) pairs met lately.
-  struct BlockFractionEntry {
-    uint64_t blocks = 0;
-    double fraction = 0;
-    uint32_t sm_count = 0;  // 0: empty
-  };
-  static constexpr size_t kBlockFractionEntries = 64;
-  std::array<BlockFractionEntry, kBlockFractionEntries> block_fractions_{};
-  struct SeenConfig {
-    uint64_t key = 0;
-    uint32_t process = 0;
-    bool valid = false;
-  };
-  static constexpr size_t kSeenConfigEntries = 256;
-  std::array<SeenConfig, kSeenConfigEntries> seen_configs_{};
   struct OpenLost {
     const ProcessState* process;
     uint64_t start_ns;
