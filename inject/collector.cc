@@ -95,6 +95,10 @@ std::atomic<decltype(&::cuptiGetDeviceId)> g_get_device_id{nullptr};
 // Constant-initialized.
 StackCapturer g_stacks;
 
+// The session, for the subscriber callback's detach between windows
+// (CuptiSession::DetachAtApiExit). Set before CUPTI can call us.
+std::atomic<CuptiSession*> g_session{nullptr};
+
 // Application threads: a CUDA call's entry and exit (runtime and driver
 // API domains, for call-site stacks and API call rows), a context's
 // creation (resource domain).
@@ -116,6 +120,9 @@ void CUPTIAPI SubscriberCallback(void*, CUpti_CallbackDomain domain, CUpti_Callb
                          : static_cast<uint32_t>(*static_cast<const CUresult*>(v));
       }
       g_stacks.OnExit(d->correlationId, result);
+      // A window closed: the first call to return detaches CUPTI.
+      CuptiSession* s = g_session.load(std::memory_order_relaxed);
+      if (s != nullptr && s->detach_pending()) s->DetachAtApiExit();
     }
     return;
   }
@@ -208,6 +215,8 @@ class Collector : public control::ControlHandler,
     const bool ok = session->SetTracing(on, error);
     // The stacks' API callbacks follow (none in standby).
     if (stacks != nullptr) stacks->FollowTracing();
+    // Standby until the next window: CUPTI detached (GPSCOPE_DETACH).
+    if (!on) session->RequestDetach();
     return ok;
   }
   void FlushForced() override {
@@ -269,6 +278,7 @@ bool Collector::EnableCupti(std::string* error) {
   options.kinds_off = diag::kEnvSwitches ? diag_.off_kinds : 0;
   if (!config.sync_records) options.kinds_off |= diag::kOffSync;
   options.system_thread_ids = !diag::kProcessThreadIds;
+  options.detach_between_windows = config.detach;
   const CuptiSession::Callbacks callbacks{BufferRequested, BufferCompleted, SubscriberCallback};
   if (!session->Open(options, callbacks, error)) return false;
   switch (gate->Start(error)) {
@@ -346,6 +356,7 @@ bool Collector::Start() {
   opts.log_error = common::RawLogError;
   writer = std::make_unique<ChunkWriter>(-1, process_uid, identity.pid, opts);  // holds frames
   session = std::make_unique<CuptiSession>(&api, &finisher, writer.get());
+  g_session.store(session.get(), std::memory_order_release);
   gate = std::make_unique<CaptureGate>(config.cupti_mode == CuptiMode::kHold ? &capture : nullptr,
                                        writer.get(), this);
   converter = std::make_unique<RecordConverter>(writer.get(), gate.get(), session.get(),
@@ -683,12 +694,8 @@ void Collector::StopWithoutFinisher(int sig, bool from_signal) {
 // clock when CUPTI is loaded, else CLOCK_REALTIME, which CUPTI follows).
 uint64_t MetricClockNs() {
   Collector* c = g_collector.load(std::memory_order_acquire);
-  uint64_t ns = 0;
-  if (c != nullptr && c->api.cuptiGetTimestamp != nullptr &&
-      c->api.cuptiGetTimestamp(&ns) == CUPTI_SUCCESS && ns != 0) {
-    return ns;
-  }
-  return ClockNs(CLOCK_REALTIME);
+  // The session's clock: none of CUPTI's while it is detached.
+  return c != nullptr ? c->session->NowNs() : ClockNs(CLOCK_REALTIME);
 }
 
 void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_num_records) {

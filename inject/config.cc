@@ -106,6 +106,7 @@ Config ParseConfig(GetEnvFn get_env, std::vector<std::string>* problems) {
   c.api_source = static_cast<ApiSource>(p.Choice("GPSCOPE_API_SOURCE", kApiSources, 0));
   p.Bool("GPSCOPE_NVTX", &c.nvtx);
   p.Bool("GPSCOPE_SYNC", &c.sync_records);
+  p.Bool("GPSCOPE_DETACH", &c.detach);
   p.WholeNumber("GPSCOPE_EXIT_TIMEOUT_MS", 100, 60000, &c.exit_timeout_ms);
   c.cupti_mode = static_cast<CuptiMode>(p.Choice("GPSCOPE_CUPTI_MODE", kCuptiModes, 0));
   uint32_t level = static_cast<uint32_t>(c.zstd_level);
@@ -159,6 +160,7 @@ std::vector<std::pair<std::string, std::string>> Config::AsKeyValues() const {
       {"GPSCOPE_API_SOURCE", kApiSources[static_cast<int>(api_source)]},
       {"GPSCOPE_NVTX", nvtx ? "1" : "0"},
       {"GPSCOPE_SYNC", sync_records ? "1" : "0"},
+      {"GPSCOPE_DETACH", detach ? "1" : "0"},
       {"GPSCOPE_EXIT_TIMEOUT_MS", std::to_string(exit_timeout_ms)},
       {"GPSCOPE_CUPTI_MODE", kCuptiModes[static_cast<int>(cupti_mode)]},
       {"GPSCOPE_ZSTD_LEVEL", std::to_string(zstd_level)},

@@ -30,6 +30,11 @@
 //                             (each sync's stream or event, cudaStreamWaitEvent); 0 leaves
 //                             the kind off: the API rows still hold every sync call, and the
 //                             kind costs ~1.4 us per PyTorch eager op (bench/RESULTS.md, session 14)
+//   GPSCOPE_DETACH            1|0                  default 1: between capture windows (duty
+//                             cycle, attach, a delayed window's end) CUPTI is detached
+//                             (cuptiFinalize) and attached again at the next window: kinds
+//                             switched off keep most of their cost (bench/RESULTS.md,
+//                             session 15); 0 keeps CUPTI attached
 //   GPSCOPE_EXIT_TIMEOUT_MS   100..60000           default 4000
 //   GPSCOPE_CUPTI_MODE        hold|yield           default hold (see inject/collector.h)
 //   GPSCOPE_ZSTD_LEVEL        1..19                default 1
@@ -83,6 +88,7 @@ struct Config {
   ApiSource api_source = ApiSource::kActivity;
   bool nvtx = true;
   bool sync_records = true;  // GPSCOPE_SYNC
+  bool detach = true;        // GPSCOPE_DETACH
   uint32_t exit_timeout_ms = 4000;
   CuptiMode cupti_mode = CuptiMode::kHold;
   int zstd_level = 1;

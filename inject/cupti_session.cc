@@ -26,18 +26,7 @@ constexpr size_t kOptionalCount = sizeof(kOptional) / sizeof(kOptional[0]);
 
 }  // namespace
 
-bool CuptiSession::Open(const Options& options, const Callbacks& callbacks, std::string* error) {
-  options_ = options;
-  auto check = [&](CUptiResult r, const char* what) {
-    if (r == CUPTI_SUCCESS) return true;
-    *error = std::string(what) + " failed: " + api_.ErrorString(r);
-    return false;
-  };
-  // Hold the (single) subscriber so another client cannot take the activity
-  // callbacks from us (see collector.h). MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
-  // means someone else holds it: we still trace, and say so; any other
-  // error is CUPTI failing, and said as such.
-  char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
+CUptiResult CuptiSession::SubscribeCall(char* holder, size_t holder_size) {
   CUptiResult sub = CUPTI_ERROR_UNKNOWN;
   if (api_.cuptiSubscribe_v2 != nullptr) {
     // Named, so a tool that fails to subscribe after us is told "gpscope".
@@ -45,12 +34,53 @@ bool CuptiSession::Open(const Options& options, const Callbacks& callbacks, std:
     params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
     params.subscriberName = "gpscope";
     params.oldSubscriberName = holder;
-    params.oldSubscriberSize = sizeof(holder) - 1;
-    sub = api_.cuptiSubscribe_v2(&subscriber_, callbacks.subscriber, nullptr, &params);
+    params.oldSubscriberSize = holder_size - 1;
+    sub = api_.cuptiSubscribe_v2(&subscriber_, callbacks_.subscriber, nullptr, &params);
   }
   if (sub != CUPTI_SUCCESS && sub != CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-    sub = api_.cuptiSubscribe(&subscriber_, callbacks.subscriber, nullptr);
+    sub = api_.cuptiSubscribe(&subscriber_, callbacks_.subscriber, nullptr);
   }
+  return sub;
+}
+
+bool CuptiSession::SubscriptionSettings(std::string* error) {
+  if (subscriber_ != nullptr) {
+    // Context creation, for the deferred file and the sampler's GPUs.
+    context_callback_ = api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE,
+                                                 CUPTI_CBID_RESOURCE_CONTEXT_CREATED) ==
+                        CUPTI_SUCCESS;
+  }
+  if (options_.system_thread_ids) {
+    api_.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+  }
+  // The writer re-zeroes each buffer before reuse, off the application's
+  // threads, so CUPTI need not zero it on the launching thread.
+  uint8_t zeroed = 1;
+  size_t attr_bytes = sizeof(zeroed);
+  api_.cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &attr_bytes,
+                                 &zeroed);
+  const CUptiResult r =
+      api_.cuptiActivityRegisterCallbacks(callbacks_.buffer_requested, callbacks_.buffer_completed);
+  if (r != CUPTI_SUCCESS) {
+    *error = std::string("cuptiActivityRegisterCallbacks failed: ") + api_.ErrorString(r);
+    return false;
+  }
+  // Device and context records are one-time and cheap: always on.
+  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT}) {
+    api_.cuptiActivityEnable(k);
+  }
+  return true;
+}
+
+bool CuptiSession::Open(const Options& options, const Callbacks& callbacks, std::string* error) {
+  options_ = options;
+  callbacks_ = callbacks;
+  // Hold the (single) subscriber so another client cannot take the activity
+  // callbacks from us (see collector.h). MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+  // means someone else holds it: we still trace, and say so; any other
+  // error is CUPTI failing, and said as such.
+  char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
+  const CUptiResult sub = SubscribeCall(holder, sizeof(holder));
   if (sub != CUPTI_SUCCESS && sub != CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     // Not another client: CUPTI's callback API failed (measured without a
     // driver: CUPTI_ERROR_UNKNOWN; CUPTI newer than the driver:
@@ -69,11 +99,6 @@ bool CuptiSession::Open(const Options& options, const Callbacks& callbacks, std:
     writer_->AddCapability(
         {format::MakeStringRef("cupti_subscriber"), false, {why.data(), why.size()}});
     subscriber_ = nullptr;
-  } else {
-    // Context creation, for the deferred file and the sampler's GPUs.
-    context_callback_ = api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE,
-                                                 CUPTI_CBID_RESOURCE_CONTEXT_CREATED) ==
-                        CUPTI_SUCCESS;
   }
   if (options_.api_records && options_.api_from_callbacks) {
     api_from_callbacks_ = subscriber_ != nullptr;
@@ -81,24 +106,8 @@ bool CuptiSession::Open(const Options& options, const Callbacks& callbacks, std:
       ApiCallbacksUnavailable("no CUPTI subscriber of our own, so no API callbacks");
     }
   }
-  if (options_.system_thread_ids) {
-    api_.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
-  }
-  // The writer re-zeroes each buffer before reuse, off the application's
-  // threads, so CUPTI need not zero it on the launching thread.
-  uint8_t zeroed = 1;
-  size_t attr_bytes = sizeof(zeroed);
-  api_.cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &attr_bytes,
-                                 &zeroed);
-  if (!check(api_.cuptiActivityRegisterCallbacks(callbacks.buffer_requested,
-                                                 callbacks.buffer_completed),
-             "cuptiActivityRegisterCallbacks")) {
-    return false;
-  }
-  // Device and context records are one-time and cheap: always on.
-  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT}) {
-    api_.cuptiActivityEnable(k);
-  }
+  detach_ = options_.detach_between_windows && !options_.markers_throughout;
+  if (!SubscriptionSettings(error)) return false;
   if (options_.nvtx) {
     CUptiResult r = api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER);
     // NVTX reads NVTX_INJECTION64_PATH at each library's first NVTX call;
@@ -141,6 +150,8 @@ void CuptiSession::Release() {
 }
 
 size_t CuptiSession::FlushAll(uint32_t flag) {
+  Use use(*this);
+  if (!use) return 0;  // detached: CUPTI holds nothing of ours
   BlockingSection section(finisher_);
   api_.cuptiActivityFlushAll(flag);
   size_t dropped = 0;
@@ -155,7 +166,17 @@ bool CuptiSession::SetTracing(bool on, std::string* error) {
     // Hundreds of CUPTI calls: one blocking section (no ChunkWriter use
     // inside: SetApiRecords leaves its notice in api_refusal_).
     BlockingSection section(finisher_);
-    ok = SetTracingCalls(on, error);
+    std::string why;
+    ok = !on || Reattach(&why);
+    if (!ok) {
+      // One line, as SetTracingCalls: the caller's when it wants it.
+      if (error != nullptr) {
+        *error = why;
+      } else {
+        GPSCOPE_LOG_WARNING("%s; this window is not traced", why.c_str());
+      }
+    }
+    ok = ok && SetTracingCalls(on, error);
   }
   if (!api_refusal_.empty() && !api_refusal_written_ && writer_ != nullptr) {
     api_refusal_written_ = true;
@@ -163,6 +184,77 @@ bool CuptiSession::SetTracing(bool on, std::string* error) {
                             {api_refusal_.data(), api_refusal_.size()}});
   }
   return ok;
+}
+
+void CuptiSession::RequestDetach() {
+  if (!detach_ || subscriber_ == nullptr || api_from_callbacks_ ||
+      tracing_.load(std::memory_order_relaxed)) {
+    return;
+  }
+  uint32_t expected = kAttached;
+  if (!attach_.compare_exchange_strong(expected, kDetachRequested)) return;
+  // Every call's exit now reaches the subscriber callback (the stacks'
+  // callbacks are off between windows: FollowTracing).
+  BlockingSection section(finisher_);
+  api_.cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
+  api_.cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API);
+}
+
+void CuptiSession::DetachAtApiExit() {
+  uint32_t expected = kDetachRequested;
+  if (!attach_.compare_exchange_strong(expected, kDetaching, std::memory_order_seq_cst)) return;
+  // Another thread in a CUPTI call of ours (the writer converting a
+  // buffer or flushing, which may wait for this very call): a later exit
+  // tries again. No wait on the application's thread.
+  if (users_.load(std::memory_order_seq_cst) != 0) {
+    attach_.store(kDetachRequested, std::memory_order_release);
+    return;
+  }
+  // Records made since the window's close: outside it, counted and dropped.
+  api_.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  api_.cuptiFinalize();
+  subscriber_ = nullptr;  // published by the store below; read by the writer after it
+  detaches_.fetch_add(1, std::memory_order_relaxed);
+  attach_.store(kDetached, std::memory_order_release);
+}
+
+bool CuptiSession::Reattach(std::string* error) {
+  for (int waited_ms = 0;; ++waited_ms) {
+    uint32_t state = attach_.load(std::memory_order_acquire);
+    if (state == kAttached) return true;
+    if (state == kDetached) break;
+    if (state == kDetachRequested) {
+      if (!attach_.compare_exchange_strong(state, kAttached)) continue;
+      // No call returned since the close: cancel. The stacks' callbacks
+      // come back with the window (FollowTracing).
+      api_.cuptiEnableDomain(0, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
+      api_.cuptiEnableDomain(0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API);
+      return true;
+    }
+    // Detaching: its forced flush hands back a few buffers.
+    if (waited_ms == kDetachWaitMs) {
+      *error = "CUPTI still detaching after the last window";
+      return false;
+    }
+    timespec ts{0, 1000000};
+    nanosleep(&ts, nullptr);
+  }
+  char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
+  const CUptiResult sub = SubscribeCall(holder, sizeof(holder));
+  if (sub != CUPTI_SUCCESS) {
+    // Another client took CUPTI between windows: no window until it lets go.
+    subscriber_ = nullptr;
+    *error = std::string("attaching CUPTI again failed: ") + api_.ErrorString(sub) +
+             (holder[0] != '\0' ? std::string(" (held by ") + holder + ")" : std::string());
+    return false;
+  }
+  if (!SubscriptionSettings(error)) {
+    api_.cuptiUnsubscribe(subscriber_);
+    subscriber_ = nullptr;
+    return false;
+  }
+  attach_.store(kAttached, std::memory_order_release);
+  return true;
 }
 
 bool CuptiSession::SetTracingCalls(bool on, std::string* error) {
@@ -296,8 +388,9 @@ const char* CuptiSession::ApiName(uint32_t domain, uint32_t cbid) {
   const char* name = nullptr;
   const CUpti_CallbackDomain d =
       domain == wire::API_RUNTIME ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
-  CUptiResult r;
-  {
+  CUptiResult r = CUPTI_ERROR_NOT_INITIALIZED;
+  Use use(*this);
+  if (use) {
     BlockingSection section(finisher_);
     r = api_.cuptiGetCallbackName(d, cbid, &name);
   }
@@ -306,22 +399,35 @@ const char* CuptiSession::ApiName(uint32_t domain, uint32_t cbid) {
 
 uint64_t CuptiSession::NowNs() const {
   uint64_t ns = 0;
-  if (api_.cuptiGetTimestamp != nullptr) {
+  Use use(*this);
+  if (use && api_.cuptiGetTimestamp != nullptr) {
     BlockingSection section(finisher_);  // a no-op off the writer thread
     if (api_.cuptiGetTimestamp(&ns) == CUPTI_SUCCESS && ns != 0) return ns;
   }
-  return common::ClockNs(CLOCK_REALTIME);
+  return DetachedNowNs();
+}
+
+uint64_t CuptiSession::DetachedNowNs() const {
+  return common::ClockNs(CLOCK_REALTIME) + cupti_minus_realtime_ns_.load(std::memory_order_relaxed);
 }
 
 format::ClockRecord CuptiSession::Snapshot() const {
   format::ClockRecord c{};
   uint64_t cupti_ns = 0;
-  if (api_.cuptiGetTimestamp != nullptr) {
+  Use use(*this);
+  if (use && api_.cuptiGetTimestamp != nullptr) {
     BlockingSection section(finisher_);
     api_.cuptiGetTimestamp(&cupti_ns);
   }
   c.realtime_ns = common::ClockNs(CLOCK_REALTIME);
   c.monotonic_ns = common::ClockNs(CLOCK_MONOTONIC);
+  if (cupti_ns != 0) {
+    cupti_minus_realtime_ns_.store(static_cast<int64_t>(cupti_ns - c.realtime_ns),
+                                   std::memory_order_relaxed);
+  } else if (!use && api_.cuptiGetTimestamp != nullptr) {
+    // Detached: CUPTI's clock continued from the last snapshot's offset.
+    cupti_ns = c.realtime_ns + cupti_minus_realtime_ns_.load(std::memory_order_relaxed);
+  }
   c.cupti_ns = cupti_ns;
   return c;
 }

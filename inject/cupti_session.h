@@ -16,6 +16,25 @@
 // Coexistence: Open() holds the (single) subscriber, so another client
 // cannot take the activity callbacks from us (inject/collector.h).
 //
+// Detaching between windows (GPSCOPE_DETACH, default on): kinds switched
+// off keep most of their cost (H100, session 15: empty kernels after a 2 s
+// window of the kernel kind alone launched 17-32% slower than before it,
+// -6% to -1% once CUPTI was detached; runs without CUPTI -3% to +8%;
+// bench/RESULTS.md). So at a window's close, once
+// the kinds are off, RequestDetach() enables the API callbacks of both
+// domains; the next CUDA call's exit (any application thread:
+// DetachAtApiExit) flushes and calls cuptiFinalize, as NVIDIA's
+// cupti_finalize sample does; the next SetTracing(true) subscribes again
+// (or cancels a detach still pending). Any other CUPTI call would attach
+// CUPTI again lazily, so while detached the session makes none: every
+// call outside CUPTI's own callbacks goes through a Use, which fails then
+// (NowNs falls back to CLOCK_REALTIME, CUPTI's timebase on Linux; FlushAll
+// and NextRecord do nothing), and the detaching thread leaves it to a
+// later call while a Use is in flight (it never waits).
+// Only with our own subscriber, API records from the activity kinds (the
+// callback source's rows need the callbacks between windows) and windows
+// not driven by NVTX (markers are needed throughout).
+//
 // Thread model: Open() and Release() on the start-up thread (inside
 // InitializeInjection); SetTracing on the start-up thread before the writer
 // runs, then on the writer thread only; FlushAll and ApiName on the writer
@@ -57,6 +76,8 @@ class CuptiSession : public RecordConverter::ApiNames {
     // gettid() thread ids (off: CUPTI's default).
     uint32_t kinds_off = 0;
     bool system_thread_ids = true;
+    // GPSCOPE_DETACH: detach from CUPTI between capture windows (above).
+    bool detach_between_windows = false;
   };
   // CUPTI's entry points into the collector (its trampolines).
   struct Callbacks {
@@ -95,7 +116,42 @@ class CuptiSession : public RecordConverter::ApiNames {
   // serializes them), the optional kinds, markers that follow the window,
   // API records. False when kernels could not be switched on; *error says
   // why when given, else it is logged.
+  // Switching on first attaches CUPTI again after a detach (false, with
+  // *error, when CUPTI cannot be had: another client took it meanwhile).
   bool SetTracing(bool on, std::string* error = nullptr);
+
+  // Writer thread, after SetTracing(false) at a window's close: detach at
+  // the next CUDA call's exit (when detaching is on; otherwise nothing).
+  void RequestDetach();
+  // The subscriber callback, at every API exit while detach_pending().
+  bool detach_pending() const {
+    return attach_.load(std::memory_order_relaxed) == kDetachRequested;
+  }
+  // Application thread, in the subscriber callback at an API exit: the
+  // forced flush and cuptiFinalize, unless another thread is in a CUPTI
+  // call of ours (then a later exit does it).
+  void DetachAtApiExit();
+  // Detached now (or detaching): no CUPTI call of ours until the next window.
+  bool detached() const { return attach_.load(std::memory_order_acquire) >= kDetaching; }
+  // Times detached so far (the trace's notice and tests).
+  uint64_t detaches() const { return detaches_.load(std::memory_order_relaxed); }
+
+  // A CUPTI call made outside CUPTI's callbacks: only while attached.
+  //   CuptiSession::Use use(session); if (use) api.cuptiX(...);
+  class Use {
+   public:
+    explicit Use(const CuptiSession& s) : s_(s), ok_(s.Enter()) {}
+    ~Use() {
+      if (ok_) s_.users_.fetch_sub(1, std::memory_order_release);
+    }
+    Use(const Use&) = delete;
+    Use& operator=(const Use&) = delete;
+    explicit operator bool() const { return ok_; }
+
+   private:
+    const CuptiSession& s_;
+    const bool ok_;
+  };
   bool tracing() const { return tracing_.load(std::memory_order_relaxed); }
   // The word SetTracing keeps (call-site stacks capture only while it is set).
   const std::atomic<bool>* tracing_flag() const { return &tracing_; }
@@ -138,7 +194,9 @@ class CuptiSession : public RecordConverter::ApiNames {
   // are only seen by asking here. May wait for the application's CUDA calls
   // (and never return if one never does): inside a blocking section.
   size_t FlushAll(uint32_t flag);
-  // The next record of a completed buffer (cuptiActivityGetNextRecord).
+  // The next record of a completed buffer (cuptiActivityGetNextRecord),
+  // inside a Use (detached: none; the records then are from after a
+  // window's close, outside it).
   bool NextRecord(uint8_t* buffer, size_t valid_bytes, CUpti_Activity** record) const {
     return api_.cuptiActivityGetNextRecord(buffer, valid_bytes, record) == CUPTI_SUCCESS;
   }
@@ -157,6 +215,28 @@ class CuptiSession : public RecordConverter::ApiNames {
   void Release();
 
  private:
+  // Attachment states (attach_): only a detacher that moved kDetachRequested
+  // to kDetaching finalizes; only the writer leaves kDetached.
+  static constexpr uint32_t kAttached = 0, kDetachRequested = 1, kDetaching = 2, kDetached = 3;
+  // The writer's wait for a detach under way at the next window (ms).
+  static constexpr int kDetachWaitMs = 2000;
+  bool Enter() const {
+    users_.fetch_add(1, std::memory_order_seq_cst);
+    if (attach_.load(std::memory_order_seq_cst) < kDetaching) return true;
+    users_.fetch_sub(1, std::memory_order_release);
+    return false;
+  }
+  // cuptiSubscribe_v2 (named "gpscope"; *holder: who holds CUPTI when it
+  // is taken), else cuptiSubscribe. Open() and Reattach().
+  CUptiResult SubscribeCall(char* holder, size_t holder_size);
+  // What belongs to a subscription: the context callback, thread ids,
+  // zeroed buffers, the buffer callbacks, DEVICE and CONTEXT records.
+  bool SubscriptionSettings(std::string* error);
+  // NowNs() while detached.
+  uint64_t DetachedNowNs() const;
+  // Writer thread, before a window's kinds: cancels a pending detach or
+  // subscribes again after one.
+  bool Reattach(std::string* error);
   bool SetTracingCalls(bool on, std::string* error);
   void SetApiRecords(bool on);
   // cuptiEnableCallback(enable) for the ids of `domain` that select(is a
@@ -169,6 +249,7 @@ class CuptiSession : public RecordConverter::ApiNames {
   ExitFinisher* finisher_;
   format::ChunkWriter* writer_;
   Options options_;
+  Callbacks callbacks_;
   CUpti_SubscriberHandle subscriber_ = nullptr;  // ours, when we hold it
   bool set_nvtx_env_ = false;                    // we set NVTX_INJECTION64_PATH
   bool context_callback_ = false;
@@ -184,6 +265,13 @@ class CuptiSession : public RecordConverter::ApiNames {
   std::string api_refusal_;  // SetApiRecords: the API kinds refused (written once)
   bool api_refusal_written_ = false;
   bool api_from_callbacks_ = false;  // set in Open(), cleared by ApiCallbacksUnavailable()
+  bool detach_ = false;              // detaching between windows (decided in Open())
+  std::atomic<uint32_t> attach_{kAttached};
+  mutable std::atomic<uint32_t> users_{0};  // Uses in flight
+  std::atomic<uint64_t> detaches_{0};
+  // CUPTI's clock minus CLOCK_REALTIME at the last Snapshot(): CUPTI's
+  // clock while detached (0 on Linux, where it is CLOCK_REALTIME).
+  mutable std::atomic<int64_t> cupti_minus_realtime_ns_{0};
 };
 
 }  // namespace gpscope::inject

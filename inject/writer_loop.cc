@@ -91,12 +91,14 @@ void WriterLoop::LogSummary() {
   const RecordConverter& conv = *p_.converter;
   const BufferPool& pool = *p_.pool;
   GPSCOPE_LOG_INFO("%llu activity buffers, %llu kernel records from CUPTI (starts %llu..%llu), "
-                   "%llu records outside capture windows (not written)",
+                   "%llu records outside capture windows (not written), CUPTI detached %llu "
+                   "times between windows",
                    static_cast<unsigned long long>(buffers_drained_),
                    static_cast<unsigned long long>(conv.kernel_records()),
                    static_cast<unsigned long long>(conv.first_kernel_ns()),
                    static_cast<unsigned long long>(conv.last_kernel_ns()),
-                   static_cast<unsigned long long>(conv.outside_window()));
+                   static_cast<unsigned long long>(conv.outside_window()),
+                   static_cast<unsigned long long>(p_.session->detaches()));
   GPSCOPE_LOG_INFO("buffer pool: %llu x %zu KiB and %llu x %zu KiB cut of %zu MiB, at most %lld "
                    "held by CUPTI at once, %llu requests refused, %llu flushes forced by pressure",
                    static_cast<unsigned long long>(pool.large_buffers()),
@@ -123,7 +125,9 @@ void WriterLoop::FlushCupti(uint32_t flag) {
 
 void WriterLoop::ConvertBuffer(uint8_t* buffer, size_t valid_bytes) {
   CUpti_Activity* record = nullptr;
-  while (p_.session->NextRecord(buffer, valid_bytes, &record)) p_.converter->Convert(record);
+  if (CuptiSession::Use use(*p_.session); use) {
+    while (p_.session->NextRecord(buffer, valid_bytes, &record)) p_.converter->Convert(record);
+  }
   // Buffers are handed out again with ZEROED_OUT_ACTIVITY_BUFFER set.
   if constexpr (!diag::kNoBufferMemset) memset(buffer, 0, valid_bytes);
 }

@@ -10,6 +10,7 @@
 // The last three cases are regression tests for collector bugs this fake
 // found (drops after the last buffer, giving up on CUPTI without releasing
 // it, two lines for one problem).
+#include <dlfcn.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -787,6 +788,108 @@ TEST_F(CollectorCuptiTest, StandbyProcessTracesOnlyTheAttachedWindow) {
     ASSERT_LT(k.start_ns, window_end);
   }
   ExpectOneLaunchRecordPerKernel(t);
+}
+
+// ---- detaching from CUPTI between windows (GPSCOPE_DETACH, issue 24) ----
+
+// The application: a launch (cudaLaunchKernel through the fake's API
+// callbacks, with its kernel) every millisecond for 1.9 s.
+void LaunchEveryMs(void* fake) {
+  using CallFn = uint32_t (*)(uint32_t, uint32_t, uint32_t, uint32_t);
+  using KernelFn = int (*)(uint32_t);
+  auto call = reinterpret_cast<CallFn>(dlsym(fake, "fake_cupti_api_call"));
+  auto kernel = reinterpret_cast<KernelFn>(dlsym(fake, "fake_cupti_kernel_for"));
+  if (call == nullptr || kernel == nullptr) _exit(40);
+  const uint64_t end = MonotonicMs() + 1900;
+  while (MonotonicMs() < end) {
+    kernel(call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 5, 0));
+    SleepMs(1);
+  }
+}
+
+// The windows of a trace: the ends and starts of its TRACING_DISABLED intervals.
+std::vector<std::pair<uint64_t, uint64_t>> Windows(const Trace& t) {
+  std::vector<proto::LostInterval> off;
+  for (const auto& l : t.lost) {
+    if (l.reason() == proto::LOST_TRACING_DISABLED) off.push_back(l);
+  }
+  std::vector<std::pair<uint64_t, uint64_t>> windows;
+  for (size_t i = 0; i + 1 < off.size(); ++i) windows.emplace_back(off[i].end_ns(), off[i + 1].start_ns());
+  return windows;
+}
+
+// A duty cycle of 0.2 s every 0.5 s: after each window's close the next
+// call's exit detaches CUPTI (cuptiFinalize), the next window subscribes
+// again and has every kernel with its launch record; while detached the
+// collector calls nothing else of CUPTI's (real CUPTI would attach again).
+TEST_F(CollectorCuptiTest, DutyCycleDetachesCuptiBetweenWindowsAndAttachesAgain) {
+  g_child_workload = LaunchEveryMs;
+  ASSERT_NO_FATAL_FAILURE(RunToExit({{"GPSCOPE_DUTY", "200ms/500ms"}}, Then::kWorkload));
+  FakeStats s;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&s));
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  const auto windows = Windows(t);
+  ASSERT_GE(windows.size(), 3u) << Stderr();  // at 0.5, 1.0 and 1.5 s
+  // Detached after every window (the last one's close may come after the
+  // last call), subscribed again for every window but the first.
+  EXPECT_GE(s.N("finalizes"), windows.size() - 1);
+  EXPECT_LE(s.N("finalizes"), windows.size());
+  EXPECT_EQ(s.Calls("subscribe_v2").size(), windows.size());
+  EXPECT_EQ(s.N("calls_while_detached"), 0u);
+  for (const auto& [start, end] : windows) {
+    size_t in = 0;
+    for (const auto& k : t.kernels) in += k.start_ns >= start && k.start_ns < end;
+    EXPECT_GT(in, 100u) << "a window of 0.2 s has its kernels";
+  }
+  for (const auto& k : t.kernels) {
+    bool inside = false;
+    for (const auto& [start, end] : windows) inside |= k.start_ns >= start && k.start_ns < end;
+    ASSERT_TRUE(inside) << k.start_ns;
+  }
+  ExpectOneLaunchRecordPerKernel(t);
+  ASSERT_TRUE(t.end.has_value());
+  EXPECT_EQ(t.end->events_dropped(), 0u);
+}
+
+// GPSCOPE_DETACH=0: CUPTI stays attached, the windows are the same.
+TEST_F(CollectorCuptiTest, DetachZeroKeepsCuptiAttachedBetweenWindows) {
+  g_child_workload = LaunchEveryMs;
+  ASSERT_NO_FATAL_FAILURE(
+      RunToExit({{"GPSCOPE_DUTY", "200ms/500ms"}, {"GPSCOPE_DETACH", "0"}}, Then::kWorkload));
+  FakeStats s;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&s));
+  EXPECT_EQ(s.N("finalizes"), 0u);
+  EXPECT_TRUE(s.Calls("enable_domain").empty());
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  ASSERT_GE(Windows(t).size(), 3u);
+  ExpectOneLaunchRecordPerKernel(t);
+}
+
+// No CUDA call between windows (kernels only from the fake's device
+// thread): the detach never happens, the next window cancels it (the
+// domains' callbacks off again) and traces as before.
+TEST_F(CollectorCuptiTest, PendingDetachIsCancelledByTheNextWindow) {
+  ASSERT_NO_FATAL_FAILURE(RunToExit({{"FAKE_CUPTI_KERNELS", "2800"},  // 1.4 s
+                                     {"FAKE_CUPTI_RATE", "2000"},
+                                     {"GPSCOPE_DUTY", "200ms/500ms"}}));
+  FakeStats s;
+  ASSERT_NO_FATAL_FAILURE(ReadStats(&s));
+  EXPECT_EQ(s.N("finalizes"), 0u);
+  size_t on = 0, off = 0;
+  for (const auto& c : s.Calls("enable_domain")) (c.value ? on : off) += 1;
+  EXPECT_GE(on, 2u);
+  EXPECT_GE(off, 2u) << "cancelled at the next window";
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(ReadTrace(&t));
+  const auto windows = Windows(t);
+  ASSERT_GE(windows.size(), 2u);
+  for (const auto& [start, end] : windows) {
+    size_t in = 0;
+    for (const auto& k : t.kernels) in += k.start_ns >= start && k.start_ns < end;
+    EXPECT_GT(in, 200u);
+  }
 }
 
 // ---- regression tests for bugs found with this fake (fixed) ----

@@ -27,6 +27,7 @@ TEST(ConfigTest, DefaultsWithEmptyEnvironment) {
   EXPECT_TRUE(problems.empty());
   EXPECT_TRUE(c.enabled);
   EXPECT_TRUE(c.sync_records);
+  EXPECT_TRUE(c.detach);
   EXPECT_EQ(c.output_dir, "./gpscope-out");
   EXPECT_EQ(c.file_mode, FileMode::kNode);
   EXPECT_EQ(c.flush_interval_ms, 2000u);
@@ -44,7 +45,7 @@ TEST(ConfigTest, ReadsEveryVariable) {
                     {"GPSCOPE_FLUSH_INTERVAL_MS", "500"}, {"GPSCOPE_BUFFER_KB", "1024"},
                     {"GPSCOPE_MAX_BUFFER_MB", "16"}, {"GPSCOPE_API", "off"},
                     {"GPSCOPE_NVTX", "false"}, {"GPSCOPE_SYNC", "0"},
-                    {"GPSCOPE_EXIT_TIMEOUT_MS", "100"},
+                    {"GPSCOPE_DETACH", "0"}, {"GPSCOPE_EXIT_TIMEOUT_MS", "100"},
                     {"GPSCOPE_CUPTI_MODE", "yield"}, {"GPSCOPE_ZSTD_LEVEL", "3"},
                     {"GPSCOPE_LOG_LEVEL", "debug"}, {"GPSCOPE_CUPTI_PATH", "/x/libcupti.so"},
                     {"GPSCOPE_METRICS", "0"}, {"GPSCOPE_METRICS_INTERVAL_MS", "250"},
@@ -61,6 +62,7 @@ TEST(ConfigTest, ReadsEveryVariable) {
   EXPECT_FALSE(c.api_records);
   EXPECT_FALSE(c.nvtx);
   EXPECT_FALSE(c.sync_records);
+  EXPECT_FALSE(c.detach);
   EXPECT_EQ(c.exit_timeout_ms, 100u);
   EXPECT_EQ(c.cupti_mode, CuptiMode::kYield);
   EXPECT_EQ(c.zstd_level, 3);

@@ -124,6 +124,13 @@
 // call (kernel 0's fields but the correlation id, starting 1 us from now,
 // 2 us long) into the calling thread's buffer, when kernels are on: 1 if written.
 //
+// Detaching (cuptiFinalize): every subscription, callback, kind and API id
+// is dropped, as CUPTI documents; a later cuptiSubscribe(_v2) attaches
+// again. Any other entry point called while detached would make real CUPTI
+// attach again lazily: counted (stat calls_while_detached), as are the
+// finalizes (stat finalizes). cuptiEnableDomain switches the callbacks of
+// every id of a runtime or driver domain.
+//
 // Control functions (dlsym them from the test's child):
 //   int fake_cupti_start(void)           start the device thread (0, or 1 if running)
 //   int fake_cupti_wait_done(int ms)     1 when the workload is written
@@ -264,6 +271,17 @@ uint64_t g_driver_next = 0;
 uint64_t g_driver_serving = 0;
 uint64_t g_app_calls = 0;
 uint64_t g_api_callbacks = 0;  // subscriber API callbacks dispatched (ApiCallback)
+bool g_finalized = false;      // cuptiFinalize called, no cuptiSubscribe since
+uint64_t g_finalizes = 0;
+uint64_t g_calls_while_detached = 0;
+
+// An entry point other than cuptiSubscribe(_v2), cuptiGetVersion and
+// cuptiGetResultString was called.
+void NoteCall() {
+  if (__atomic_load_n(&g_finalized, __ATOMIC_ACQUIRE)) {
+    __atomic_fetch_add(&g_calls_while_detached, 1, __ATOMIC_RELAXED);
+  }
+}
 
 void DriverLock() {
   const uint64_t ticket = __atomic_fetch_add(&g_driver_next, 1, __ATOMIC_ACQ_REL);
@@ -988,12 +1006,14 @@ CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult result, const char** str) 
 }
 
 CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t* timestamp) {
+  NoteCall();
   if (timestamp == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   *timestamp = ClockNs(CLOCK_REALTIME);
   return CUPTI_SUCCESS;
 }
 
 CUptiResult CUPTIAPI cuptiSetThreadIdType(CUpti_ActivityThreadIdType type) {
+  NoteCall();
   pthread_mutex_lock(&g_mu);
   g_thread_id_type = static_cast<uint32_t>(type);
   LogLocked("thread_id_type", static_cast<uint32_t>(type), 1);
@@ -1003,6 +1023,7 @@ CUptiResult CUPTIAPI cuptiSetThreadIdType(CUpti_ActivityThreadIdType type) {
 
 CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
                                                     CUpti_BuffersCallbackCompleteFunc complete) {
+  NoteCall();
   if (request == nullptr || complete == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   pthread_mutex_lock(&g_mu);
   g_request = request;
@@ -1017,6 +1038,7 @@ CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequest
 }
 
 CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind) {
+  NoteCall();
   if (static_cast<uint32_t>(kind) >= CUPTI_ACTIVITY_KIND_COUNT) return CUPTI_ERROR_INVALID_KIND;
   pthread_mutex_lock(&g_mu);
   const bool refused = kind < 64 && (g_cfg.unsupported_kinds >> kind & 1) != 0;
@@ -1030,6 +1052,7 @@ CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind) {
 }
 
 CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) {
+  NoteCall();
   if (static_cast<uint32_t>(kind) >= CUPTI_ACTIVITY_KIND_COUNT) return CUPTI_ERROR_INVALID_KIND;
   pthread_mutex_lock(&g_mu);
   g_kind[kind] = false;
@@ -1040,6 +1063,7 @@ CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) {
 }
 
 CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
+  NoteCall();
   if (cbid >= CUPTI_RUNTIME_TRACE_CBID_SIZE) return CUPTI_ERROR_INVALID_PARAMETER;
   pthread_mutex_lock(&g_mu);
   if (enable == 0 || !g_started) g_runtime_cbid[cbid] = enable != 0;  // late enables: no effect
@@ -1049,6 +1073,7 @@ CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_
 }
 
 CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) {
+  NoteCall();
   if (cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE) return CUPTI_ERROR_INVALID_PARAMETER;
   pthread_mutex_lock(&g_mu);
   if (enable == 0 || !g_started) g_driver_cbid[cbid] = enable != 0;  // late enables: no effect
@@ -1059,6 +1084,7 @@ CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t
 
 CUptiResult CUPTIAPI cuptiActivitySetAttribute(CUpti_ActivityAttribute attr, size_t* value_size,
                                                void* value) {
+  NoteCall();
   if (value_size == nullptr || value == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   uint32_t v = 0;
   memcpy(&v, value, *value_size < sizeof(v) ? *value_size : sizeof(v));
@@ -1072,6 +1098,7 @@ CUptiResult CUPTIAPI cuptiActivitySetAttribute(CUpti_ActivityAttribute attr, siz
 
 CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid_bytes,
                                                 CUpti_Activity** record) {
+  NoteCall();
   if (buffer == nullptr || record == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   __atomic_add_fetch(&g_n.get_next_calls, 1, __ATOMIC_RELAXED);
   uint8_t* p = buffer;
@@ -1147,6 +1174,7 @@ CUptiResult FlushAllLocked(uint32_t flag) {
 }  // namespace
 
 CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
+  NoteCall();
   DriverLock();  // waits while the application is inside a call
   const CUptiResult r = FlushAllLocked(flag);
   DriverUnlock();
@@ -1160,6 +1188,7 @@ CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_Ca
   pthread_mutex_lock(&g_mu);
   const bool busy = g_cfg.subscribe_busy || g_subscribers > 0;
   LogLocked("subscribe", 0, busy ? 0 : 1);
+  __atomic_store_n(&g_finalized, false, __ATOMIC_RELEASE);
   if (!busy) {
     ++g_subscribers;
     g_sub_callback = cb;
@@ -1180,6 +1209,7 @@ CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber,
   pthread_mutex_lock(&g_mu);
   const bool busy = g_cfg.subscribe_busy || g_subscribers > 0;
   LogLocked("subscribe_v2", 0, busy ? 0 : 1);
+  __atomic_store_n(&g_finalized, false, __ATOMIC_RELEASE);
   if (busy) {
     if (params != nullptr && params->oldSubscriberName != nullptr &&
         params->oldSubscriberSize > 0) {
@@ -1200,6 +1230,7 @@ CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber,
 #endif
 
 CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
+  NoteCall();
   if (subscriber != reinterpret_cast<CUpti_SubscriberHandle>(&g_subscriber_token)) {
     return CUPTI_ERROR_INVALID_PARAMETER;
   }
@@ -1214,6 +1245,7 @@ CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
 
 CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle,
                                          CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  NoteCall();
   pthread_mutex_lock(&g_mu);
   LogLocked("enable_callback", static_cast<uint32_t>(domain) << 16 | (cbid & 0xffff), enable);
   if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
@@ -1230,6 +1262,7 @@ CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle
 }
 
 CUptiResult CUPTIAPI cuptiGetDeviceId(CUcontext context, uint32_t* device_id) {
+  NoteCall();
   const uintptr_t c = reinterpret_cast<uintptr_t>(context);
   if (device_id == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   if (c < 0x1000 || c >= 0x1000 + 64) return CUPTI_ERROR_INVALID_DEVICE;
@@ -1239,12 +1272,19 @@ CUptiResult CUPTIAPI cuptiGetDeviceId(CUcontext context, uint32_t* device_id) {
 
 CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle,
                                        CUpti_CallbackDomain domain) {
+  NoteCall();
   Log("enable_domain", static_cast<uint32_t>(domain), enable);
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    for (bool& on : g_cb_runtime) __atomic_store_n(&on, enable != 0, __ATOMIC_RELEASE);
+  } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    for (bool& on : g_cb_driver) __atomic_store_n(&on, enable != 0, __ATOMIC_RELEASE);
+  }
   return CUPTI_SUCCESS;
 }
 
 CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid,
                                           const char** name) {
+  NoteCall();
   if (name == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   *name = nullptr;
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
@@ -1260,7 +1300,19 @@ CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t 
 }
 
 CUptiResult CUPTIAPI cuptiFinalize(void) {
-  Log("finalize", 0, 0);
+  pthread_mutex_lock(&g_mu);
+  LogLocked("finalize", 0, 0);
+  ++g_finalizes;
+  if (g_subscribers > 0) --g_subscribers;
+  g_sub_callback = nullptr;
+  g_context_callback_on = false;
+  for (bool& on : g_cb_runtime) __atomic_store_n(&on, false, __ATOMIC_RELEASE);
+  for (bool& on : g_cb_driver) __atomic_store_n(&on, false, __ATOMIC_RELEASE);
+  for (bool& on : g_kind) on = false;
+  for (bool& on : g_runtime_cbid) on = false;
+  for (bool& on : g_driver_cbid) on = false;
+  __atomic_store_n(&g_finalized, true, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&g_mu);
   return CUPTI_SUCCESS;
 }
 
@@ -1448,6 +1500,10 @@ FAKE_EXPORT uint64_t fake_cupti_stat(const char* name) {
     if (strcmp(n.name, name) == 0) v = *n.value;
   }
   if (strcmp(name, "subscribers") == 0) v = static_cast<uint64_t>(g_subscribers);
+  if (strcmp(name, "finalizes") == 0) v = g_finalizes;
+  if (strcmp(name, "calls_while_detached") == 0) {
+    v = __atomic_load_n(&g_calls_while_detached, __ATOMIC_RELAXED);
+  }
   if (strcmp(name, "app_calls") == 0) v = __atomic_load_n(&g_app_calls, __ATOMIC_RELAXED);
   if (strcmp(name, "api_callbacks") == 0) v = __atomic_load_n(&g_api_callbacks, __ATOMIC_RELAXED);
   if (strcmp(name, "done") == 0) v = g_done ? 1 : 0;
@@ -1470,7 +1526,7 @@ FAKE_EXPORT void fake_cupti_write_stats(const char* path) {
                          "forced_flushes", "nonzero_buffers", "misaligned_buffers",
                          "distinct_buffers", "buffer_lo", "buffer_hi", "log_overflow",
                          "get_next_calls", "held_buffers", "t0", "subscribers", "done",
-                         "pending_dropped", "api_callbacks"};
+                         "pending_dropped", "api_callbacks", "finalizes", "calls_while_detached"};
   for (const char* n : names) fprintf(f, "%s %llu\n", n, (unsigned long long)fake_cupti_stat(n));
   pthread_mutex_lock(&g_mu);
   fprintf(f, "version %u\nthread_id_type %u\nzeroed_attr %u\nsubscriber_name %s\n", g_cfg.version,
