@@ -961,8 +961,11 @@ TEST(SummaryBenchTest, DISABLED_ThroughputOnAMultiMillionEventTrace) {
 // PyTorch traces summarize the same (the analyses take their syncs from the
 // API rows of the same calls; only the event count is smaller), the DDP trace
 // does not: its 4,084 event synchronizations on CUPTI's thread 0 have no API
-// row (7.5 ms in all), so its sync waits are split differently. Pins what
-// GPSCOPE_SYNC=0 loses before it could become the default.
+// row (7.5 ms in all), so its sync waits are split differently. They are
+// event queries (polls): CUPTI records cudaEventQuery as EVENT_SYNCHRONIZE
+// (1,000 queries gave 1,001 records on an H100, bench/RESULTS.md session
+// 15) and gpscope does not list that call. Pins what GPSCOPE_SYNC=0 loses
+// before it could become the default.
 class DropSyncRecords : public reader::EventSink {
  public:
   explicit DropSyncRecords(reader::EventSink* next) : next_(next) {}
