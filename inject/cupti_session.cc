@@ -191,13 +191,16 @@ void CuptiSession::RequestDetach() {
       tracing_.load(std::memory_order_relaxed)) {
     return;
   }
-  uint32_t expected = kAttached;
-  if (!attach_.compare_exchange_strong(expected, kDetachRequested)) return;
+  if (attach_.load(std::memory_order_relaxed) != kAttached) return;
   // Every call's exit now reaches the subscriber callback (the stacks'
-  // callbacks are off between windows: FollowTracing).
-  BlockingSection section(finisher_);
-  api_.cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
-  api_.cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API);
+  // callbacks are off between windows: FollowTracing); the request comes
+  // after, so no detach can start while we are in these calls.
+  {
+    BlockingSection section(finisher_);
+    api_.cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
+    api_.cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API);
+  }
+  attach_.store(kDetachRequested, std::memory_order_seq_cst);
 }
 
 void CuptiSession::DetachAtApiExit() {
