@@ -8,8 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -1015,6 +1017,28 @@ TEST(SyncRecordsTest, SingleGpuTracesSummarizeTheSameWithoutThemDdpDoesNot) {
     } else {
       EXPECT_EQ(a, b);
     }
+  }
+}
+
+// The builder's sweep thread (model_builder.h) applies the arrival's
+// commands in the order one thread would: the same summary either way,
+// also where the builder goes on on one thread (the call-stack traces).
+TEST(SweepThreadTest, OneThreadAndASweepThreadGiveTheSameSummary) {
+  std::vector<std::string> traces;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(GPSCOPE_TEST_DATA_DIR)) {
+    if (e.path().extension() == ".gpscope") traces.push_back(e.path().string());
+  }
+  std::sort(traces.begin(), traces.end());
+  ASSERT_GT(traces.size(), 20u);
+  for (const std::string& path : traces) {
+    SCOPED_TRACE(path);
+    const analyses::ReportOptions options;
+    model::ModelOptions one, two;
+    one.threads = 1;
+    two.threads = 2;
+    const std::string a = RenderSummaryJson(*analyses::ComputeSummaryResult({path}, one, options));
+    const std::string b = RenderSummaryJson(*analyses::ComputeSummaryResult({path}, two, options));
+    EXPECT_EQ(a, b);
   }
 }
 
