@@ -1042,5 +1042,44 @@ TEST(SweepThreadTest, OneThreadAndASweepThreadGiveTheSameSummary) {
   }
 }
 
+// A kernel whose name was never defined (a lost string frame) makes the
+// sweep look its stats up by name: the builder finishes the queue there and
+// goes on on one thread, mid-batch, with the model unchanged.
+TEST(SweepThreadTest, AnUndefinedKernelNameMidRunGivesTheSameSummary) {
+  testing::TraceBuilder trace;
+  testing::TraceBuilder::Process& p = trace.AddProcess(0x5eed, 42);
+  p.WriteHeader();
+  uint64_t t = 2'000'000'000;
+  for (int batch = 0; batch < 40; ++batch) {
+    for (int i = 0; i < 500; ++i) {
+      t += i % 50 == 0 ? 8'000'000 : 20'000;  // an idle gap now and then
+      p.AddKernel(t, 5'000 + static_cast<uint64_t>(i % 7) * 1'000, i % 3 == 0 ? "relu" : "gemm",
+                  /*stream_id=*/7 + i % 2);
+      if (batch == 25 && i == 250) {
+        format::KernelEvent k{};
+        k.start_ns = t + 1'000;
+        k.end_ns = t + 2'000;
+        k.name_id = 9'999;  // never interned
+        k.context_id = 1;
+        k.stream_id = 7;
+        p.Add(k);
+      }
+    }
+    p.Flush();
+  }
+  p.WriteEnd();
+  const std::string path = TempPath("undefined_name");
+  ASSERT_TRUE(trace.WriteFile(path));
+  const analyses::ReportOptions options;
+  model::ModelOptions one, two;
+  one.threads = 1;
+  two.threads = 2;
+  const std::string a = RenderSummaryJson(*analyses::ComputeSummaryResult({path}, one, options));
+  const std::string b = RenderSummaryJson(*analyses::ComputeSummaryResult({path}, two, options));
+  EXPECT_NE(a.find("<kernel name 9999>"), std::string::npos);
+  EXPECT_EQ(a, b);
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace gpscope::analyze
