@@ -2362,8 +2362,8 @@ class ModelBuilder::Impl {
   //
   // The reading thread runs the arrival (AddBatch and what it calls: the
   // stats of each event, caches by id, GpuOps) and emits what changes the
-  // sweep's state as commands (Cmd), a Packet per batch; the sweep thread
-  // applies the packets in order (Apply: the reorder queues, Sweep,
+  // sweep's state as commands (Cmd), in packets of up to kPacketCmds of one
+  // batch; the sweep thread applies the packets in order (Apply: the reorder queues, Sweep,
   // AfterSweep, the indexes and timelines they read and write). Each side
   // owns its state (GpuState, ProcessState say which), so they share only
   // the packets, handed over under mu_. The sweep lags behind the arrival
