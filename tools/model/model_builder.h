@@ -21,7 +21,21 @@
 //   reader::ReadResult read = reader::ReadEvents(paths, {&builder, &timeline});
 //   TraceModel model = builder.Finish(std::move(read));
 //
-// Thread model: one thread; a builder is used for one pass.
+// Work per batch runs in two phases. The arrival (each event's stats, the
+// caches by id, GpuOps) runs in OnBatch on the reader's thread; the sweep
+// (the reorder queue and everything it feeds: gaps, unions, launch
+// matching, steps, the timelines) runs on a sweep thread of the builder's,
+// fed the arrival's changes to its state as commands through a bounded
+// queue (ModelOptions::threads; model_builder.cc, "threads").
+// The commands keep the order one thread would apply them in, so the
+// model is the same either way.
+//
+// Thread model: the reader calls the sink methods from one thread; the
+// builder's sweep thread touches only the sweep's state and the commands
+// handed to it, and is joined by Finish() (or the destructor). A call-stack
+// table, or a kernel the sweep would have to look up by name, makes the
+// builder finish the queue and go on on the reader's thread alone. A
+// builder is used for one pass.
 #ifndef GPSCOPE_TOOLS_MODEL_MODEL_BUILDER_H_
 #define GPSCOPE_TOOLS_MODEL_MODEL_BUILDER_H_
 

@@ -59,8 +59,7 @@ StackFrameText FrameText(uint32_t id, const FrameRecord* record,
 }
 
 void StackBuilder::AddTables(const proto::EventBatch& b) {
-  const bool any = b.stack_frames_size() > 0 || b.stacks_size() > 0 || b.has_stack_samples();
-  if (!any) return;
+  if (!HasTables(b)) return;
   model_.present = true;
   for (const proto::StackFrame& f : b.stack_frames()) {
     const uint32_t id = f.id();

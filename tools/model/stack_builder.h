@@ -109,6 +109,10 @@ class StackBuilder {
   bool active() const { return model_.present; }
 
   void AddTables(const proto::EventBatch& batch);
+  // Whether `batch` holds any of the tables AddTables reads.
+  static bool HasTables(const proto::EventBatch& batch) {
+    return batch.stack_frames_size() > 0 || batch.stacks_size() > 0 || batch.has_stack_samples();
+  }
   // `issues_work`: the call enqueues a GPU op (a launch, copy or memset),
   // which may end a gap: its stack is kept for that gap.
   void OnApiCall(const format::ApiCallEvent& a, Call call, bool issues_work);

@@ -602,6 +602,10 @@ struct ModelOptions {
   int32_t only_rank = -1;
   // Timed call-stack charges kept per process (stack_model.h); tests lower it.
   size_t max_stack_charges = kMaxStackCharges;
+  // Threads the builder runs on (model_builder.h): 1, the reader's only;
+  // 2, a sweep thread beside it; 0, 2 when the reader decodes on threads of
+  // its own (reader::DefaultDecodeThreads() > 1), else 1.
+  int threads = 0;
 };
 
 struct TraceModel {
