@@ -743,7 +743,8 @@ class ModelBuilder::Impl {
   }
 
   TraceModel Finish(reader::TraceIndex index) {
-    StopSweeper();
+    // One thread from here: anything emitted while finishing applies at once.
+    GoInline();
     TraceModel model;
     model.options = options_;
     for (const reader::ProcessInfo& info : index.processes) {
@@ -2556,7 +2557,8 @@ class ModelBuilder::Impl {
   void GoInline() {
     if (inline_) return;
     StopSweeper();
-    ApplyPacket(*packet_);  // `advance` is set only at the batch's end
+    // `advance` is set only at the batch's end; no process before a batch.
+    if (!packet_->cmds.empty()) ApplyPacket(*packet_);
     packet_->cmds.clear();
     inline_ = true;
   }
