@@ -1023,6 +1023,14 @@ TEST(SyncRecordsTest, SingleGpuTracesSummarizeTheSameWithoutThemDdpDoesNot) {
   }
 }
 
+// The JSON summary of `path` with the model built on `threads` threads.
+std::string SummaryOnThreads(const std::string& path, int threads) {
+  model::ModelOptions model_options;
+  model_options.threads = threads;
+  return RenderSummaryJson(
+      *analyses::ComputeSummaryResult({path}, model_options, analyses::ReportOptions{}));
+}
+
 // The builder's sweep thread (model_builder.h) applies the arrival's
 // commands in the order one thread would: the same summary either way,
 // also where the builder goes on on one thread (the call-stack traces).
@@ -1035,13 +1043,7 @@ TEST(SweepThreadTest, OneThreadAndASweepThreadGiveTheSameSummary) {
   ASSERT_GT(traces.size(), 20u);
   for (const std::string& path : traces) {
     SCOPED_TRACE(path);
-    const analyses::ReportOptions options;
-    model::ModelOptions one, two;
-    one.threads = 1;
-    two.threads = 2;
-    const std::string a = RenderSummaryJson(*analyses::ComputeSummaryResult({path}, one, options));
-    const std::string b = RenderSummaryJson(*analyses::ComputeSummaryResult({path}, two, options));
-    EXPECT_EQ(a, b);
+    EXPECT_EQ(SummaryOnThreads(path, 1), SummaryOnThreads(path, 2));
   }
 }
 
@@ -1073,14 +1075,9 @@ TEST(SweepThreadTest, AnUndefinedKernelNameMidRunGivesTheSameSummary) {
   p.WriteEnd();
   const std::string path = TempPath("undefined_name");
   ASSERT_TRUE(trace.WriteFile(path));
-  const analyses::ReportOptions options;
-  model::ModelOptions one, two;
-  one.threads = 1;
-  two.threads = 2;
-  const std::string a = RenderSummaryJson(*analyses::ComputeSummaryResult({path}, one, options));
-  const std::string b = RenderSummaryJson(*analyses::ComputeSummaryResult({path}, two, options));
+  const std::string a = SummaryOnThreads(path, 1);
   EXPECT_NE(a.find("<kernel name 9999>"), std::string::npos);
-  EXPECT_EQ(a, b);
+  EXPECT_EQ(a, SummaryOnThreads(path, 2));
   std::remove(path.c_str());
 }
 
