@@ -187,7 +187,8 @@ bool CuptiSession::SetTracing(bool on, std::string* error) {
 }
 
 void CuptiSession::RequestDetach() {
-  if (!detach_ || subscriber_ == nullptr || api_from_callbacks_ ||
+  // Kernels kept on all along (GPSCOPE_DIAG_GATE_KERNELS) need CUPTI attached.
+  if (!detach_ || subscriber_ == nullptr || api_from_callbacks_ || kernels_always_on_ ||
       tracing_.load(std::memory_order_relaxed)) {
     return;
   }

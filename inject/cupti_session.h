@@ -32,8 +32,9 @@
 // and NextRecord do nothing), and the detaching thread leaves it to a
 // later call while a Use is in flight (it never waits).
 // Only with our own subscriber, API records from the activity kinds (the
-// callback source's rows need the callbacks between windows) and windows
-// not driven by NVTX (markers are needed throughout).
+// callback source's rows need the callbacks between windows), windows
+// not driven by NVTX (markers are needed throughout) and the kernel kind
+// not kept on (the diagnosis build's GPSCOPE_DIAG_GATE_KERNELS).
 //
 // Thread model: Open() and Release() on the start-up thread (inside
 // InitializeInjection); SetTracing on the start-up thread before the writer
