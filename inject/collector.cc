@@ -177,7 +177,6 @@ class Collector : public control::ControlHandler,
   // Written by CUPTI callbacks, read by the writer.
   std::atomic<uint64_t> cupti_dropped{0};
   // CUPTI ns minus CLOCK_REALTIME at the last snapshot (WriterLoop::Parts).
-  std::atomic<int64_t> cupti_minus_realtime_ns_{0};
 
   // Exit handshake between the exiting thread (or the finisher, after a
   // signal) and the writer thread (inject/exit_finisher.h).
@@ -243,12 +242,7 @@ bool Collector::WriteHeader() {
   common::ProcessHeaderBuilder header(identity);  // common/process_header.h, as the monitor's
   header.AddConfig(config.AsKeyValues());
   header.AddConfig(capture.AsKeyValues());
-  const format::ClockRecord clock = Snapshot();
-  if (clock.cupti_ns != 0) {
-    cupti_minus_realtime_ns_.store(static_cast<int64_t>(clock.cupti_ns - clock.realtime_ns),
-                                   std::memory_order_relaxed);
-  }
-  header.SetClock(clock);
+  header.SetClock(Snapshot());
   format::ProcessHeaderRecord h = header.Build();
   uint32_t cupti_version = 0;
   if (api.cuptiGetVersion != nullptr) api.cuptiGetVersion(&cupti_version);
@@ -444,7 +438,6 @@ bool Collector::Start() {
   parts.context_devices = &g_context_devices;
   parts.cupti_dropped = &cupti_dropped;
   parts.events_written = &events_written;
-  parts.cupti_minus_realtime_ns = &cupti_minus_realtime_ns_;
   loop = std::make_unique<WriterLoop>(parts);
   session->SetCudaStarted();
   writer_thread = std::thread([this] { loop->Run(); });

@@ -210,6 +210,11 @@ class CuptiSession : public RecordConverter::ApiNames {
   // (CUPTI, realtime, monotonic) now, for the trace's clock alignment;
   // cupti_ns 0 without CUPTI. Any thread.
   format::ClockRecord Snapshot() const;
+  // CUPTI's clock minus CLOCK_REALTIME at the last Snapshot() that read
+  // CUPTI's clock (0 before one, and in yield mode). Any thread.
+  int64_t CuptiMinusRealtimeNs() const {
+    return cupti_minus_realtime_ns_.load(std::memory_order_relaxed);
+  }
 
   // Start-up thread, when gpscope gives up on CUPTI after Open(): leaves
   // it as we found it, so the application (or its profiler) can use it.

@@ -288,7 +288,7 @@ void WriterLoop::NoteCuptiRefusals(bool rescan) {
     t.result = r.result;
     uint64_t total = 0;
     for (const auto& [pc, count] : t.by_call_site) total += count;
-    const int64_t offset = p_.cupti_minus_realtime_ns->load(std::memory_order_relaxed);
+    const int64_t offset = p_.session->CuptiMinusRealtimeNs();
     format::CuptiRefusalRecord rec{};
     rec.first_ns = static_cast<uint64_t>(static_cast<int64_t>(t.first_ns) + offset);
     rec.last_ns = static_cast<uint64_t>(static_cast<int64_t>(t.last_ns) + offset);
@@ -313,12 +313,7 @@ void WriterLoop::NoteCuptiRefusals(bool rescan) {
 }
 
 void WriterLoop::AddClockSnapshot() {
-  const format::ClockRecord c = p_.session->Snapshot();
-  if (c.cupti_ns != 0) {
-    p_.cupti_minus_realtime_ns->store(static_cast<int64_t>(c.cupti_ns - c.realtime_ns),
-                                      std::memory_order_relaxed);
-  }
-  p_.writer->AddClock(c);
+  p_.writer->AddClock(p_.session->Snapshot());
 }
 
 format::ProcessEndRecord WriterLoop::EndRecord(const format::ClockRecord& clock) {
@@ -390,8 +385,10 @@ void WriterLoop::WriteEndInstead() {
   format::ClockRecord clock{};
   clock.realtime_ns = common::ClockNs(CLOCK_REALTIME);
   clock.monotonic_ns = common::ClockNs(CLOCK_MONOTONIC);
+  // CUPTI cannot be asked here (the finisher, after a takeover): its clock
+  // from the last snapshot's offset.
   clock.cupti_ns = static_cast<uint64_t>(static_cast<int64_t>(clock.realtime_ns) +
-                                         p_.cupti_minus_realtime_ns->load(std::memory_order_relaxed));
+                                         p_.session->CuptiMinusRealtimeNs());
   WriteEndRecord(EndRecord(clock));
   GPSCOPE_LOG_WARNING("the final CUPTI flush did not return within GPSCOPE_EXIT_TIMEOUT_MS=%u "
                       "(a CUDA call held it up); the trace ends here, %llu activity buffers not "

@@ -77,9 +77,6 @@ class WriterLoop {
     std::atomic<uint64_t>* context_devices = nullptr;  // see NoteContextDevice
     std::atomic<uint64_t>* cupti_dropped = nullptr;    // added to by BufferCompleted
     std::atomic<uint64_t>* events_written = nullptr;   // for `status`
-    // CUPTI ns minus CLOCK_REALTIME at the last snapshot: the end record's
-    // clock when CUPTI cannot be asked (the finisher, after a takeover).
-    std::atomic<int64_t>* cupti_minus_realtime_ns = nullptr;
   };
 
   explicit WriterLoop(const Parts& parts) : p_(parts) {}
