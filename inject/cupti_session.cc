@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "common/posix.h"
@@ -161,6 +162,7 @@ size_t CuptiSession::FlushAll(uint32_t flag) {
 
 bool CuptiSession::SetTracing(bool on, std::string* error) {
   if (tracing_.load(std::memory_order_relaxed) == on) return true;
+  const uint64_t start_ns = common::ClockNs(CLOCK_MONOTONIC);
   bool ok;
   {
     // Hundreds of CUPTI calls: one blocking section (no ChunkWriter use
@@ -177,6 +179,11 @@ bool CuptiSession::SetTracing(bool on, std::string* error) {
       }
     }
     ok = ok && SetTracingCalls(on, error);
+  }
+  if (on) {
+    const uint64_t took_ns = common::ClockNs(CLOCK_MONOTONIC) - start_ns;
+    longest_switch_on_ns_ = std::max(longest_switch_on_ns_, took_ns);
+    GPSCOPE_LOG_DEBUG("tracing switched on in %.3f ms", static_cast<double>(took_ns) / 1e6);
   }
   if (!api_refusal_.empty() && !api_refusal_written_ && writer_ != nullptr) {
     api_refusal_written_ = true;
@@ -214,10 +221,15 @@ void CuptiSession::DetachAtApiExit() {
     attach_.store(kDetachRequested, std::memory_order_release);
     return;
   }
+  const uint64_t start_ns = common::ClockNs(CLOCK_MONOTONIC);
   // Records made since the window's close: outside it, counted and dropped.
   api_.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   api_.cuptiFinalize();
   subscriber_ = nullptr;  // published by the store below; read by the writer after it
+  const uint64_t took_ns = common::ClockNs(CLOCK_MONOTONIC) - start_ns;
+  if (took_ns > longest_detach_ns_.load(std::memory_order_relaxed)) {
+    longest_detach_ns_.store(took_ns, std::memory_order_relaxed);
+  }
   detaches_.fetch_add(1, std::memory_order_relaxed);
   attach_.store(kDetached, std::memory_order_release);
 }
@@ -243,8 +255,10 @@ bool CuptiSession::Reattach(std::string* error) {
     timespec ts{0, 1000000};
     nanosleep(&ts, nullptr);
   }
+  const uint64_t start_ns = common::ClockNs(CLOCK_MONOTONIC);
   char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
   const CUptiResult sub = SubscribeCall(holder, sizeof(holder));
+  const uint64_t subscribed_ns = common::ClockNs(CLOCK_MONOTONIC);
   if (sub != CUPTI_SUCCESS) {
     // Another client took CUPTI between windows: no window until it lets go.
     subscriber_ = nullptr;
@@ -257,6 +271,10 @@ bool CuptiSession::Reattach(std::string* error) {
     subscriber_ = nullptr;
     return false;
   }
+  const uint64_t end_ns = common::ClockNs(CLOCK_MONOTONIC);
+  GPSCOPE_LOG_DEBUG("CUPTI attached again in %.3f ms (subscribe %.3f ms)",
+                    static_cast<double>(end_ns - start_ns) / 1e6,
+                    static_cast<double>(subscribed_ns - start_ns) / 1e6);
   attach_.store(kAttached, std::memory_order_release);
   return true;
 }

@@ -136,6 +136,11 @@ class CuptiSession : public RecordConverter::ApiNames {
   bool detached() const { return attach_.load(std::memory_order_acquire) >= kDetaching; }
   // Times detached so far (the trace's notice and tests).
   uint64_t detaches() const { return detaches_.load(std::memory_order_relaxed); }
+  // The longest detach (forced flush + cuptiFinalize, on an application
+  // thread) and the longest SetTracing(true) (re-attach + the kinds, on the
+  // writer), in ns: what a window's edges cost, for the end-of-run log.
+  uint64_t longest_detach_ns() const { return longest_detach_ns_.load(std::memory_order_relaxed); }
+  uint64_t longest_switch_on_ns() const { return longest_switch_on_ns_; }
 
   // A CUPTI call made outside CUPTI's callbacks: only while attached.
   //   CuptiSession::Use use(session); if (use) api.cuptiX(...);
@@ -275,6 +280,8 @@ class CuptiSession : public RecordConverter::ApiNames {
   std::atomic<uint32_t> attach_{kAttached};
   mutable std::atomic<uint32_t> users_{0};  // Uses in flight
   std::atomic<uint64_t> detaches_{0};
+  std::atomic<uint64_t> longest_detach_ns_{0};  // written by the one detacher at a time
+  uint64_t longest_switch_on_ns_ = 0;            // writer thread
   // CUPTI's clock minus CLOCK_REALTIME at the last Snapshot(): CUPTI's
   // clock while detached (0 on Linux, where it is CLOCK_REALTIME).
   mutable std::atomic<int64_t> cupti_minus_realtime_ns_{0};

@@ -92,13 +92,16 @@ void WriterLoop::LogSummary() {
   const BufferPool& pool = *p_.pool;
   GPSCOPE_LOG_INFO("%llu activity buffers, %llu kernel records from CUPTI (starts %llu..%llu), "
                    "%llu records outside capture windows (not written), CUPTI detached %llu "
-                   "times between windows",
+                   "times between windows (longest detach %.3f ms on an application thread; "
+                   "longest window opening %.3f ms on the writer)",
                    static_cast<unsigned long long>(buffers_drained_),
                    static_cast<unsigned long long>(conv.kernel_records()),
                    static_cast<unsigned long long>(conv.first_kernel_ns()),
                    static_cast<unsigned long long>(conv.last_kernel_ns()),
                    static_cast<unsigned long long>(conv.outside_window()),
-                   static_cast<unsigned long long>(p_.session->detaches()));
+                   static_cast<unsigned long long>(p_.session->detaches()),
+                   static_cast<double>(p_.session->longest_detach_ns()) / 1e6,
+                   static_cast<double>(p_.session->longest_switch_on_ns()) / 1e6);
   GPSCOPE_LOG_INFO("buffer pool: %llu x %zu KiB and %llu x %zu KiB cut of %zu MiB, at most %lld "
                    "held by CUPTI at once, %llu requests refused, %llu flushes forced by pressure",
                    static_cast<unsigned long long>(pool.large_buffers()),
