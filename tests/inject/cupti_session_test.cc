@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -170,6 +171,14 @@ TEST(CuptiSessionDetachTest, NoCallReachesCuptiWhileDetachedUnderWindowsTimestam
     session.ApiName(1, 211);
     session.SetTracing(false);
     session.RequestDetach();
+    // Every tenth window waits (up to 1 s) for an application thread to
+    // detach, so a loaded machine still sees detaches; the others race it.
+    if (w % 10 == 0) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      while (session.detach_pending() && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::yield();
+      }
+    }
     for (int i = 0; i < 20; ++i) {
       session.FlushAll(0);
       session.Snapshot();
@@ -180,7 +189,7 @@ TEST(CuptiSessionDetachTest, NoCallReachesCuptiWhileDetachedUnderWindowsTimestam
   for (std::thread& t : threads) t.join();
 
   EXPECT_EQ(windows_ok, 300);
-  EXPECT_GT(session.detaches(), 10u) << "the calls detached CUPTI";
+  EXPECT_GE(session.detaches(), 30u) << "the calls detached CUPTI";
   printf("%llu detaches, %llu subscribes\n", static_cast<unsigned long long>(session.detaches()),
          static_cast<unsigned long long>(g_subscribes.load()));
   EXPECT_EQ(g_finalizes.load(), session.detaches());
