@@ -1028,6 +1028,83 @@ TEST(IdleGapTest, SyncStartingJustAfterTheGpuRanDryCounts) {
   EXPECT_EQ(idle[kSync], 210 * kUs);
 }
 
+// Sync records (CUPTI's SYNCHRONIZATION kind) next to API rows: a gap whose
+// start a record spans, with or without the sync call's own row. The second
+// kernel ends at +10 us, the next is launched at +310 us. `polls`
+// event-query records (no API row; CUPTI records cudaEventQuery as
+// EVENT_SYNCHRONIZE) of `poll_ns` each start from +6 us, 20 ns apart.
+std::array<uint64_t, 4> IdleWithSyncRecords(bool sync_row, int polls, uint64_t poll_ns) {
+  TraceBuilder trace;
+  TraceBuilder::Process& p = trace.AddProcess(0x1E, 7);
+  p.WriteHeader();
+  const uint32_t launch = p.Intern("cudaLaunchKernel_v7000");
+  p.Add(format::ApiCallEvent{kT0 - 20 * kUs, kT0 - 10 * kUs, proto::API_RUNTIME, 211, 1, 1, 0,
+                             launch});
+  p.Add(format::ApiCallEvent{kT0 + 310 * kUs, kT0 + 315 * kUs, proto::API_RUNTIME, 211, 1, 2, 0,
+                             launch});
+  if (sync_row) {
+    p.Add(format::ApiCallEvent{kT0 + 5 * kUs, kT0 + 12 * kUs, proto::API_RUNTIME, 131, 1, 3, 0,
+                               p.Intern("cudaStreamSynchronize_v3020")});
+  }
+  format::SyncEvent sync{};
+  sync.start_ns = kT0 + 5 * kUs;
+  sync.end_ns = kT0 + 12 * kUs;
+  sync.sync_kind = proto::SYNC_STREAM_SYNCHRONIZE;
+  sync.context_id = 1;
+  sync.stream_id = 7;
+  sync.event_id = 0xffffffff;
+  sync.correlation_id = 3;
+  if (sync_row) p.Add(sync);
+  for (int i = 0; i < polls; ++i) {
+    format::SyncEvent poll = sync;
+    poll.sync_kind = proto::SYNC_EVENT_SYNCHRONIZE;
+    poll.stream_id = 0xffffffff;
+    poll.event_id = 9;
+    poll.start_ns = kT0 + 6 * kUs + 20 * static_cast<uint64_t>(i);
+    poll.end_ns = poll.start_ns + poll_ns;
+    poll.correlation_id = 100 + i;
+    p.Add(poll);
+  }
+  for (uint32_t i = 0; i < 2; ++i) {
+    format::KernelEvent k{};
+    k.start_ns = i == 0 ? kT0 : kT0 + 320 * kUs;
+    k.end_ns = k.start_ns + 10 * kUs;
+    k.name_id = p.Intern("k");
+    k.context_id = 1;
+    k.stream_id = 7;
+    k.correlation_id = i + 1;
+    p.Add(k);
+  }
+  p.WriteEnd();
+  const std::string path = TempPath("sync_records");
+  EXPECT_TRUE(trace.WriteFile(path));
+  const model::TraceModel m = model::BuildModel({path});
+  unlink(path.c_str());
+  EXPECT_EQ(m.gpus.size(), 1u);
+  if (m.gpus.empty() || m.gpus[0].streams.empty()) return {};
+  return m.gpus[0].streams[0].idle_ns;
+}
+
+TEST(IdleGapTest, EventQueriesAreNotSyncWait) {
+  // One query spanning the moment the GPU ran dry (+6 to +11 us), no sync
+  // call: the host was polling, not blocked; the launch 300 us later is the
+  // host's own delay.
+  const auto idle = IdleWithSyncRecords(/*sync_row=*/false, /*polls=*/1, 5 * kUs);
+  EXPECT_EQ(idle[kHost], 310 * kUs);
+  EXPECT_EQ(idle[kSync], 0u);
+}
+
+TEST(IdleGapTest, EventQueriesDoNotHideTheSyncThatSpansTheGap) {
+  // A cudaStreamSynchronize from +5 to +12 us, and 100 queries of 1 us
+  // while it waits (another thread's NCCL watchdog), all done before the GPU
+  // ran dry: the gap is still the sync's.
+  const auto idle = IdleWithSyncRecords(/*sync_row=*/true, /*polls=*/100, 1 * kUs);
+  EXPECT_EQ(idle[kSync], 310 * kUs);
+  EXPECT_EQ(idle[kHost], 0u);
+  // The same without the queries, as the baseline.
+  EXPECT_EQ(IdleWithSyncRecords(true, 0, 0)[kSync], 310 * kUs);
+}
+
 TEST(IdleGapTest, IgnoresGapsBelowThresholdForIdleShare) {
   TraceBuilder trace;
   Synth s(trace);

@@ -591,7 +591,7 @@ enum class CmdType : uint8_t {
   kLaunch,       // a launch or copy call: op.correlation_id, start, end; op.name_id: ApiRing flags
   kSyncCall,     // a blocking sync API call [op.start_ns, op.end_ns)
   kSyncAdvance,  // the API calls of a batch are in: advance the sync queue
-  kSyncRecord,   // a sync record [op.start_ns, op.end_ns)
+  kSyncRecord,   // a sync record [op.start_ns, op.end_ns); flags kCmdCallsIndexed: not indexed
   kImplicit,     // an implicitly synchronizing call: `field` its group, start, end
   kAddGpu,       // `state` is the process's next GPU
   kAddStream,    // the next stream slot: `gpu`, context op.correlation_id, stream op.name_id
@@ -606,6 +606,7 @@ enum class CmdType : uint8_t {
 constexpr uint8_t kCmdEstimate = 1;  // kKernel
 constexpr uint8_t kCmdD2h = 1;       // kMemcpy: a device-to-host copy
 constexpr uint8_t kCmdPageable = 2;  // kMemcpy: from or to pageable memory
+constexpr uint8_t kCmdCallsIndexed = 1;  // kSyncRecord: the sync calls' rows index the syncs
 // kMetric's target (flags): GPU `gpu`'s timeline or windows, or the
 // process's windows.
 constexpr uint8_t kCmdGpuTimeline = 0;
@@ -1198,6 +1199,16 @@ class ModelBuilder::Impl {
       Cmd c(CmdType::kSyncRecord);
       c.op.start_ns = s.start_ns;
       c.op.end_ns = s.end_ns;
+      // With API rows (seen before this batch's records: AddApiCalls runs
+      // first) every blocking sync call (cuda*/cu*Synchronize, in gpscope's
+      // API list) indexes itself as a kSyncCall, the same interval as its
+      // record. The records without a row are queries CUPTI also records as
+      // syncs (cudaEventQuery -> EVENT_SYNCHRONIZE: 1,001 records for 1,000
+      // queries, bench/RESULTS.md session 15): polls that did not wait, and
+      // indexed they crowded a gap's real sync out of FindSpanning's scan.
+      // Counted, not indexed. Without rows (GPSCOPE_API=0) no gap has a
+      // launch call, so the index is not asked.
+      if (p.m.api_calls > 0) c.flags = kCmdCallsIndexed;
       Emit(p, c);
     }
   }
@@ -2294,7 +2305,11 @@ class ModelBuilder::Impl {
 
     ProcessModel& pm = p.m;
     if (p.has_pageable_calls) pm.implicit_calls["async copy (pageable memory)"] = p.pageable_calls;
-    pm.sync_from_records = p.sync_api_by_thread.empty() && !p.sync_record_by_thread.empty();
+    // The records stand in for the calls only without API rows at all: with
+    // them every blocking sync has its row, and the records without one are
+    // queries (AddSyncRecords).
+    pm.sync_from_records =
+        p.sync_api_by_thread.empty() && !p.sync_record_by_thread.empty() && pm.api_calls == 0;
     pm.sync_by_thread = pm.sync_from_records ? p.sync_record_by_thread : p.sync_api_by_thread;
     for (const OpenLost& o : open_lost_) {
       if (o.process != &p || pm.last_ns <= o.start_ns) continue;
@@ -2413,7 +2428,7 @@ class ModelBuilder::Impl {
         p.sync_queue.Advance([this, &p](const Interval& s) { SyncBlocked(p, s); });
         break;
       case CmdType::kSyncRecord:
-        p.syncs.Insert(c.op.start_ns, c.op.end_ns);
+        if ((c.flags & kCmdCallsIndexed) == 0) p.syncs.Insert(c.op.start_ns, c.op.end_ns);
         p.m.timeline.Add(kSyncRecords, c.op.start_ns, 1);
         break;
       case CmdType::kImplicit:
