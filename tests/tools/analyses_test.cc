@@ -1029,8 +1029,8 @@ TEST(IdleGapTest, SyncStartingJustAfterTheGpuRanDryCounts) {
 }
 
 // Sync records (CUPTI's SYNCHRONIZATION kind) next to API rows: a gap whose
-// start a record spans, with or without the sync call's own row. The second
-// kernel ends at +10 us, the next is launched at +310 us. `polls`
+// start a record spans, with or without the sync call's own row. The first
+// kernel ends at +10 us, the second is launched at +310 us. `polls`
 // event-query records (no API row; CUPTI records cudaEventQuery as
 // EVENT_SYNCHRONIZE) of `poll_ns` each start from +6 us, 20 ns apart.
 std::array<uint64_t, 4> IdleWithSyncRecords(bool sync_row, int polls, uint64_t poll_ns) {
