@@ -14,6 +14,10 @@
 //      warnings as (1);
 //   3. by the info command (CollectInfo + both renderers).
 // Crashes, sanitizer reports and a disagreement between (1) and (2) fail.
+// Each chunk of a list is also parsed by BatchChunkParser (frame_pipeline.h,
+// which both reads use), one kept across inputs as a decode slot keeps it:
+// where it takes a chunk, it must agree with ParseFromArray into a fresh
+// message.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -26,6 +30,7 @@
 #include "proto/framing.h"
 #include "tools/analyze/info.h"
 #include "tools/reader/batch_decode.h"
+#include "tools/reader/frame_pipeline.h"
 #include "tools/reader/trace_reader.h"
 
 namespace {
@@ -55,6 +60,18 @@ class RecordingVisitor : public ChunkVisitor {
   gpscope::reader::DecodedBatch events_;
 };
 
+// BatchChunkParser against a fresh message's parse of the same bytes.
+void CheckBatchChunkParser(const uint8_t* data, size_t size) {
+  static gpscope::reader::BatchChunkParser* const parser = new gpscope::reader::BatchChunkParser();
+  using Result = gpscope::reader::BatchChunkParser::Result;
+  const Result r = parser->Parse(data, size);
+  if (r == Result::kNotTaken) return;
+  gpscope::proto::Chunk fresh;
+  const bool ok = fresh.ParseFromArray(data, static_cast<int>(size));
+  if (ok != (r == Result::kParsed)) __builtin_trap();
+  if (ok && fresh.SerializeAsString() != parser->chunk()->SerializeAsString()) __builtin_trap();
+}
+
 // Frames each length-prefixed record of `data` as one chunk.
 std::vector<uint8_t> FrameChunks(const uint8_t* data, size_t size) {
   static gpscope::format::FrameEncoder encoder(1 << 16);
@@ -62,6 +79,7 @@ std::vector<uint8_t> FrameChunks(const uint8_t* data, size_t size) {
   gpscope::format::WriteFileHeader(file.data());
   while (size >= 2) {
     const size_t n = std::min<size_t>(size - 2, data[0] | data[1] << 8);
+    CheckBatchChunkParser(data + 2, n);
     const uint8_t* frame = nullptr;
     const size_t frame_bytes = encoder.Encode(data + 2, n, &frame);
     if (frame_bytes == 0) __builtin_trap();  // the encoder must take any chunk up to its limit

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <random>
 #include <string>
@@ -824,6 +825,177 @@ TEST(TraceReaderThreadsTest, ReadBufferWithThreadsReadsTheCallersBytesBeforeRetu
 }
 
 // ----------------------------------------------------------- batch decode
+
+// BatchChunkParser (frame_pipeline.h) against a fresh message's
+// ParseFromArray: the same verdict, and when both parse, the same chunk
+// (serialized: presence of each column message included). One parser for
+// all inputs, as a decode slot keeps one frame after frame.
+class BatchChunkParserTest : public ::testing::Test {
+ protected:
+  // Compares one input; counts what the parser took.
+  void Check(const std::string& bytes) {
+    const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+    proto::Chunk fresh;
+    const bool fresh_ok = fresh.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+    const BatchChunkParser::Result r = parser_.Parse(data, bytes.size());
+    if (r == BatchChunkParser::Result::kNotTaken) {
+      ++not_taken_;
+      return;
+    }
+    ++taken_;
+    if (r == BatchChunkParser::Result::kFailed) ++failed_;
+    ASSERT_EQ(r == BatchChunkParser::Result::kParsed, fresh_ok) << bytes.size() << " bytes";
+    if (!fresh_ok) return;
+    ASSERT_TRUE(fresh.has_batch());
+    const proto::Chunk& got = *parser_.chunk();
+    ASSERT_EQ(got.SerializeAsString(), fresh.SerializeAsString()) << bytes.size() << " bytes";
+#define GPSCOPE_EXPECT_PRESENCE(Name, Message, field, number, Event, COLUMNS) \
+  EXPECT_EQ(got.batch().has_##field(), fresh.batch().has_##field()) << #field;
+    GPSCOPE_ALL_EVENT_KINDS(GPSCOPE_EXPECT_PRESENCE)
+#undef GPSCOPE_EXPECT_PRESENCE
+  }
+
+  // The chunks of the recorded traces under tests/data, serialized.
+  static std::vector<std::string> RecordedChunks() {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(GPSCOPE_TEST_DATA_DIR)) {
+      if (e.path().extension() != ".gpscope") continue;
+      Collector c;
+      ReadOptions options;
+      options.decode_threads = 1;
+      TraceReader reader(c, options);
+      (void)reader.ReadFile(e.path().string());
+      for (const proto::Chunk& chunk : c.chunks) out.push_back(chunk.SerializeAsString());
+    }
+    return out;
+  }
+
+  // A length-delimited field: tag, length, bytes.
+  static std::string Field(uint32_t number, const std::string& payload) {
+    std::string out;
+    auto varint = [&out](uint64_t v) {
+      for (; v >= 0x80; v >>= 7) out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+      out.push_back(static_cast<char>(v));
+    };
+    varint((uint64_t{number} << 3) | 2);
+    varint(payload.size());
+    return out + payload;
+  }
+
+  BatchChunkParser parser_;
+  size_t taken_ = 0;
+  size_t failed_ = 0;  // taken, and not a chunk
+  size_t not_taken_ = 0;
+};
+
+TEST_F(BatchChunkParserTest, RecordedTracesParseAsAFreshMessage) {
+  const std::vector<std::string> chunks = RecordedChunks();
+  ASSERT_GT(chunks.size(), 100u);
+  size_t batches = 0;
+  for (const std::string& c : chunks) {
+    proto::Chunk fresh;
+    ASSERT_TRUE(fresh.ParseFromString(c));
+    batches += fresh.has_batch() ? 1 : 0;
+    Check(c);
+  }
+  // Every batch chunk is taken, headers and ends are not.
+  EXPECT_EQ(taken_, batches);
+  EXPECT_EQ(not_taken_, chunks.size() - batches);
+  // In reverse order too: a small batch after large ones, and the other way.
+  for (auto it = chunks.rbegin(); it != chunks.rend(); ++it) Check(*it);
+}
+
+TEST_F(BatchChunkParserTest, PresenceFollowsTheBytes) {
+  proto::Chunk c;
+  c.set_process_uid(7);
+  c.mutable_batch()->mutable_kernels()->add_start_delta_ns(5);  // columns of unequal length
+  c.mutable_batch()->mutable_api_calls();                        // present, empty
+  Check(c.SerializeAsString());
+  proto::Chunk d;
+  d.mutable_batch()->set_base_ns(1);  // no column message at all
+  Check(d.SerializeAsString());
+  EXPECT_FALSE(parser_.chunk()->batch().has_kernels());
+  EXPECT_FALSE(parser_.chunk()->batch().has_api_calls());
+  Check(c.SerializeAsString());
+  EXPECT_TRUE(parser_.chunk()->batch().has_api_calls());
+  // A batch given twice merges (libprotobuf's rule): left to the caller.
+  Check(c.SerializeAsString() + c.SerializeAsString());
+  EXPECT_EQ(not_taken_, 1u);
+  EXPECT_EQ(taken_, 3u);
+}
+
+TEST_F(BatchChunkParserTest, HostileBytesGetTheFreshParsesVerdict) {
+  std::vector<std::string> chunks = RecordedChunks();
+  std::mt19937 rng(20261206);
+  size_t inputs = 0;
+  for (size_t i = 0; i < chunks.size(); i += 7) {
+    const std::string& c = chunks[i];
+    // Every truncation of small chunks, a sample of the large ones'.
+    const size_t step = std::max<size_t>(1, c.size() / 64);
+    for (size_t n = 0; n < c.size(); n += step, ++inputs) Check(c.substr(0, n));
+    // Random bytes flipped, inserted and removed.
+    for (int round = 0; round < 16 && !c.empty(); ++round, ++inputs) {
+      std::string m = c;
+      const int edits = 1 + static_cast<int>(rng() % 4);
+      for (int e = 0; e < edits && !m.empty(); ++e) {
+        const size_t at = rng() % m.size();
+        switch (rng() % 3) {
+          case 0:
+            m[at] = static_cast<char>(rng());
+            break;
+          case 1:
+            m.insert(m.begin() + static_cast<std::ptrdiff_t>(at), static_cast<char>(rng()));
+            break;
+          default:
+            m.erase(at, 1);
+        }
+      }
+      Check(m);
+    }
+    if (HasFatalFailure()) return;
+  }
+  // Garbage.
+  for (int round = 0; round < 2000; ++round, ++inputs) {
+    std::string g(rng() % 64, '\0');
+    for (char& ch : g) ch = static_cast<char>(rng());
+    if (round % 2 == 0) g.insert(0, "\x2a");  // a batch field's tag (5, length-delimited)
+    Check(g);
+  }
+  // Inside well-framed fields, which the scan takes: a real batch's column
+  // messages truncated or with bytes changed, and random column payloads,
+  // each wrapped with lengths that hold.
+  const size_t taken_before = taken_;
+  size_t wrapped = 0;
+  for (size_t i = 0; i < chunks.size(); i += 3) {
+    proto::Chunk fresh;
+    if (!fresh.ParseFromString(chunks[i]) || !fresh.has_batch()) continue;
+    std::string batch = fresh.batch().SerializeAsString();
+    for (int round = 0; round < 24; ++round, ++wrapped) {
+      std::string inner = batch;
+      const uint32_t number = round % 3 == 0 ? 6 + rng() % 9 : round % 3 == 1 ? 23 : 6;
+      std::string column(rng() % 48, '\0');
+      for (char& ch : column) ch = static_cast<char>(rng());
+      if (round % 2 == 0 && fresh.batch().has_kernels()) {
+        column = fresh.batch().kernels().SerializeAsString();
+        if (!column.empty()) {
+          if (round % 4 == 0) {
+            column.resize(rng() % column.size());
+          } else {
+            column[rng() % column.size()] = static_cast<char>(rng());
+          }
+        }
+      }
+      inner += Field(number, column);
+      Check(Field(5, inner));
+    }
+    if (HasFatalFailure()) return;
+  }
+  inputs += wrapped;
+  EXPECT_EQ(taken_ - taken_before, wrapped);  // all of those are taken
+  EXPECT_GT(taken_, inputs / 10);
+  EXPECT_GT(failed_, wrapped / 10);  // and many of them are no chunk
+  EXPECT_LT(failed_, taken_);
+}
 
 TEST(BatchDecodeTest, ExpandsDeltasFromBaseAndCorrelationsFromZero) {
   proto::EventBatch batch;

@@ -7,9 +7,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <memory>
 #include <optional>
 
 #include "google/protobuf/arena.h"
+#include "proto/columns.h"
 #include "tools/reader/trace_reader.h"
 
 namespace gpscope::reader {
@@ -34,7 +37,145 @@ google::protobuf::ArenaOptions MakeArenaOptions(char* block, size_t bytes) {
   return options;
 }
 
+
+// ------------------------------------------ BatchChunkParser's scan --
+//
+// libprotobuf's Clear() deletes an EventBatch's column messages and a
+// Chunk's batch (proto3 singular message fields), so BatchChunkParser
+// takes them out before and puts back those the bytes hold. The scan reads
+// tags and lengths only, of the chunk's top level and of its batch's; a
+// chunk it does not take is parsed as before (into the slot's arena).
+
+// Reads a varint of at most 10 bytes; false past `end` or beyond.
+bool ScanVarint(const uint8_t*& p, const uint8_t* end, uint64_t* value) {
+  uint64_t v = 0;
+  for (int shift = 0; shift < 70; shift += 7) {
+    if (p == end) return false;
+    const uint8_t b = *p++;
+    v |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) {
+      *value = v;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Calls field(number, wire_type, begin, end) for each field of a message's
+// bytes, `begin`/`end` bounding a length-delimited field's payload (else
+// both null); false when a tag or field cannot be read to its end, or on a
+// group.
+template <typename Field>
+bool ScanFields(const uint8_t* p, const uint8_t* end, Field&& field) {
+  while (p != end) {
+    uint64_t tag = 0;
+    if (!ScanVarint(p, end, &tag) || (tag >> 3) == 0 || (tag >> 3) > 0x1fffffff) return false;
+    const uint32_t number = static_cast<uint32_t>(tag >> 3);
+    const uint32_t wire_type = static_cast<uint32_t>(tag & 7);
+    const uint8_t* begin = nullptr;
+    const uint8_t* stop = nullptr;
+    uint64_t n = 0;
+    switch (wire_type) {
+      case 0:
+        if (!ScanVarint(p, end, &n)) return false;
+        break;
+      case 1:
+      case 5: {
+        const size_t bytes = wire_type == 1 ? 8 : 4;
+        if (static_cast<size_t>(end - p) < bytes) return false;
+        p += bytes;
+        break;
+      }
+      case 2:
+        if (!ScanVarint(p, end, &n) || n > static_cast<uint64_t>(end - p)) return false;
+        begin = p;
+        stop = p + n;
+        p = stop;
+        break;
+      default:
+        return false;  // groups (3, 4) and the invalid 6, 7
+    }
+    field(number, wire_type, begin, stop);
+  }
+  return true;
+}
+
+// Which of EventBatch's column fields a batch chunk holds; false when the
+// chunk is not one the reused messages take (see above).
+bool ScanBatchChunk(const uint8_t* data, size_t size, uint32_t* present) {
+  constexpr uint32_t kBatchField = 5;  // Chunk.batch; 4 and 6: the body's other cases
+  int batches = 0;
+  bool other_body = false;
+  const uint8_t* batch_begin = nullptr;
+  const uint8_t* batch_end = nullptr;
+  if (!ScanFields(data, data + size,
+                  [&](uint32_t number, uint32_t wire_type, const uint8_t* b, const uint8_t* e) {
+                    if (number == kBatchField && wire_type == 2) {
+                      ++batches;
+                      batch_begin = b;
+                      batch_end = e;
+                    } else if (number == 4 || number == 5 || number == 6) {
+                      other_body = true;
+                    }
+                  }) ||
+      batches != 1 || other_body) {
+    return false;
+  }
+  uint32_t bits = 0;
+  if (!ScanFields(batch_begin, batch_end,
+                  [&bits](uint32_t number, uint32_t wire_type, const uint8_t*, const uint8_t*) {
+                    if (wire_type == 2 && number < 32) bits |= 1u << number;
+                  })) {
+    return false;
+  }
+  *present = bits;
+  return true;
+}
+
+
 }  // namespace
+
+// ------------------------------------------------------ BatchChunkParser --
+
+BatchChunkParser::BatchChunkParser() : chunk_(std::make_unique<proto::Chunk>()) {}
+BatchChunkParser::~BatchChunkParser() = default;
+
+void BatchChunkParser::Reclaim() {
+  if (chunk_->has_batch()) {
+    batch_.reset(chunk_->release_batch());
+#define GPSCOPE_RECLAIM_KIND(Name, Message, field, number, Event, COLUMNS) \
+  if (batch_->has_##field()) field##_.reset(batch_->release_##field());
+    GPSCOPE_ALL_EVENT_KINDS(GPSCOPE_RECLAIM_KIND)
+#undef GPSCOPE_RECLAIM_KIND
+  }
+  chunk_->Clear();
+}
+
+BatchChunkParser::Result BatchChunkParser::Parse(const uint8_t* data, size_t size) {
+  uint32_t present = 0;
+  if (size > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !ScanBatchChunk(data, size, &present)) {
+    return Result::kNotTaken;
+  }
+  Reclaim();
+  if (batch_ == nullptr) batch_ = std::make_unique<proto::EventBatch>();
+  batch_->Clear();
+#define GPSCOPE_ATTACH_KIND(Name, Message, field, number, Event, COLUMNS) \
+  if ((present & (1u << number)) != 0) {                                 \
+    if (field##_ == nullptr) {                                           \
+      field##_ = std::make_unique<proto::Message>();                     \
+    } else {                                                             \
+      field##_->Clear();                                                 \
+    }                                                                    \
+    batch_->set_allocated_##field(field##_.release());                   \
+  }
+  GPSCOPE_ALL_EVENT_KINDS(GPSCOPE_ATTACH_KIND)
+#undef GPSCOPE_ATTACH_KIND
+  chunk_->set_allocated_batch(batch_.release());
+  const bool parsed = chunk_->ParseFrom<google::protobuf::MessageLite::kMerge>(
+      google::protobuf::StringPiece(reinterpret_cast<const char*>(data), size));
+  return parsed ? Result::kParsed : Result::kFailed;
+}
 
 int DefaultDecodeThreads() {
   if (const char* env = std::getenv("GPSCOPE_DECODE_THREADS")) {
@@ -76,6 +217,7 @@ struct FramePipeline::Slot {
   size_t arena_block_bytes = 0;
   size_t arena_wanted_bytes = 0;  // what the last chunk took, when more than the block
   std::optional<google::protobuf::Arena> arena;
+  BatchChunkParser batch_parser;  // batch chunks: the arena takes the others
   ZSTD_DCtx* dctx;
   std::unique_ptr<PreparedChunk> prepared;
   // Output.
@@ -194,16 +336,24 @@ void FramePipeline::Decode(Slot& slot) const {
     out.zstd_error = ZSTD_isError(got) ? ZSTD_getErrorName(got) : nullptr;
     return;
   }
-  if (slot.arena_wanted_bytes > slot.arena_block_bytes) {
-    slot.NewArena(slot.arena_wanted_bytes);  // the last chunk is no longer used
+  proto::Chunk* chunk = nullptr;
+  bool parsed = false;
+  const BatchChunkParser::Result reused = slot.batch_parser.Parse(slot.raw.get(), slot.raw_bytes);
+  if (reused != BatchChunkParser::Result::kNotTaken) {
+    chunk = slot.batch_parser.chunk();
+    parsed = reused == BatchChunkParser::Result::kParsed;
   } else {
-    slot.arena->Reset();
+    if (slot.arena_wanted_bytes > slot.arena_block_bytes) {
+      slot.NewArena(slot.arena_wanted_bytes);  // the last chunk is no longer used
+    } else {
+      slot.arena->Reset();
+    }
+    chunk = google::protobuf::Arena::CreateMessage<proto::Chunk>(&*slot.arena);
+    parsed = chunk->ParseFromArray(slot.raw.get(), static_cast<int>(slot.raw_bytes));
+    const size_t used = slot.arena->SpaceAllocated();
+    slot.arena_wanted_bytes =
+        used > slot.arena_block_bytes ? std::min(used + used / 4, kArenaMaxBlockBytes) : 0;
   }
-  proto::Chunk* chunk = google::protobuf::Arena::CreateMessage<proto::Chunk>(&*slot.arena);
-  const bool parsed = chunk->ParseFromArray(slot.raw.get(), static_cast<int>(slot.raw_bytes));
-  const size_t used = slot.arena->SpaceAllocated();
-  slot.arena_wanted_bytes =
-      used > slot.arena_block_bytes ? std::min(used + used / 4, kArenaMaxBlockBytes) : 0;
   if (!parsed) {
     out.result = DecodedFrame::Result::kNoChunk;
     return;

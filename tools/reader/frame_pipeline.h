@@ -18,12 +18,13 @@
 //   pipeline.Pop();
 //
 // Memory is bounded by the slots: one frame each (its payload when copied,
-// the decompressed bytes, the parsed chunk's arena, what Prepare made), and
-// there is one per decode thread and kSlotsBeyondThreads more (the one the
-// reader is applying, one decoded ahead). `threads` counts the reading
-// thread: threads - 1 decode threads. With threads <= 1 there is no decode
-// thread and one slot: Submit decodes on the caller's thread, which is the
-// reader's sequential behaviour exactly.
+// the decompressed bytes, the parsed chunk's arena or BatchChunkParser,
+// what Prepare made), and there is one per decode thread and
+// kSlotsBeyondThreads more (the one the reader is applying, one decoded
+// ahead). `threads` counts the reading thread: threads - 1 decode threads.
+// With threads <= 1 there is no decode thread and one slot: Submit decodes
+// on the caller's thread, which is the reader's sequential behaviour
+// exactly.
 //
 // Thread model: one thread (the reader's) calls every method; the decode
 // threads touch only the slots handed to them, under mu_'s hand-over: a
@@ -42,6 +43,7 @@
 #include <vector>
 
 #include "gpscope/trace.pb.h"
+#include "proto/columns.h"
 #include "tools/reader/limits.h"
 
 namespace gpscope::reader {
@@ -55,7 +57,7 @@ struct DecodedFrame {
   Result result = Result::kOk;
   const char* zstd_error = nullptr;  // kNoDecompress: zstd's reason, or nullptr (size differs)
   ChunkCheck check;                  // kOk: what CheckChunk changed
-  proto::Chunk* chunk = nullptr;     // kOk: in the slot's arena, valid until Pop
+  proto::Chunk* chunk = nullptr;     // kOk: the slot's (arena or BatchChunkParser), valid until Pop
   // kOk: what ChunkVisitor::Prepare made of it (nullptr when nothing).
   PreparedChunk* prepared = nullptr;
 };
@@ -71,6 +73,50 @@ struct DecodedFrame {
 // 1 meaning none (the sequential path).
 int DefaultDecodeThreads();
 inline constexpr int kMaxDecodeThreads = 16;
+
+// Parses batch chunks (Chunk.batch, the bulk of a trace) into messages it
+// keeps, clears and merges into again, frame after frame, instead of fresh
+// ones: libprotobuf's packed-varint reader appends column values one by one,
+// so a fresh message's columns double their way up, copying at each step,
+// and an arena hands out fresh memory for each frame (issue 24). The result
+// is ParseFromArray's into a fresh message, presence (has_kernels()...)
+// included: a scan of the chunk's and its batch's top-level tags says which
+// column messages to put back before the merge (Clear() deletes them).
+// Chunks the scan does not take (headers, ends, a batch field given twice or
+// beside another body field, a group, a field that cannot be read to its
+// end) are left to the caller (kNotTaken).
+//
+//   BatchChunkParser parser;
+//   switch (parser.Parse(bytes, size)) {
+//     case kParsed: use *parser.chunk() until the next Parse ...
+//     case kFailed: not a valid chunk (ParseFromArray fails too)
+//     case kNotTaken: ParseFromArray it
+//   }
+//
+// Thread model: one thread at a time.
+class BatchChunkParser {
+ public:
+  enum class Result { kNotTaken, kParsed, kFailed };
+  BatchChunkParser();
+  ~BatchChunkParser();
+  BatchChunkParser(const BatchChunkParser&) = delete;
+  BatchChunkParser& operator=(const BatchChunkParser&) = delete;
+
+  Result Parse(const uint8_t* data, size_t size);
+  // After kParsed: the chunk, valid (and mutable) until the next Parse.
+  proto::Chunk* chunk() { return chunk_.get(); }
+
+ private:
+  void Reclaim();  // takes the batch and its columns out of chunk_, clears it
+
+  std::unique_ptr<proto::Chunk> chunk_;
+  // Detached while chunk_ does not own them.
+  std::unique_ptr<proto::EventBatch> batch_;
+#define GPSCOPE_BATCH_PARSER_KIND(Name, Message, field, number, Event, COLUMNS) \
+  std::unique_ptr<proto::Message> field##_;
+  GPSCOPE_ALL_EVENT_KINDS(GPSCOPE_BATCH_PARSER_KIND)
+#undef GPSCOPE_BATCH_PARSER_KIND
+};
 
 class FramePipeline {
  public:
