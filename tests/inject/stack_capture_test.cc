@@ -97,15 +97,16 @@ TEST(StackCaptureTest, TriggersSyncAfterIdleAndSampledLaunches) {
   std::string why;
   ASSERT_TRUE(c.Init(Opts(stacks::StackMode::kAuto, 1), &why)) << why;
   // CLOCK_REALTIME (the capturer's clock) no later than the "last exit" the
-  // capturer sees before 6 and 12: before call 5 (its exit time is its
-  // entry's), before call 11's exit.
-  uint64_t before_5 = 0, before_exit_11 = 0;
+  // capturer sees before 2, 6, 7 and 12: before calls 1, 5 (its exit time
+  // is its entry's) and 6, before call 11's exit.
+  uint64_t before_1 = 0, before_5 = 0, before_6 = 0, before_exit_11 = 0;
   auto realtime = [] {
     timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
   };
   std::thread([&] {
+    before_1 = realtime();
     Call(c, true, ApiClass::kLaunch, 1);   // the thread's first launch: after "idle"
     Call(c, true, ApiClass::kLaunch, 2);   // right after: nothing
     Call(c, true, ApiClass::kSync, 3);     // a sync: always
@@ -113,6 +114,7 @@ TEST(StackCaptureTest, TriggersSyncAfterIdleAndSampledLaunches) {
     before_5 = realtime();
     Call(c, true, ApiClass::kOther, 5);    // neither: never
     SpinUs(1500);                          // busy elsewhere but < 5 ms: the sample is due
+    before_6 = realtime();
     Call(c, true, ApiClass::kLaunch, 6);
     Call(c, true, ApiClass::kLaunch, 7);   // within 1 ms of the last sample: nothing
     SleepMs(8);                            // >= 5 ms outside CUDA
@@ -138,10 +140,15 @@ TEST(StackCaptureTest, TriggersSyncAfterIdleAndSampledLaunches) {
   // 12: a sample (the last one was 8: > 1 ms ago), not after idle (the
   // long sync ended just before). 2 and 7 come < 1 ms after a sample: none,
   // unless this loaded machine preempted the thread for a millisecond. A
-  // thread held off >= 5 ms before 6 or 12 (TSan, load) is rightly after idle.
+  // thread held off >= 5 ms before 2, 6, 7 or 12 (TSan, load) is rightly
+  // after idle.
   for (const auto& [corr, cap] : got) {
     SCOPED_TRACE(corr);
-    const uint64_t before = corr == 6 ? before_5 : corr == 12 ? before_exit_11 : 0;
+    const uint64_t before = corr == 2    ? before_1
+                            : corr == 6  ? before_5
+                            : corr == 7  ? before_6
+                            : corr == 12 ? before_exit_11
+                                         : 0;
     if (before != 0 && cap.timestamp_ns - before >= StackCapturer::kIdleThresholdNs) {
       EXPECT_TRUE(cap.trigger == StackTrigger::kAfterIdle || cap.trigger == StackTrigger::kSampled);
       continue;
