@@ -176,7 +176,6 @@ class Collector : public control::ControlHandler,
   std::atomic<uint64_t> events_written{0};  // for `status`, updated by the writer
   // Written by CUPTI callbacks, read by the writer.
   std::atomic<uint64_t> cupti_dropped{0};
-  // CUPTI ns minus CLOCK_REALTIME at the last snapshot (WriterLoop::Parts).
 
   // Exit handshake between the exiting thread (or the finisher, after a
   // signal) and the writer thread (inject/exit_finisher.h).
