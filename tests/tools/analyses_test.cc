@@ -935,10 +935,12 @@ TEST(RulesTest, FindingsAreRankedBySeverityThenCost) {
 // -------------------------------------------------------- idle breakdown --
 
 // Two kernels on one stream; the second launched at `launch_ns` (0: no
-// launch record), starting at `start_ns`; optionally a sync [sync_start,
-// sync_end). Returns the second op's gap split on the stream.
+// launch record), starting at `start_ns`; optionally a sync call [sync_start,
+// sync_end) and CUPTI sync records. Returns the second op's gap split on the
+// stream.
 std::array<uint64_t, 4> StreamIdle(uint64_t launch_ns, uint64_t start_ns, uint64_t sync_start = 0,
-                                   uint64_t sync_end = 0) {
+                                   uint64_t sync_end = 0,
+                                   const std::vector<format::SyncEvent>& records = {}) {
   TraceBuilder trace;
   TraceBuilder::Process& p = trace.AddProcess(0x1D, 7);
   p.WriteHeader();
@@ -965,6 +967,7 @@ std::array<uint64_t, 4> StreamIdle(uint64_t launch_ns, uint64_t start_ns, uint64
     p.Add(format::ApiCallEvent{sync_start, sync_end, proto::API_RUNTIME, 131, 1, 3, 0,
                                p.Intern("cudaStreamSynchronize_v3020")});
   }
+  for (const format::SyncEvent& r : records) p.Add(r);
   p.WriteEnd();
   const std::string path = TempPath("idle");
   EXPECT_TRUE(trace.WriteFile(path));
@@ -1034,18 +1037,7 @@ TEST(IdleGapTest, SyncStartingJustAfterTheGpuRanDryCounts) {
 // event-query records (no API row; CUPTI records cudaEventQuery as
 // EVENT_SYNCHRONIZE) of `poll_ns` each start from +6 us, 20 ns apart.
 std::array<uint64_t, 4> IdleWithSyncRecords(bool sync_row, int polls, uint64_t poll_ns) {
-  TraceBuilder trace;
-  TraceBuilder::Process& p = trace.AddProcess(0x1E, 7);
-  p.WriteHeader();
-  const uint32_t launch = p.Intern("cudaLaunchKernel_v7000");
-  p.Add(format::ApiCallEvent{kT0 - 20 * kUs, kT0 - 10 * kUs, proto::API_RUNTIME, 211, 1, 1, 0,
-                             launch});
-  p.Add(format::ApiCallEvent{kT0 + 310 * kUs, kT0 + 315 * kUs, proto::API_RUNTIME, 211, 1, 2, 0,
-                             launch});
-  if (sync_row) {
-    p.Add(format::ApiCallEvent{kT0 + 5 * kUs, kT0 + 12 * kUs, proto::API_RUNTIME, 131, 1, 3, 0,
-                               p.Intern("cudaStreamSynchronize_v3020")});
-  }
+  std::vector<format::SyncEvent> records;
   format::SyncEvent sync{};
   sync.start_ns = kT0 + 5 * kUs;
   sync.end_ns = kT0 + 12 * kUs;
@@ -1054,7 +1046,7 @@ std::array<uint64_t, 4> IdleWithSyncRecords(bool sync_row, int polls, uint64_t p
   sync.stream_id = 7;
   sync.event_id = 0xffffffff;
   sync.correlation_id = 3;
-  if (sync_row) p.Add(sync);
+  if (sync_row) records.push_back(sync);
   for (int i = 0; i < polls; ++i) {
     format::SyncEvent poll = sync;
     poll.sync_kind = proto::SYNC_EVENT_SYNCHRONIZE;
@@ -1063,26 +1055,11 @@ std::array<uint64_t, 4> IdleWithSyncRecords(bool sync_row, int polls, uint64_t p
     poll.start_ns = kT0 + 6 * kUs + 20 * static_cast<uint64_t>(i);
     poll.end_ns = poll.start_ns + poll_ns;
     poll.correlation_id = 100 + i;
-    p.Add(poll);
+    records.push_back(poll);
   }
-  for (uint32_t i = 0; i < 2; ++i) {
-    format::KernelEvent k{};
-    k.start_ns = i == 0 ? kT0 : kT0 + 320 * kUs;
-    k.end_ns = k.start_ns + 10 * kUs;
-    k.name_id = p.Intern("k");
-    k.context_id = 1;
-    k.stream_id = 7;
-    k.correlation_id = i + 1;
-    p.Add(k);
-  }
-  p.WriteEnd();
-  const std::string path = TempPath("sync_records");
-  EXPECT_TRUE(trace.WriteFile(path));
-  const model::TraceModel m = model::BuildModel({path});
-  unlink(path.c_str());
-  EXPECT_EQ(m.gpus.size(), 1u);
-  if (m.gpus.empty() || m.gpus[0].streams.empty()) return {};
-  return m.gpus[0].streams[0].idle_ns;
+  // The sync call's row, when there is one, is the record's: +5 to +12 us.
+  return StreamIdle(kT0 + 310 * kUs, kT0 + 320 * kUs, sync_row ? sync.start_ns : 0,
+                    sync_row ? sync.end_ns : 0, records);
 }
 
 TEST(IdleGapTest, EventQueriesAreNotSyncWait) {
