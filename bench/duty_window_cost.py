@@ -21,6 +21,8 @@ import os
 import re
 import statistics as st
 
+from overhead_ab import read_log  # the step log: "start_ns end_ns" per line
+
 
 def windows(err_path, offset_ns):
     out, start = [], None
@@ -46,8 +48,7 @@ def main():
     every = []
     for n in a.names:
         p = lambda ext: os.path.join(a.dir, n + ext)
-        steps = [tuple(map(int, l.split())) for l in open(p(".log")) if l.strip()]
-        steps = [(s, (e - s) / 1e6) for s, e in steps]
+        steps = [(s, (e - s) / 1e6) for s, e in read_log(p(".log"))]
         realtime, mono = map(int, open(p(".clock")).read().split())
         wins = windows(p(".err"), realtime - mono)
         print(f"{n}: {len(steps)} steps, {len(wins)} windows")
