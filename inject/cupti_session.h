@@ -281,7 +281,7 @@ class CuptiSession : public RecordConverter::ApiNames {
   mutable std::atomic<uint32_t> users_{0};  // Uses in flight
   std::atomic<uint64_t> detaches_{0};
   std::atomic<uint64_t> longest_detach_ns_{0};  // written by the one detacher at a time
-  uint64_t longest_switch_on_ns_ = 0;            // writer thread
+  uint64_t longest_switch_on_ns_ = 0;            // start-up thread, then the writer (SetTracing)
   // CUPTI's clock minus CLOCK_REALTIME at the last Snapshot(): CUPTI's
   // clock while detached (0 on Linux, where it is CLOCK_REALTIME).
   mutable std::atomic<int64_t> cupti_minus_realtime_ns_{0};
