@@ -10,7 +10,7 @@
 // Needs report/node_modules (npm ci in report/) for playwright-core and
 // Debian's /usr/bin/chromium.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -108,3 +108,5 @@ for (let r = 0; r < rounds; r++) {
   }
 }
 await browser.close();
+// Our own scratch directory (no --out) holds only the reports written above.
+if (!args.out) rmSync(out, { recursive: true, force: true });

@@ -20,7 +20,9 @@
 #      SKIPPED with the reason where there is no GPU).
 # Installs what it needs first (scripts/setup.sh). Build trees, one per CMake
 # preset (CMakePresets.json): build/ (ci), build-asan/, build-tsan/,
-# build-fuzz/, build-release/. Exits non-zero on any failure.
+# build-fuzz/, build-release/. Each step's header says the disk space left;
+# build-asan/ (~3.5 GB, nothing after its step uses it) is removed once its
+# tests pass unless GPSCOPE_KEEP_TREES=1. Exits non-zero on any failure.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -28,7 +30,10 @@ jobs=$(nproc)
 gpu=0
 [ "${1:-}" = "--gpu" ] && gpu=1
 
-step() { printf '\n==== %s\n' "$*"; }
+step() {
+  printf '\n==== %s  [%s free here, %s in /tmp]\n' "$*" \
+    "$(df -Ph . | awk 'NR==2 {print $4}')" "$(df -Ph "${TMPDIR:-/tmp}" | awk 'NR==2 {print $4}')"
+}
 
 step "setup"
 bash scripts/setup.sh
@@ -45,6 +50,7 @@ step "unit tests under ASan + UBSan"
 cmake --preset asan >/dev/null
 cmake --build --preset asan -j"$jobs"
 ctest --preset asan -j"$jobs"  # ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
+[ "${GPSCOPE_KEEP_TREES:-0}" = 1 ] || rm -rf build-asan
 
 step "concurrent code under TSan"
 cmake --preset tsan >/dev/null

@@ -24,7 +24,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 build=build
-out=$(mktemp -d /tmp/gpscope-report-test.XXXXXX)
+out=""
 docs=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -34,6 +34,13 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 [--build DIR] [--out DIR] [--screenshots]" >&2; exit 2 ;;
   esac
 done
+
+if [ -z "$out" ]; then
+  # Our own scratch directory: removed when every test passed, kept (and
+  # named) when one failed, for its screenshots and logs.
+  out=$(mktemp -d "${TMPDIR:-/tmp}/gpscope-report-test.XXXXXX")
+  trap 'rc=$?; if [ $rc -eq 0 ]; then rm -rf "$out"; else echo "test_report.sh: outputs kept in $out" >&2; fi' EXIT
+fi
 
 step() { printf '\n==== %s\n' "$*"; }
 

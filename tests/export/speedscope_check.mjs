@@ -10,7 +10,7 @@
 //
 //   node tests/export/speedscope_check.mjs --analyze BIN [--chromium PATH] TRACE...
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync, existsSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync, existsSync, statSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -98,4 +98,6 @@ for (const name of names) {
 await browser.close();
 server.close();
 console.log(`speedscope: ${names.length - failed} of ${names.length} exports loaded`);
+if (failed === 0) rmSync(out, { recursive: true, force: true });
+else console.log(`exports kept in ${out}`);
 process.exit(failed > 0 ? 1 : 0);

@@ -86,6 +86,12 @@ class CollectorMetricsTest : public ::testing::Test {
            ::testing::UnitTest::GetInstance()->current_test_info()->name();
     ASSERT_EQ(system(("rm -rf '" + dir_ + "'").c_str()), 0);
   }
+  // The child's traces go with a passing test; a failing one keeps them.
+  void TearDown() override {
+    if (!HasFailure()) {
+      EXPECT_EQ(system(("rm -rf '" + dir_ + "'").c_str()), 0);
+    }
+  }
 
   // Runs the collector in a child with `env` for `run_ms`; returns the
   // child's lifetime in CLOCK_REALTIME ns and reads its trace into *out.
