@@ -21,7 +21,7 @@
 # Installs what it needs first (scripts/setup.sh). Build trees, one per CMake
 # preset (CMakePresets.json): build/ (ci), build-asan/, build-tsan/,
 # build-fuzz/, build-release/. Each step's header says the disk space left;
-# build-asan/ (~3.5 GB, nothing after its step uses it) is removed once its
+# build-asan/ (the largest tree; nothing after its step uses it) is removed once its
 # tests pass unless GPSCOPE_KEEP_TREES=1. Exits non-zero on any failure.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
