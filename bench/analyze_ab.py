@@ -14,8 +14,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ab_ci import median_ci  # noqa: E402
+from ab_ci import median_ci  # bench/ (the script's folder is on the path)
 
 
 def main():
